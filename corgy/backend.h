@@ -1,0 +1,110 @@
+// Backend: the operations every backend implements. Layers call these and nothing backend-specific.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "corgy/activation.h"
+#include "corgy/variable.h"
+
+namespace corgy {
+
+/// Convolution geometry. Weights are OIHW: [out_channels][in_channels / groups][kernel][kernel], i.e. a
+/// row-major [out_channels x (in_channels / groups * kernel * kernel)] matrix per the im2col convention.
+struct Conv2dDesc {
+  int in_channels = 0;
+  int out_channels = 0;
+  int kernel = 1;
+  int stride = 1;
+  int padding = 0;
+  int dilation = 1;
+  int groups = 1;
+  Activation activation{};
+
+  /// Output extent along one axis for an input extent `size`.
+  int output_size(int size) const { return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1; }
+};
+
+enum class PoolKind { max, average };
+
+/// Pooling window. Padding may be asymmetric (darknet pads only right/bottom for size 2 stride 1).
+/// Max pooling ignores padded cells; average pooling counts them as zeros when count_include_pad is set
+/// (PyTorch's default) and otherwise divides by the number of real cells.
+struct Pool2dDesc {
+  PoolKind kind = PoolKind::max;
+  int kernel_h = 2;
+  int kernel_w = 2;
+  int stride_h = 2;
+  int stride_w = 2;
+  int pad_top = 0;
+  int pad_left = 0;
+  int pad_bottom = 0;
+  int pad_right = 0;
+  bool count_include_pad = true;
+
+  int output_h(int h) const { return (h + pad_top + pad_bottom - kernel_h) / stride_h + 1; }
+  int output_w(int w) const { return (w + pad_left + pad_right - kernel_w) / stride_w + 1; }
+};
+
+/// The operations a backend implements. Shapes are validated by the layers before these are called;
+/// a backend may assume them consistent. Each call writes all of `output`.
+///
+/// A CPU backend runs each call as it comes. A GPU backend may record calls between begin_forward() and
+/// end_forward() and run them in one submission, so no call may read results on the host before
+/// end_forward() returns.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// "naive", "blas", "vulkan", ...
+  virtual std::string name() const = 0;
+  /// Worker threads used by the backend's CPU loops and BLAS calls (0 = all cores).
+  virtual void set_threads(int threads) { (void)threads; }
+  virtual int threads() const { return 1; }
+
+  /// Called for each tensor that stays constant across forwards (weights, biases) before the first forward
+  /// on this backend, so a GPU backend can upload it once in the layout its kernels want. Called again for
+  /// the same tensor (same Storage::id) after its values changed (Sequential::weights_changed()).
+  virtual void upload_constant(const Variable& tensor) { (void)tensor; }
+  /// Bracket one model forward.
+  virtual void begin_forward() {}
+  virtual void end_forward() {}
+
+  /// output = activation(conv(input, weights) + bias). input (N, Cin, H, W), weights OIHW
+  /// (Cout, Cin/groups, k, k), bias (1, 1, 1, Cout) or null, output (N, Cout, Ho, Wo).
+  virtual void conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
+                      Variable& output) = 0;
+  /// Max or average pooling, (N, C, H, W) -> (N, C, Ho, Wo).
+  virtual void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) = 0;
+  /// Element-wise activation; input and output have the same shape and may be the same Variable.
+  virtual void activation(Activation activation, const Variable& input, Variable& output) = 0;
+  /// Fully connected: output[n][o] = activation(sum_i weights[o][i] * input[n][i] + bias[o]).
+  /// input (N, I, 1, 1) or any (N, C, H, W) with C*H*W = I; weights (1, 1, O, I); bias (1, 1, 1, O) or null;
+  /// output (N, O, 1, 1).
+  virtual void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
+                      Variable& output) = 0;
+  /// Softmax over the channel axis, separately for every (n, h, w).
+  virtual void softmax(const Variable& input, Variable& output) = 0;
+  /// output[n][c] = input[n][c] * scale[c] + shift[c] (inference batch norm, folded). scale, shift (1, 1, 1, C).
+  virtual void channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
+                              Variable& output) = 0;
+  /// Nearest-neighbour upsampling by an integer factor: (N, C, H, W) -> (N, C, H*scale, W*scale).
+  virtual void upsample_nearest(int scale, const Variable& input, Variable& output) = 0;
+  /// Concatenates along channels; every input has output's N, H, W.
+  virtual void concat_channels(std::span<const Variable* const> inputs, Variable& output) = 0;
+  /// output = activation(a + b), all the same shape.
+  virtual void add(const Variable& a, const Variable& b, Activation activation, Variable& output) = 0;
+  /// c = op(a) x op(b) for matrices (1, 1, rows, cols); op transposes when the flag is set.
+  virtual void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) = 0;
+};
+
+/// Names of the backends built into this library, in order of preference for "auto" (best first).
+std::vector<std::string> available_backends();
+
+/// Creates a backend by name: "naive", "blas", "vulkan" or "auto" (the best that works here; says on stderr
+/// what it fell back to and why). Throws corgy::Error for an unknown or unavailable name.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+
+}  // namespace corgy

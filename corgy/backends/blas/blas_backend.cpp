@@ -1,0 +1,300 @@
+#include "corgy/backends/blas/blas_backend.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+
+#include "corgy/backends/blas/depthwise_conv.h"
+#include "corgy/backends/blas/fused_activation.h"
+#include "corgy/backends/blas/im2col.h"
+#include "corgy/error.h"
+
+namespace corgy {
+
+namespace {
+
+using blas::with_activation;
+
+/// Below this many floats per thread a loop is not worth splitting (a team wake-up costs a few microseconds).
+constexpr std::size_t kMinElementsPerThread = std::size_t{1} << 15;
+
+/// The input rows or columns [begin, end) that one pooling window covers, clipped to the input.
+struct Window {
+  int begin;
+  int end;
+};
+
+Window pool_window(int output_index, int stride, int pad_before, int kernel, int input_size) {
+  const int start = output_index * stride - pad_before;
+  const int begin = std::max(start, 0);
+  return {begin, std::max(begin, std::min(start + kernel, input_size))};
+}
+
+/// Max pooling of one plane; padded cells are ignored, as if they held -infinity.
+void max_pool_plane(const Pool2dDesc& desc, const float* input, const Shape& in_shape, float* output,
+                    const Shape& out_shape) {
+  for (int oy = 0; oy < out_shape.h; ++oy) {
+    const Window rows = pool_window(oy, desc.stride_h, desc.pad_top, desc.kernel_h, in_shape.h);
+    for (int ox = 0; ox < out_shape.w; ++ox) {
+      const Window cols = pool_window(ox, desc.stride_w, desc.pad_left, desc.kernel_w, in_shape.w);
+      float best = -std::numeric_limits<float>::infinity();
+      for (int y = rows.begin; y < rows.end; ++y) {
+        for (int x = cols.begin; x < cols.end; ++x) best = std::max(best, input[y * in_shape.w + x]);
+      }
+      output[oy * out_shape.w + ox] = best;
+    }
+  }
+}
+
+/// Average pooling of one plane; padded cells count as zeros only when desc.count_include_pad is set.
+void average_pool_plane(const Pool2dDesc& desc, const float* input, const Shape& in_shape, float* output,
+                        const Shape& out_shape) {
+  for (int oy = 0; oy < out_shape.h; ++oy) {
+    const Window rows = pool_window(oy, desc.stride_h, desc.pad_top, desc.kernel_h, in_shape.h);
+    for (int ox = 0; ox < out_shape.w; ++ox) {
+      const Window cols = pool_window(ox, desc.stride_w, desc.pad_left, desc.kernel_w, in_shape.w);
+      float sum = 0.0f;
+      for (int y = rows.begin; y < rows.end; ++y) {
+        for (int x = cols.begin; x < cols.end; ++x) sum += input[y * in_shape.w + x];
+      }
+      const int cells =
+          desc.count_include_pad ? desc.kernel_h * desc.kernel_w : (rows.end - rows.begin) * (cols.end - cols.begin);
+      output[oy * out_shape.w + ox] = sum / static_cast<float>(cells);
+    }
+  }
+}
+
+/// Pixels per softmax task: enough for vectorised passes, few enough that the per-pixel state stays in L1.
+constexpr int kSoftmaxBlock = 256;
+
+/// Softmax over `channels` for `width` consecutive pixels of one image, starting at `first_pixel`. Channels
+/// lie a plane apart, so each pass walks channel by channel over the block: contiguous, vectorisable reads
+/// instead of one strided walk per pixel. Subtracting the maximum keeps exp from overflowing.
+void softmax_block(const float* input, float* output, int channels, std::size_t plane_size, int first_pixel,
+                   int width) {
+  std::array<float, kSoftmaxBlock> max;
+  std::fill(max.begin(), max.end(), -std::numeric_limits<float>::infinity());
+  for (int c = 0; c < channels; ++c) {
+    const float* x = input + c * plane_size + first_pixel;
+    for (int p = 0; p < width; ++p) max[p] = std::max(max[p], x[p]);
+  }
+  std::array<double, kSoftmaxBlock> sum{};
+  for (int c = 0; c < channels; ++c) {
+    const float* x = input + c * plane_size + first_pixel;
+    float* y = output + c * plane_size + first_pixel;
+    for (int p = 0; p < width; ++p) {
+      y[p] = std::exp(x[p] - max[p]);
+      sum[p] += y[p];
+    }
+  }
+  std::array<float, kSoftmaxBlock> inverse_sum;
+  for (int p = 0; p < width; ++p) inverse_sum[p] = static_cast<float>(1.0 / sum[p]);
+  for (int c = 0; c < channels; ++c) {
+    float* y = output + c * plane_size + first_pixel;
+    for (int p = 0; p < width; ++p) y[p] *= inverse_sum[p];
+  }
+}
+
+}  // namespace
+
+BlasBackend::BlasBackend(int threads) { set_threads(threads); }
+
+void BlasBackend::set_threads(int threads) {
+  if (threads < 0) {
+    throw Error("BlasBackend: thread count must be >= 0 (0 = all cores), got " + std::to_string(threads));
+  }
+  threads_ = threads > 0 ? threads : std::max(1, omp_get_num_procs());
+  claim_blas_threads();
+}
+
+int BlasBackend::threads_for(std::size_t elements) const {
+  return static_cast<int>(std::clamp<std::size_t>(elements / kMinElementsPerThread, 1, threads_));
+}
+
+void BlasBackend::claim_blas_threads() const { openblas_set_num_threads(threads_); }
+
+float* BlasBackend::column_buffer(std::size_t count) {
+  if (columns_.size() < count) columns_.resize(count);
+  return columns_.data();
+}
+
+void BlasBackend::add_channel_bias_and_activate(Activation activation, const float* bias, int channels,
+                                                std::size_t plane_size, float* planes) const {
+  if (!bias && activation.kind == ActivationKind::none) return;
+  const int threads = threads_for(channels * plane_size);
+  with_activation(activation, [&](const auto& activate) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int c = 0; c < channels; ++c) {
+      blas::add_bias_and_activate(planes + c * plane_size, plane_size, bias ? bias[c] : 0.0f, activate);
+    }
+  });
+}
+
+void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
+                         Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const float* bias_values = bias ? bias->data() : nullptr;
+  if (blas::is_depthwise(desc)) {
+    blas::depthwise_conv2d(desc, in, input.data(), weights.data(), bias_values, out, output.data(),
+                           threads_for(output.count()));
+    return;
+  }
+  const int group_in_channels = desc.in_channels / desc.groups;
+  const int group_out_channels = desc.out_channels / desc.groups;
+  // Per image and group: weights [group_out_channels x depth] times columns [depth x pixels] gives the
+  // output channels of that group, already in NCHW order.
+  const int depth = group_in_channels * desc.kernel * desc.kernel;
+  const int pixels = out.h * out.w;
+  // A 1x1 kernel at stride 1 without padding reads every pixel once, in order (dilation does not move a 1x1
+  // kernel), so the image's channel planes already are the column matrix.
+  const bool image_is_columns = desc.kernel == 1 && desc.stride == 1 && desc.padding == 0;
+  const std::size_t column_count = static_cast<std::size_t>(depth) * pixels;
+  float* columns = image_is_columns ? nullptr : column_buffer(column_count);
+  claim_blas_threads();
+  for (int n = 0; n < out.n; ++n) {
+    float* image_output = output.data() + n * out.image_count();
+    for (int group = 0; group < desc.groups; ++group) {
+      const float* group_input = input.data() + n * in.image_count() + group * group_in_channels * in.plane_count();
+      if (!image_is_columns) {
+        blas::im2col(group_input, group_in_channels, in.h, in.w, desc, out.h, out.w, columns,
+                     threads_for(column_count));
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, group_out_channels, pixels, depth, 1.0f,
+                  weights.data() + static_cast<std::size_t>(group) * group_out_channels * depth, depth,
+                  image_is_columns ? group_input : columns, pixels, 0.0f,
+                  image_output + static_cast<std::size_t>(group) * group_out_channels * pixels, pixels);
+    }
+    add_channel_bias_and_activate(desc.activation, bias_values, out.c, out.plane_count(), image_output);
+  }
+}
+
+void BlasBackend::pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+#pragma omp parallel for num_threads(threads_for(input.count())) schedule(static)
+  for (int plane = 0; plane < out.n * out.c; ++plane) {
+    const float* source = input.data() + plane * in.plane_count();
+    float* target = output.data() + plane * out.plane_count();
+    if (desc.kind == PoolKind::max) {
+      max_pool_plane(desc, source, in, target, out);
+    } else {
+      average_pool_plane(desc, source, in, target, out);
+    }
+  }
+}
+
+void BlasBackend::activation(Activation activation, const Variable& input, Variable& output) {
+  const float* source = input.data();
+  float* target = output.data();
+  const auto count = static_cast<std::ptrdiff_t>(input.count());
+  with_activation(activation, [&](const auto& activate) {
+#pragma omp parallel for num_threads(threads_for(input.count())) schedule(static)
+    for (std::ptrdiff_t i = 0; i < count; ++i) target[i] = activate(source[i]);
+  });
+}
+
+void BlasBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
+                         Variable& output) {
+  const int batch = input.shape().n;
+  const int in_features = weights.shape().cols();
+  const int out_features = weights.shape().rows();
+  // The whole batch in one GEMM: input [batch x in] times weights [out x in] transposed.
+  claim_blas_threads();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out_features, in_features, 1.0f, input.data(),
+              in_features, weights.data(), in_features, 0.0f, output.data(), out_features);
+  if (!bias && activation.kind == ActivationKind::none) return;
+  const float* bias_values = bias ? bias->data() : nullptr;
+  with_activation(activation, [&](const auto& activate) {
+#pragma omp parallel for num_threads(threads_for(output.count())) schedule(static)
+    for (int n = 0; n < batch; ++n) {
+      float* row = output.data() + static_cast<std::size_t>(n) * out_features;
+      for (int o = 0; o < out_features; ++o) row[o] = activate(row[o] + (bias_values ? bias_values[o] : 0.0f));
+    }
+  });
+}
+
+void BlasBackend::softmax(const Variable& input, Variable& output) {
+  const Shape& shape = input.shape();
+  const int pixels = shape.h * shape.w;
+  const int blocks_per_image = (pixels + kSoftmaxBlock - 1) / kSoftmaxBlock;
+#pragma omp parallel for num_threads(threads_for(input.count())) schedule(static)
+  for (int task = 0; task < shape.n * blocks_per_image; ++task) {
+    const std::size_t image_offset = task / blocks_per_image * shape.image_count();
+    const int first_pixel = task % blocks_per_image * kSoftmaxBlock;
+    softmax_block(input.data() + image_offset, output.data() + image_offset, shape.c, shape.plane_count(), first_pixel,
+                  std::min(kSoftmaxBlock, pixels - first_pixel));
+  }
+}
+
+void BlasBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
+                                 Variable& output) {
+  const Shape& shape = input.shape();
+  const std::size_t plane_size = shape.plane_count();
+#pragma omp parallel for num_threads(threads_for(input.count())) schedule(static)
+  for (int plane = 0; plane < shape.n * shape.c; ++plane) {
+    const float channel_scale = scale.data()[plane % shape.c];
+    const float channel_shift = shift.data()[plane % shape.c];
+    const float* source = input.data() + plane * plane_size;
+    float* target = output.data() + plane * plane_size;
+    for (std::size_t i = 0; i < plane_size; ++i) target[i] = source[i] * channel_scale + channel_shift;
+  }
+}
+
+void BlasBackend::upsample_nearest(int scale, const Variable& input, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+#pragma omp parallel for num_threads(threads_for(output.count())) schedule(static)
+  for (int plane = 0; plane < out.n * out.c; ++plane) {
+    const float* source_plane = input.data() + plane * in.plane_count();
+    float* target = output.data() + plane * out.plane_count();
+    for (int y = 0; y < out.h; ++y, target += out.w) {
+      const float* source = source_plane + static_cast<std::size_t>(y / scale) * in.w;
+      for (int x = 0; x < out.w; ++x) target[x] = source[x / scale];
+    }
+  }
+}
+
+void BlasBackend::concat_channels(std::span<const Variable* const> inputs, Variable& output) {
+  const Shape& shape = output.shape();
+  const std::size_t plane_size = shape.plane_count();
+#pragma omp parallel for num_threads(threads_for(output.count())) schedule(static)
+  for (int plane = 0; plane < shape.n * shape.c; ++plane) {
+    // Find which input holds this output channel, and its channel there.
+    int channel = plane % shape.c;
+    std::size_t source_index = 0;
+    while (channel >= inputs[source_index]->shape().c) channel -= inputs[source_index++]->shape().c;
+    const Variable& source = *inputs[source_index];
+    const std::size_t source_plane = static_cast<std::size_t>(plane / shape.c) * source.shape().c + channel;
+    std::memcpy(output.data() + plane * plane_size, source.data() + source_plane * plane_size,
+                plane_size * sizeof(float));
+  }
+}
+
+void BlasBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
+  const float* left = a.data();
+  const float* right = b.data();
+  float* target = output.data();
+  const auto count = static_cast<std::ptrdiff_t>(a.count());
+  with_activation(activation, [&](const auto& activate) {
+#pragma omp parallel for num_threads(threads_for(a.count())) schedule(static)
+    for (std::ptrdiff_t i = 0; i < count; ++i) target[i] = activate(left[i] + right[i]);
+  });
+}
+
+void BlasBackend::matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) {
+  const int rows = c.shape().rows();
+  const int cols = c.shape().cols();
+  const int inner = transpose_a ? a.shape().rows() : a.shape().cols();
+  claim_blas_threads();
+  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, rows,
+              cols, inner, 1.0f, a.data(), a.shape().cols(), b.data(), b.shape().cols(), 0.0f, c.data(), cols);
+}
+
+}  // namespace corgy

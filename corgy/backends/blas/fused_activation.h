@@ -1,0 +1,39 @@
+// Activation functors chosen once per call, so that the element loops that apply them are compiled per kind.
+#pragma once
+
+#include <cstddef>
+
+#include "corgy/activation.h"
+
+namespace corgy::blas {
+
+/// apply_activation with the kind fixed at compile time: the switch inside folds away, so a loop calling this
+/// vectorises for relu and leaky ReLU and the results equal apply_activation's by construction.
+template <ActivationKind kind>
+struct Activate {
+  float slope;
+  float operator()(float x) const { return apply_activation(Activation{kind, slope}, x); }
+};
+
+/// Calls body(activate), where activate(x) == apply_activation(activation, x). The per-kind switch runs here,
+/// once per call, instead of once per element.
+template <typename Body>
+void with_activation(Activation activation, Body&& body) {
+  switch (activation.kind) {
+    case ActivationKind::none: return body(Activate<ActivationKind::none>{activation.slope});
+    case ActivationKind::relu: return body(Activate<ActivationKind::relu>{activation.slope});
+    case ActivationKind::leaky_relu: return body(Activate<ActivationKind::leaky_relu>{activation.slope});
+    case ActivationKind::sigmoid: return body(Activate<ActivationKind::sigmoid>{activation.slope});
+    case ActivationKind::tanh: return body(Activate<ActivationKind::tanh>{activation.slope});
+    case ActivationKind::mish: return body(Activate<ActivationKind::mish>{activation.slope});
+    case ActivationKind::swish: return body(Activate<ActivationKind::swish>{activation.slope});
+  }
+}
+
+/// values[i] = activation(values[i] + bias) for i < count: the epilogue of one output channel of a convolution.
+template <typename Activation>
+void add_bias_and_activate(float* values, std::size_t count, float bias, const Activation& activate) {
+  for (std::size_t i = 0; i < count; ++i) values[i] = activate(values[i] + bias);
+}
+
+}  // namespace corgy::blas

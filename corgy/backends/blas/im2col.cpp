@@ -1,0 +1,57 @@
+#include "corgy/backends/blas/im2col.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+namespace corgy::blas {
+
+ValidRange valid_outputs(int offset, int stride, int input_size, int output_size) {
+  // First output whose input is >= 0, and first whose input is >= input_size (ceil divisions; the numerators
+  // are only negative when the whole axis reads padding, and the clamps below handle that).
+  const int begin = std::min(output_size, offset >= 0 ? 0 : (-offset + stride - 1) / stride);
+  const int end = std::clamp((input_size - offset + stride - 1) / stride, begin, output_size);
+  return {begin, end};
+}
+
+namespace {
+
+/// One row of the column matrix: kernel tap (y_offset, x_offset) of one input plane, for every output pixel.
+void fill_column_row(const float* plane, int height, int width, const Conv2dDesc& desc, int y_offset, int x_offset,
+                     int out_h, int out_w, float* row) {
+  const ValidRange rows = valid_outputs(y_offset, desc.stride, height, out_h);
+  const ValidRange cols = valid_outputs(x_offset, desc.stride, width, out_w);
+  const auto out_width = static_cast<std::size_t>(out_w);
+  std::fill(row, row + rows.begin * out_width, 0.0f);
+  for (int oy = rows.begin; oy < rows.end; ++oy) {
+    const float* source = plane + static_cast<std::size_t>(oy * desc.stride + y_offset) * width;
+    float* target = row + oy * out_width;
+    std::fill(target, target + cols.begin, 0.0f);
+    if (desc.stride == 1) {
+      std::memcpy(target + cols.begin, source + cols.begin + x_offset, sizeof(float) * (cols.end - cols.begin));
+    } else {
+      for (int ox = cols.begin; ox < cols.end; ++ox) target[ox] = source[ox * desc.stride + x_offset];
+    }
+    std::fill(target + cols.end, target + out_w, 0.0f);
+  }
+  std::fill(row + rows.end * out_width, row + out_h * out_width, 0.0f);
+}
+
+}  // namespace
+
+void im2col(const float* image, int channels, int height, int width, const Conv2dDesc& desc, int out_h, int out_w,
+            float* columns, int threads) {
+  const int taps = desc.kernel * desc.kernel;
+  const std::size_t plane_size = static_cast<std::size_t>(height) * width;
+  const std::size_t row_size = static_cast<std::size_t>(out_h) * out_w;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int row = 0; row < channels * taps; ++row) {
+    const int channel = row / taps;
+    const int ky = row % taps / desc.kernel;
+    const int kx = row % desc.kernel;
+    fill_column_row(image + channel * plane_size, height, width, desc, ky * desc.dilation - desc.padding,
+                    kx * desc.dilation - desc.padding, out_h, out_w, columns + row * row_size);
+  }
+}
+
+}  // namespace corgy::blas

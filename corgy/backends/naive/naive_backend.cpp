@@ -1,0 +1,170 @@
+#include "corgy/backends/naive/naive_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace corgy {
+
+// Direct convolution, one output element at a time, accumulated in double so that the reference is more
+// accurate than the backends it checks.
+void NaiveBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable* bias,
+                          Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const int in_per_group = d.in_channels / d.groups;
+  const int out_per_group = d.out_channels / d.groups;
+  for (int n = 0; n < out.n; ++n) {
+    for (int oc = 0; oc < out.c; ++oc) {
+      const int group = oc / out_per_group;
+      for (int oy = 0; oy < out.h; ++oy) {
+        for (int ox = 0; ox < out.w; ++ox) {
+          double sum = bias ? bias->data()[oc] : 0.0;
+          for (int ic = 0; ic < in_per_group; ++ic) {
+            for (int ky = 0; ky < d.kernel; ++ky) {
+              for (int kx = 0; kx < d.kernel; ++kx) {
+                const int iy = oy * d.stride - d.padding + ky * d.dilation;
+                const int ix = ox * d.stride - d.padding + kx * d.dilation;
+                if (iy < 0 || iy >= in.h || ix < 0 || ix >= in.w) continue;
+                sum += static_cast<double>(input.at(n, group * in_per_group + ic, iy, ix)) * weights.at(oc, ic, ky, kx);
+              }
+            }
+          }
+          output.at(n, oc, oy, ox) = apply_activation(d.activation, static_cast<float>(sum));
+        }
+      }
+    }
+  }
+}
+
+void NaiveBackend::pool2d(const Pool2dDesc& d, const Variable& input, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  for (int n = 0; n < out.n; ++n) {
+    for (int c = 0; c < out.c; ++c) {
+      for (int oy = 0; oy < out.h; ++oy) {
+        for (int ox = 0; ox < out.w; ++ox) {
+          float max = -std::numeric_limits<float>::infinity();
+          double sum = 0.0;
+          int cells = 0;
+          for (int ky = 0; ky < d.kernel_h; ++ky) {
+            for (int kx = 0; kx < d.kernel_w; ++kx) {
+              const int iy = oy * d.stride_h - d.pad_top + ky;
+              const int ix = ox * d.stride_w - d.pad_left + kx;
+              if (iy < 0 || iy >= in.h || ix < 0 || ix >= in.w) continue;
+              max = std::max(max, input.at(n, c, iy, ix));
+              sum += input.at(n, c, iy, ix);
+              ++cells;
+            }
+          }
+          float result = max;
+          if (d.kind == PoolKind::average) {
+            const int divisor = d.count_include_pad ? d.kernel_h * d.kernel_w : cells;
+            result = static_cast<float>(sum / divisor);
+          }
+          output.at(n, c, oy, ox) = result;
+        }
+      }
+    }
+  }
+}
+
+void NaiveBackend::activation(Activation activation, const Variable& input, Variable& output) {
+  for (std::size_t i = 0; i < input.count(); ++i) output.data()[i] = apply_activation(activation, input.data()[i]);
+}
+
+void NaiveBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
+                          Variable& output) {
+  const int batch = input.shape().n;
+  const int in_features = weights.shape().cols();
+  const int out_features = weights.shape().rows();
+  for (int n = 0; n < batch; ++n) {
+    const float* x = input.data() + static_cast<std::size_t>(n) * in_features;
+    for (int o = 0; o < out_features; ++o) {
+      double sum = bias ? bias->data()[o] : 0.0;
+      for (int i = 0; i < in_features; ++i) sum += static_cast<double>(weights.at(0, 0, o, i)) * x[i];
+      output.data()[static_cast<std::size_t>(n) * out_features + o] =
+          apply_activation(activation, static_cast<float>(sum));
+    }
+  }
+}
+
+void NaiveBackend::softmax(const Variable& input, Variable& output) {
+  const Shape& s = input.shape();
+  for (int n = 0; n < s.n; ++n) {
+    for (int y = 0; y < s.h; ++y) {
+      for (int x = 0; x < s.w; ++x) {
+        float max = -std::numeric_limits<float>::infinity();
+        for (int c = 0; c < s.c; ++c) max = std::max(max, input.at(n, c, y, x));
+        double sum = 0.0;
+        for (int c = 0; c < s.c; ++c) sum += std::exp(static_cast<double>(input.at(n, c, y, x) - max));
+        for (int c = 0; c < s.c; ++c) {
+          output.at(n, c, y, x) = static_cast<float>(std::exp(static_cast<double>(input.at(n, c, y, x) - max)) / sum);
+        }
+      }
+    }
+  }
+}
+
+void NaiveBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
+                                  Variable& output) {
+  const Shape& s = input.shape();
+  for (int n = 0; n < s.n; ++n) {
+    for (int c = 0; c < s.c; ++c) {
+      for (int y = 0; y < s.h; ++y) {
+        for (int x = 0; x < s.w; ++x) output.at(n, c, y, x) = input.at(n, c, y, x) * scale.data()[c] + shift.data()[c];
+      }
+    }
+  }
+}
+
+void NaiveBackend::upsample_nearest(int scale, const Variable& input, Variable& output) {
+  const Shape& s = output.shape();
+  for (int n = 0; n < s.n; ++n) {
+    for (int c = 0; c < s.c; ++c) {
+      for (int y = 0; y < s.h; ++y) {
+        for (int x = 0; x < s.w; ++x) output.at(n, c, y, x) = input.at(n, c, y / scale, x / scale);
+      }
+    }
+  }
+}
+
+void NaiveBackend::concat_channels(std::span<const Variable* const> inputs, Variable& output) {
+  const Shape& s = output.shape();
+  for (int n = 0; n < s.n; ++n) {
+    int first_channel = 0;
+    for (const Variable* in : inputs) {
+      for (int c = 0; c < in->shape().c; ++c) {
+        for (int y = 0; y < s.h; ++y) {
+          for (int x = 0; x < s.w; ++x) output.at(n, first_channel + c, y, x) = in->at(n, c, y, x);
+        }
+      }
+      first_channel += in->shape().c;
+    }
+  }
+}
+
+void NaiveBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
+  for (std::size_t i = 0; i < a.count(); ++i) {
+    output.data()[i] = apply_activation(activation, a.data()[i] + b.data()[i]);
+  }
+}
+
+void NaiveBackend::matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) {
+  const int rows = c.shape().rows();
+  const int cols = c.shape().cols();
+  const int inner = transpose_a ? a.shape().rows() : a.shape().cols();
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      double sum = 0.0;
+      for (int k = 0; k < inner; ++k) {
+        const float left = transpose_a ? a.at(0, 0, k, i) : a.at(0, 0, i, k);
+        const float right = transpose_b ? b.at(0, 0, j, k) : b.at(0, 0, k, j);
+        sum += static_cast<double>(left) * right;
+      }
+      c.at(0, 0, i, j) = static_cast<float>(sum);
+    }
+  }
+}
+
+}  // namespace corgy

@@ -1,0 +1,104 @@
+#include "corgy/layers/conv2d.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "corgy/error.h"
+
+namespace corgy {
+
+Conv2d::Conv2d(const Conv2dOptions& o)
+    : desc_{o.in_channels, o.out_channels, o.kernel, o.stride, o.padding, o.dilation, o.groups, o.activation} {
+  if (o.in_channels <= 0 || o.out_channels <= 0 || o.kernel <= 0 || o.stride <= 0 || o.dilation <= 0 || o.groups <= 0 ||
+      o.padding < 0) {
+    throw_parameter_error(
+        "conv2d", fmt::format("invalid parameters: in_channels {}, out_channels {}, kernel {}, "
+                              "stride {}, padding {}, dilation {}, groups {} (all must be > 0, "
+                              "padding >= 0)",
+                              o.in_channels, o.out_channels, o.kernel, o.stride, o.padding, o.dilation, o.groups));
+  }
+  if (o.in_channels % o.groups != 0 || o.out_channels % o.groups != 0) {
+    throw_parameter_error("conv2d", fmt::format("in_channels {} and out_channels {} must both divide by groups {}",
+                                                o.in_channels, o.out_channels, o.groups));
+  }
+  weights_ = Variable(Shape{o.out_channels, o.in_channels / o.groups, o.kernel, o.kernel});
+  if (o.bias) bias_ = Variable(Shape::vector(o.out_channels));
+}
+
+std::string Conv2d::describe() const {
+  const Conv2dDesc& d = desc_;
+  std::string text = fmt::format("conv2d {}x{}/{} pad {}, {}->{}", d.kernel, d.kernel, d.stride, d.padding,
+                                 d.in_channels, d.out_channels);
+  if (d.dilation != 1) text += fmt::format(", dilation {}", d.dilation);
+  if (d.groups != 1) text += fmt::format(", groups {}", d.groups);
+  if (d.activation.kind != ActivationKind::none) text += ", " + d.activation.str();
+  return text;
+}
+
+Shape Conv2d::output_shape(std::span<const Shape> inputs) const {
+  const Shape& in = inputs[0];
+  if (in.c != desc_.in_channels) {
+    throw_shape_error(*this, fmt::format("(N, {}, H, W)", desc_.in_channels), in);
+  }
+  const int out_h = desc_.output_size(in.h);
+  const int out_w = desc_.output_size(in.w);
+  if (out_h <= 0 || out_w <= 0) {
+    throw_shape_error(*this,
+                      fmt::format("an input of at least {} x {} pixels (effective kernel {})",
+                                  desc_.dilation * (desc_.kernel - 1) + 1 - 2 * desc_.padding,
+                                  desc_.dilation * (desc_.kernel - 1) + 1 - 2 * desc_.padding,
+                                  desc_.dilation * (desc_.kernel - 1) + 1),
+                      in);
+  }
+  return {in.n, desc_.out_channels, out_h, out_w};
+}
+
+void Conv2d::upload(Backend& backend) const {
+  backend.upload_constant(weights_);
+  if (has_bias()) backend.upload_constant(bias_);
+}
+
+void Conv2d::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
+  backend.conv2d(desc_, *inputs[0], weights_, has_bias() ? &bias_ : nullptr, output);
+}
+
+double Conv2d::flops(std::span<const Shape> inputs) const {
+  const Shape out = output_shape(inputs);
+  return 2.0 * static_cast<double>(out.count()) * (desc_.in_channels / desc_.groups) * desc_.kernel * desc_.kernel;
+}
+
+void Conv2d::set_weights(std::span<const float> oihw) {
+  if (oihw.size() != weights_.count()) {
+    throw Error(fmt::format("{}: weights need {} values (OIHW {}), got {}", describe(), weights_.count(),
+                            weights_.shape().str(), oihw.size()));
+  }
+  std::copy(oihw.begin(), oihw.end(), weights_.data());
+}
+
+void Conv2d::set_bias(std::span<const float> bias) {
+  if (bias.size() != static_cast<std::size_t>(desc_.out_channels)) {
+    throw Error(fmt::format("{}: bias needs {} values, got {}", describe(), desc_.out_channels, bias.size()));
+  }
+  bias_ = Variable(Shape::vector(desc_.out_channels), bias);
+}
+
+void Conv2d::fold_batch_norm(const BatchNormParams& bn) {
+  const auto channels = static_cast<std::size_t>(desc_.out_channels);
+  for (std::span<const float> p : {bn.gamma, bn.beta, bn.mean, bn.variance}) {
+    if (p.size() != channels) {
+      throw Error(fmt::format("{}: batch norm parameters need {} values each, got {}", describe(), channels, p.size()));
+    }
+  }
+  if (!has_bias()) bias_ = Variable(Shape::vector(desc_.out_channels));
+  const std::size_t per_filter = weights_.count() / channels;
+  for (std::size_t o = 0; o < channels; ++o) {
+    const float factor = bn.gamma[o] / std::sqrt(bn.variance[o] + bn.epsilon);
+    float* filter = weights_.data() + o * per_filter;
+    for (std::size_t i = 0; i < per_filter; ++i) filter[i] *= factor;
+    bias_.data()[o] = (bias_.data()[o] - bn.mean[o]) * factor + bn.beta[o];
+  }
+}
+
+}  // namespace corgy

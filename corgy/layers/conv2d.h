@@ -1,0 +1,67 @@
+// Conv2d: 2-D convolution with bias and a fused activation; batch norm can be folded into it at load time.
+#pragma once
+
+#include <span>
+
+#include "corgy/layers/layer.h"
+
+namespace corgy {
+
+struct Conv2dOptions {
+  int in_channels = 0;
+  int out_channels = 0;
+  int kernel = 3;
+  int stride = 1;
+  int padding = 0;
+  int dilation = 1;
+  /// in_channels and out_channels must both divide by groups; groups == in_channels is depthwise.
+  int groups = 1;
+  bool bias = true;
+  Activation activation{};
+};
+
+/// Inference batch-norm parameters per channel: y = gamma * (x - mean) / sqrt(variance + epsilon) + beta.
+struct BatchNormParams {
+  std::span<const float> gamma;
+  std::span<const float> beta;
+  std::span<const float> mean;
+  std::span<const float> variance;
+  float epsilon = 1e-5f;
+};
+
+/// Input (N, in_channels, H, W) -> output (N, out_channels, Ho, Wo), Ho = (H + 2p - d(k-1) - 1) / s + 1.
+/// Weights OIHW (out_channels, in_channels / groups, k, k), zero until set; bias (1, 1, 1, out_channels).
+class Conv2d final : public Layer {
+ public:
+  /// Throws corgy::Error for non-positive sizes or channels that do not divide by groups.
+  explicit Conv2d(const Conv2dOptions& options);
+
+  std::string_view type() const override { return "conv2d"; }
+  std::string describe() const override;
+  Shape output_shape(std::span<const Shape> inputs) const override;
+  void upload(Backend& backend) const override;
+  void forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const override;
+  double flops(std::span<const Shape> inputs) const override;
+
+  const Conv2dDesc& desc() const { return desc_; }
+  Variable& weights() { return weights_; }
+  const Variable& weights() const { return weights_; }
+  /// Empty when the layer has no bias.
+  Variable& bias() { return bias_; }
+  const Variable& bias() const { return bias_; }
+  bool has_bias() const { return !bias_.empty(); }
+
+  /// Copies OIHW weights in; throws corgy::Error (with both counts) when the size is wrong.
+  void set_weights(std::span<const float> oihw);
+  /// Copies the bias in, creating it if the layer had none.
+  void set_bias(std::span<const float> bias);
+  /// Folds a following batch norm into weights and bias, once, at load time (as MPSCNN's descriptor does).
+  void fold_batch_norm(const BatchNormParams& bn);
+
+ private:
+  Conv2dDesc desc_;
+  Variable weights_;
+  Variable bias_;
+};
+
+}  // namespace corgy

@@ -1,0 +1,30 @@
+// Memory planning for Sequential: intermediates whose lifetimes do not overlap share one buffer
+// (the idea of MPSTemporaryImage), so a deep network needs a few buffers, not one per layer.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace corgy {
+
+/// What the planner needs to know about one layer's output.
+struct PlanEntry {
+  std::size_t count = 0;    // floats in the output
+  std::vector<int> inputs;  // producer layers; -1 is the model input
+  bool is_view = false;     // the output is its first input seen with another shape
+  bool keep = false;        // must survive to the end of the forward (a model output)
+};
+
+struct MemoryPlan {
+  /// Buffer index of each layer's output; -1 for a view of the model input.
+  std::vector<int> buffer_of_layer;
+  /// Floats each buffer must hold.
+  std::vector<std::size_t> buffer_sizes;
+};
+
+/// Assigns each output a buffer no other live output uses: an output is live from its layer to its last
+/// reader (or the end, when kept); a view extends the life of the buffer it views. Layer i never writes the
+/// buffer of one of its own inputs.
+MemoryPlan plan_memory(const std::vector<PlanEntry>& entries);
+
+}  // namespace corgy

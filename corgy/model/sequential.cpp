@@ -1,0 +1,181 @@
+#include "corgy/model/sequential.h"
+
+#include <fmt/format.h>
+
+#include "corgy/backends/naive/naive_backend.h"
+#include "corgy/error.h"
+#include "corgy/model/memory_plan.h"
+
+namespace corgy {
+
+namespace {
+
+std::string layer_name(int index, const Layer& layer) { return fmt::format("layer {} ({})", index, layer.describe()); }
+
+// Adds "layer i (...)" to the message of an error raised inside a layer.
+template <class F>
+auto with_layer_context(int index, const Layer& layer, F&& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", layer_name(index, layer), e.what()));
+  }
+}
+
+}  // namespace
+
+Sequential::Sequential() : backend_(std::make_unique<NaiveBackend>()) {}
+Sequential::~Sequential() = default;
+Sequential::Sequential(Sequential&&) noexcept = default;
+Sequential& Sequential::operator=(Sequential&&) noexcept = default;
+
+int Sequential::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
+  const int index = size();
+  if (inputs.empty()) inputs.push_back(index - 1);
+  for (int input : inputs) {
+    if (input < model_input || input >= index) {
+      throw Error(fmt::format("layer {} ({}): input {} does not name an earlier layer (0..{}) or the model input",
+                              index, layer->describe(), input, index - 1));
+    }
+  }
+  const int arity = layer->arity();
+  if ((arity == Layer::any_arity && inputs.empty()) ||
+      (arity != Layer::any_arity && static_cast<int>(inputs.size()) != arity)) {
+    throw Error(fmt::format("layer {} ({}): takes {} input(s), got {}", index, layer->describe(),
+                            arity == Layer::any_arity ? "one or more" : std::to_string(arity), inputs.size()));
+  }
+  nodes_.push_back({std::move(layer), std::move(inputs)});
+  planned_input_ = {};
+  weights_uploaded_ = false;
+  return index;
+}
+
+void Sequential::mark_output(int layer) {
+  this->layer(layer);
+  nodes_[layer].keep = true;
+  planned_input_ = {};
+}
+
+void Sequential::set_backend(std::unique_ptr<Backend> backend) {
+  if (!backend) throw Error("Sequential::set_backend: null backend");
+  backend_ = std::move(backend);
+  planned_input_ = {};
+  weights_uploaded_ = false;
+}
+
+void Sequential::set_backend(const std::string& name, int threads) { set_backend(make_backend(name, threads)); }
+
+Layer& Sequential::layer(int index) {
+  if (index < 0 || index >= size()) throw Error(fmt::format("no layer {} in a model of {} layers", index, size()));
+  return *nodes_[index].layer;
+}
+
+const Layer& Sequential::layer(int index) const { return const_cast<Sequential*>(this)->layer(index); }
+
+const std::vector<int>& Sequential::inputs_of(int index) const {
+  layer(index);
+  return nodes_[index].inputs;
+}
+
+void Sequential::throw_wrong_layer_type(int index) const {
+  throw Error(fmt::format("{} is not of the requested type", layer_name(index, layer(index))));
+}
+
+std::vector<Shape> Sequential::infer_shapes(const Shape& input) const {
+  if (input.has_zero_or_negative()) throw Error(fmt::format("model input {} has a zero dimension", input.str()));
+  if (nodes_.empty()) throw Error("the model has no layers");
+  std::vector<Shape> shapes;
+  shapes.reserve(nodes_.size());
+  std::vector<Shape> in;
+  for (int i = 0; i < size(); ++i) {
+    in.clear();
+    for (int source : nodes_[i].inputs) in.push_back(source == model_input ? input : shapes[source]);
+    shapes.push_back(with_layer_context(i, *nodes_[i].layer, [&] { return nodes_[i].layer->output_shape(in); }));
+  }
+  return shapes;
+}
+
+double Sequential::flops(const Shape& input) const {
+  const std::vector<Shape> shapes = infer_shapes(input);
+  double total = 0.0;
+  std::vector<Shape> in;
+  for (int i = 0; i < size(); ++i) {
+    in.clear();
+    for (int source : nodes_[i].inputs) in.push_back(source == model_input ? input : shapes[source]);
+    total += nodes_[i].layer->flops(in);
+  }
+  return total;
+}
+
+std::string Sequential::summary(const Shape& input) const {
+  const std::vector<Shape> shapes = infer_shapes(input);
+  std::string text = fmt::format("input {}\n", input.str());
+  for (int i = 0; i < size(); ++i) {
+    std::string sources;
+    for (int source : nodes_[i].inputs) {
+      sources +=
+          (sources.empty() ? "" : ", ") + (source == model_input ? std::string("input") : std::to_string(source));
+    }
+    text += fmt::format("{:3} {:<48} <- {:<10} -> {}\n", i, nodes_[i].layer->describe(), sources, shapes[i].str());
+  }
+  return text;
+}
+
+void Sequential::plan(const Shape& input) {
+  shapes_ = infer_shapes(input);
+  const std::vector<Shape>& shapes = shapes_;
+  std::vector<PlanEntry> entries;
+  for (int i = 0; i < size(); ++i) {
+    entries.push_back({shapes[i].count(), nodes_[i].inputs, nodes_[i].layer->is_view(), nodes_[i].keep});
+  }
+  const MemoryPlan memory = plan_memory(entries);
+  buffers_.clear();
+  for (std::size_t count : memory.buffer_sizes) buffers_.emplace_back(Shape::vector(static_cast<int>(count)));
+  outputs_.clear();
+  for (int i = 0; i < size(); ++i) {
+    const int buffer = memory.buffer_of_layer[i];
+    // Views of the model input are rebound at every forward, since the input is the caller's.
+    outputs_.push_back(buffer < 0 ? Variable() : buffers_[buffer].view(shapes[i]));
+  }
+  planned_input_ = input;
+}
+
+const Variable& Sequential::forward(const Variable& input) {
+  if (input.empty()) throw Error("forward: the input Variable is empty");
+  if (input.shape() != planned_input_) plan(input.shape());
+  if (!weights_uploaded_) {
+    for (const Node& node : nodes_) node.layer->upload(*backend_);
+    weights_uploaded_ = true;
+  }
+  std::vector<const Variable*> in;
+  backend_->begin_forward();
+  try {
+    for (int i = 0; i < size(); ++i) {
+      const Node& node = nodes_[i];
+      in.clear();
+      for (int source : node.inputs) in.push_back(source == model_input ? &input : &outputs_[source]);
+      if (node.layer->is_view()) {
+        outputs_[i] = in[0]->view(shapes_[i]);
+        continue;
+      }
+      with_layer_context(i, *node.layer, [&] { node.layer->forward(*backend_, in, outputs_[i]); });
+    }
+  } catch (...) {
+    backend_->end_forward();
+    throw;
+  }
+  backend_->end_forward();
+  return outputs_.back();
+}
+
+const Variable& Sequential::output(int layer) const {
+  this->layer(layer);
+  if (!nodes_[layer].keep && layer + 1 != size()) {
+    throw Error(fmt::format("{}: its output is not kept; call mark_output({}) before forward",
+                            layer_name(layer, this->layer(layer)), layer));
+  }
+  if (outputs_.empty() || outputs_[layer].empty()) throw Error("output(): no forward has run yet");
+  return outputs_[layer];
+}
+
+}  // namespace corgy

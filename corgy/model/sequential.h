@@ -1,0 +1,103 @@
+// Sequential: a network as a list of layers, each fed by the previous layer or by earlier layers named by index.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "corgy/backend.h"
+#include "corgy/layers/layer.h"
+#include "corgy/variable.h"
+
+namespace corgy {
+
+/// Builds and runs a network:
+///
+///   corgy::Sequential model;
+///   model.add(corgy::Conv2d({.in_channels = 1, .out_channels = 32, .kernel = 5, .padding = 2,
+///                            .activation = corgy::Activation::relu()}));
+///   model.add(corgy::MaxPool2d({.kernel = 2}));
+///   ...
+///   model.set_backend("blas");
+///   const corgy::Variable& probabilities = model.forward(images);  // images: (N, 1, 28, 28)
+///
+/// Shapes are inferred and intermediates allocated once per input shape; later forwards with that shape reuse
+/// them. Intermediates whose lifetimes do not overlap share memory. Returned references stay valid until the
+/// next forward or the next change of the model.
+class Sequential {
+ public:
+  /// Index that names the model's input among a layer's inputs.
+  static constexpr int model_input = -1;
+
+  /// Starts on the naive backend.
+  Sequential();
+  ~Sequential();
+  Sequential(Sequential&&) noexcept;
+  Sequential& operator=(Sequential&&) noexcept;
+
+  /// Appends a layer fed by the layers at `inputs` (indices returned by earlier add() calls, or model_input);
+  /// by default by the previous layer (the model input for the first). Returns the new layer's index.
+  /// Throws corgy::Error when an index does not name an earlier layer or the count does not fit the layer.
+  int add(std::unique_ptr<Layer> layer, std::vector<int> inputs = {});
+  template <class L>
+  requires std::is_base_of_v<Layer, std::remove_cvref_t<L>>
+  int add(L&& layer, std::vector<int> inputs = {}) {
+    return add(std::make_unique<std::remove_cvref_t<L>>(std::forward<L>(layer)), std::move(inputs));
+  }
+
+  /// Keeps a layer's output alive to the end of the forward so output(layer) can read it (YOLOv3's two heads).
+  void mark_output(int layer);
+
+  /// Moves the model to a backend. Constant tensors (weights) are handed to it once, at the next forward.
+  void set_backend(std::unique_ptr<Backend> backend);
+  /// make_backend(name, threads), then set_backend.
+  void set_backend(const std::string& name, int threads = 0);
+  Backend& backend() { return *backend_; }
+  /// Call after changing a layer's weights once the model has run, so the backend gets the new values.
+  void weights_changed() { weights_uploaded_ = false; }
+
+  /// Runs the network on `input` (N, C, H, W) and returns the last layer's output. Throws corgy::Error,
+  /// naming the layer, when a shape does not fit.
+  const Variable& forward(const Variable& input);
+  /// Output of `layer` from the last forward; the last layer's, or one marked with mark_output().
+  const Variable& output(int layer) const;
+
+  /// Output shape of every layer for an input shape (checks all shapes; allocates nothing).
+  std::vector<Shape> infer_shapes(const Shape& input) const;
+  /// Floating-point operations of one forward at an input shape.
+  double flops(const Shape& input) const;
+  /// One line per layer: index, description, inputs, output shape.
+  std::string summary(const Shape& input) const;
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  Layer& layer(int index);
+  const Layer& layer(int index) const;
+  /// The layer at `index` as type L; throws corgy::Error when it is another type.
+  template <class L>
+  L& layer_as(int index) {
+    if (auto* typed = dynamic_cast<L*>(&layer(index))) return *typed;
+    throw_wrong_layer_type(index);
+  }
+  const std::vector<int>& inputs_of(int index) const;
+
+ private:
+  struct Node {
+    std::unique_ptr<Layer> layer;
+    std::vector<int> inputs;
+    bool keep = false;
+  };
+
+  void plan(const Shape& input);
+  [[noreturn]] void throw_wrong_layer_type(int index) const;
+
+  std::vector<Node> nodes_;
+  std::unique_ptr<Backend> backend_;
+  Shape planned_input_{};
+  bool weights_uploaded_ = false;
+  std::vector<Shape> shapes_;
+  std::vector<Variable> outputs_;
+  std::vector<Variable> buffers_;
+};
+
+}  // namespace corgy

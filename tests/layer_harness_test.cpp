@@ -1,0 +1,227 @@
+// The layer harness: every layer, over many shapes and parameters, on every backend, against the naive
+// backend, with random inputs and weights (max error relative to the output's magnitude <= 1e-4).
+// A case is a small model whose last layer is the one under test; multi-input layers get their inputs from
+// convolutions of the model input.
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "test_util.h"
+
+namespace corgy::testing {
+namespace {
+
+struct LayerCase {
+  std::string name;
+  Shape input;
+  std::function<void(Sequential&)> build;
+};
+
+void PrintTo(const LayerCase& layer_case, std::ostream* os) { *os << layer_case.name; }
+
+// The backends under test: every one but the naive reference itself.
+std::vector<std::string> backends_under_test() {
+  std::vector<std::string> names = all_backends();
+  std::erase(names, "naive");
+  return names;
+}
+
+std::string sanitize(std::string text) {
+  for (char& ch : text) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return text;
+}
+
+void add_conv_cases(std::vector<LayerCase>& cases) {
+  struct ConvShape {
+    Shape input;
+    Conv2dOptions options;
+  };
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  const std::vector<ConvShape> shapes = {
+      {{1, 3, 13, 13}, {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1}},
+      {{3, 5, 17, 11}, {.in_channels = 5, .out_channels = 7, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{2, 4, 9, 9}, {.in_channels = 4, .out_channels = 6, .kernel = 1}},
+      {{1, 8, 7, 5}, {.in_channels = 8, .out_channels = 3, .kernel = 1, .bias = false}},
+      {{3, 3, 15, 15},
+       {.in_channels = 3, .out_channels = 4, .kernel = 5, .padding = 2, .activation = Activation::relu()}},
+      {{1, 6, 16, 16}, {.in_channels = 6, .out_channels = 8, .kernel = 3, .stride = 2, .padding = 1}},
+      {{2, 3, 11, 13}, {.in_channels = 3, .out_channels = 5, .kernel = 3, .stride = 2}},
+      {{1, 4, 15, 15}, {.in_channels = 4, .out_channels = 4, .kernel = 3, .padding = 2, .dilation = 2}},
+      {{3, 2, 12, 9}, {.in_channels = 2, .out_channels = 3, .kernel = 5, .stride = 2, .padding = 1, .dilation = 2}},
+      {{1, 8, 10, 10}, {.in_channels = 8, .out_channels = 12, .kernel = 3, .padding = 1, .groups = 2}},
+      {{3, 6, 9, 7},
+       {.in_channels = 6, .out_channels = 6, .kernel = 1, .groups = 3, .activation = Activation::sigmoid()}},
+      {{1, 16, 14, 14},
+       {.in_channels = 16, .out_channels = 16, .kernel = 3, .padding = 1, .groups = 16, .activation = leaky}},
+      {{3, 8, 13, 11}, {.in_channels = 8, .out_channels = 8, .kernel = 3, .stride = 2, .padding = 1, .groups = 8}},
+      {{2, 5, 8, 8},
+       {.in_channels = 5,
+        .out_channels = 10,
+        .kernel = 3,
+        .padding = 1,
+        .groups = 5,
+        .activation = Activation::tanh()}},
+      {{1, 1, 28, 28},
+       {.in_channels = 1, .out_channels = 32, .kernel = 5, .padding = 2, .activation = Activation::relu()}},
+      {{1, 3, 1, 1}, {.in_channels = 3, .out_channels = 5, .kernel = 1, .activation = Activation::mish()}},
+      {{2, 4, 3, 3}, {.in_channels = 4, .out_channels = 6, .kernel = 3, .activation = Activation::swish()}},
+      {{1, 64, 13, 13}, {.in_channels = 64, .out_channels = 48, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{1, 32, 26, 26}, {.in_channels = 32, .out_channels = 16, .kernel = 1, .stride = 2}},
+  };
+  for (const ConvShape& s : shapes) {
+    const Conv2d layer(s.options);
+    cases.push_back({layer.describe() + " " + s.input.str(), s.input,
+                     [options = s.options](Sequential& model) { model.add(Conv2d(options)); }});
+  }
+}
+
+void add_pool_cases(std::vector<LayerCase>& cases) {
+  const std::vector<std::pair<Shape, PoolOptions>> shapes = {
+      {{1, 3, 8, 8}, {.kernel = 2}},
+      {{3, 4, 13, 11}, {.kernel = 2}},
+      {{2, 5, 15, 15}, {.kernel = 3, .stride = 2, .padding = 1}},
+      {{1, 2, 9, 12}, {.kernel = 3, .stride = 1, .padding = 1}},
+      {{3, 3, 13, 13}, {.kernel = 2, .stride = 1, .padding = 0, .padding_bottom_right = 1}},
+      {{2, 4, 7, 9}, {.kernel = 5, .stride = 3, .padding = 2, .padding_bottom_right = 1}},
+      {{3, 6, 10, 7}, {.global = true}},
+  };
+  for (const auto& [input, options] : shapes) {
+    const MaxPool2d max_layer(options);
+    cases.push_back({max_layer.describe() + " " + input.str(), input,
+                     [options = options](Sequential& model) { model.add(MaxPool2d(options)); }});
+    for (bool include_pad : {true, false}) {
+      PoolOptions average = options;
+      average.count_include_pad = include_pad;
+      const AvgPool2d avg_layer(average);
+      cases.push_back({avg_layer.describe() + (include_pad ? " incl pad " : " excl pad ") + input.str(), input,
+                       [average](Sequential& model) { model.add(AvgPool2d(average)); }});
+    }
+  }
+  cases.push_back({"maxpool darknet 2/1 (1, 8, 13, 13)", {1, 8, 13, 13}, [](Sequential& model) {
+                     model.add(MaxPool2d::darknet(2, 1));
+                   }});
+  cases.push_back({"maxpool darknet 2/2 (2, 3, 27, 27)", {2, 3, 27, 27}, [](Sequential& model) {
+                     model.add(MaxPool2d::darknet(2, 2));
+                   }});
+}
+
+void add_elementwise_cases(std::vector<LayerCase>& cases) {
+  for (Shape input : {Shape{1, 3, 7, 5}, Shape{3, 2, 9, 9}}) {
+    const std::string shape = " " + input.str();
+    cases.push_back({"relu" + shape, input, [](Sequential& m) { m.add(ReLU()); }});
+    cases.push_back({"leaky_relu" + shape, input, [](Sequential& m) { m.add(LeakyReLU(0.2f)); }});
+    cases.push_back({"sigmoid" + shape, input, [](Sequential& m) { m.add(Sigmoid()); }});
+    cases.push_back({"tanh" + shape, input, [](Sequential& m) { m.add(Tanh()); }});
+    cases.push_back({"softmax" + shape, input, [](Sequential& m) { m.add(Softmax()); }});
+    cases.push_back({"batchnorm" + shape, input, [c = input.c](Sequential& m) { m.add(BatchNorm(c)); }});
+    cases.push_back({"upsample x2" + shape, input, [](Sequential& m) { m.add(Upsample(2)); }});
+    cases.push_back({"upsample x3" + shape, input, [](Sequential& m) { m.add(Upsample(3)); }});
+  }
+  cases.push_back({"softmax (3, 10, 1, 1)", {3, 10, 1, 1}, [](Sequential& m) { m.add(Softmax()); }});
+}
+
+void add_linear_cases(std::vector<LayerCase>& cases) {
+  cases.push_back({"linear 30->7 (1, 30, 1, 1)", {1, 30, 1, 1}, [](Sequential& m) {
+                     m.add(Linear({.in_features = 30, .out_features = 7}));
+                   }});
+  cases.push_back({"flatten + linear 96->10 relu (3, 6, 4, 4)", {3, 6, 4, 4}, [](Sequential& m) {
+                     m.add(Flatten());
+                     m.add(Linear({.in_features = 96, .out_features = 10, .activation = Activation::relu()}));
+                   }});
+  cases.push_back({"linear unflattened 3136->10 no bias (2, 64, 7, 7)", {2, 64, 7, 7}, [](Sequential& m) {
+                     m.add(Linear({.in_features = 3136, .out_features = 10, .bias = false}));
+                   }});
+}
+
+// Concat and Add take their inputs from convolutions of the model input, so they see distinct tensors.
+void add_multi_input_cases(std::vector<LayerCase>& cases) {
+  cases.push_back({"concat of 2 (3, 4, 9, 7)", {3, 4, 9, 7}, [](Sequential& m) {
+                     const int a =
+                         m.add(Conv2d({.in_channels = 4, .out_channels = 3, .kernel = 1}), {Sequential::model_input});
+                     const int b = m.add(Conv2d({.in_channels = 4, .out_channels = 5, .kernel = 3, .padding = 1}),
+                                         {Sequential::model_input});
+                     m.add(Concat(), {a, b});
+                   }});
+  cases.push_back({"concat of 3 with the model input (1, 2, 6, 6)", {1, 2, 6, 6}, [](Sequential& m) {
+                     const int a =
+                         m.add(Conv2d({.in_channels = 2, .out_channels = 3, .kernel = 1}), {Sequential::model_input});
+                     m.add(Concat(), {a, Sequential::model_input, a});
+                   }});
+  cases.push_back({"concat of 1 (route copy) (2, 3, 5, 5)", {2, 3, 5, 5}, [](Sequential& m) {
+                     m.add(Concat(), {Sequential::model_input});
+                   }});
+  cases.push_back({"add (3, 4, 8, 6)", {3, 4, 8, 6}, [](Sequential& m) {
+                     const int a = m.add(Conv2d({.in_channels = 4, .out_channels = 4, .kernel = 3, .padding = 1}),
+                                         {Sequential::model_input});
+                     m.add(Add(), {a, Sequential::model_input});
+                   }});
+  cases.push_back({"add leaky (1, 5, 7, 7)", {1, 5, 7, 7}, [](Sequential& m) {
+                     const int a =
+                         m.add(Conv2d({.in_channels = 5, .out_channels = 5, .kernel = 1}), {Sequential::model_input});
+                     const int b = m.add(Conv2d({.in_channels = 5, .out_channels = 5, .kernel = 3, .padding = 1}),
+                                         {Sequential::model_input});
+                     m.add(Add(Activation::leaky_relu(0.1f)), {a, b});
+                   }});
+}
+
+std::vector<LayerCase> all_cases() {
+  std::vector<LayerCase> cases;
+  add_conv_cases(cases);
+  add_pool_cases(cases);
+  add_elementwise_cases(cases);
+  add_linear_cases(cases);
+  add_multi_input_cases(cases);
+  return cases;
+}
+
+class LayerHarness : public ::testing::TestWithParam<std::tuple<LayerCase, std::string>> {};
+
+TEST_P(LayerHarness, MatchesNaiveBackend) {
+  const auto& [layer_case, backend] = GetParam();
+  std::mt19937 rng(1234);
+  Sequential model;
+  layer_case.build(model);
+  randomize_parameters(model, rng);
+  const Variable input = random_variable(layer_case.input, rng, 2.0f);
+
+  model.set_backend("naive");
+  const Variable expected = model.forward(input).clone();
+  model.set_backend(backend);
+  // Twice: reusing the planned intermediates must not change the result.
+  for (int run = 0; run < 2; ++run) {
+    EXPECT_TRUE(outputs_match(model.forward(input), expected))
+        << layer_case.name << " on " << backend << ", run " << run;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryLayer, LayerHarness,
+                         ::testing::Combine(::testing::ValuesIn(all_cases()),
+                                            ::testing::ValuesIn(backends_under_test())),
+                         [](const ::testing::TestParamInfo<LayerHarness::ParamType>& param_info) {
+                           return fmt::format("{}_{}_{}", param_info.index, sanitize(std::get<1>(param_info.param)),
+                                              sanitize(std::get<0>(param_info.param).name));
+                         });
+
+class MatmulHarness : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MatmulHarness, AllTransposesMatchNaive) {
+  std::mt19937 rng(7);
+  NaiveBackend naive;
+  std::unique_ptr<Backend> backend = make_backend(GetParam());
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const int m = 13, n = 17, k = 29;
+      const Variable a = random_variable(ta ? Shape::matrix(k, m) : Shape::matrix(m, k), rng);
+      const Variable b = random_variable(tb ? Shape::matrix(n, k) : Shape::matrix(k, n), rng);
+      const Variable expected = matmul(naive, a, b, ta, tb);
+      EXPECT_TRUE(outputs_match(matmul(*backend, a, b, ta, tb), expected)) << "ta " << ta << " tb " << tb;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryBackend, MatmulHarness, ::testing::ValuesIn(backends_under_test()));
+
+}  // namespace
+}  // namespace corgy::testing

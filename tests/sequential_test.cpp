@@ -1,0 +1,141 @@
+// Sequential: shape inference, errors that name the layer, routes, memory reuse, backend switching.
+#include "corgy/model/memory_plan.h"
+#include "test_util.h"
+
+namespace corgy::testing {
+namespace {
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Sequential, InfersShapesThroughEveryLayer) {
+  Sequential model;
+  model.add(Conv2d({.in_channels = 1, .out_channels = 32, .kernel = 5, .padding = 2}));
+  model.add(MaxPool2d({.kernel = 2}));
+  model.add(Conv2d({.in_channels = 32, .out_channels = 64, .kernel = 5, .padding = 2}));
+  model.add(MaxPool2d({.kernel = 2}));
+  model.add(Flatten());
+  model.add(Linear({.in_features = 3136, .out_features = 10}));
+  const std::vector<Shape> shapes = model.infer_shapes({5, 1, 28, 28});
+  EXPECT_EQ(shapes[0], (Shape{5, 32, 28, 28}));
+  EXPECT_EQ(shapes[1], (Shape{5, 32, 14, 14}));
+  EXPECT_EQ(shapes[3], (Shape{5, 64, 7, 7}));
+  EXPECT_EQ(shapes[4], (Shape{5, 3136, 1, 1}));
+  EXPECT_EQ(shapes[5], (Shape{5, 10, 1, 1}));
+}
+
+TEST(Sequential, ShapeErrorsNameTheLayerAndBothShapes) {
+  Sequential model;
+  model.add(Conv2d({.in_channels = 3, .out_channels = 8, .kernel = 3}));
+  model.add(Linear({.in_features = 100, .out_features = 2}));
+  const std::string channels = error_of([&] { model.infer_shapes({1, 4, 10, 10}); });
+  EXPECT_NE(channels.find("layer 0 (conv2d 3x3/1 pad 0, 3->8)"), std::string::npos) << channels;
+  EXPECT_NE(channels.find("expects (N, 3, H, W), got input (1, 4, 10, 10)"), std::string::npos) << channels;
+  const std::string features = error_of([&] { model.infer_shapes({1, 3, 10, 10}); });
+  EXPECT_NE(features.find("layer 1 (linear 100->2)"), std::string::npos) << features;
+  EXPECT_NE(features.find("(1, 8, 8, 8)"), std::string::npos) << features;
+  const std::string small = error_of([&] { model.infer_shapes({1, 3, 2, 2}); });
+  EXPECT_NE(small.find("at least 3 x 3 pixels"), std::string::npos) << small;
+  EXPECT_NE(error_of([&] { model.infer_shapes({1, 3, 0, 10}); }).find("zero"), std::string::npos);
+  Variable empty;
+  EXPECT_THROW(model.forward(empty), Error);
+}
+
+TEST(Sequential, InvalidLayerParametersAreRejected) {
+  EXPECT_THROW(Conv2d({.in_channels = 0, .out_channels = 8}), Error);
+  EXPECT_THROW(Conv2d({.in_channels = 3, .out_channels = 8, .stride = 0}), Error);
+  EXPECT_THROW(Conv2d({.in_channels = 6, .out_channels = 8, .groups = 4}), Error);
+  EXPECT_THROW(Conv2d({.in_channels = 3, .out_channels = 8, .padding = -1}), Error);
+  EXPECT_THROW(MaxPool2d({.kernel = 0}), Error);
+  EXPECT_THROW(MaxPool2d({.kernel = 2, .padding = 2}), Error);
+  EXPECT_THROW(AvgPool2d({.kernel = 3, .stride = -1}), Error);
+  EXPECT_THROW(Linear({.in_features = 0, .out_features = 3}), Error);
+  EXPECT_THROW(Upsample(0), Error);
+  EXPECT_THROW(BatchNorm(0), Error);
+  Conv2d conv({.in_channels = 2, .out_channels = 2, .kernel = 3});
+  const std::string weights = error_of([&] { conv.set_weights(std::vector<float>(35)); });
+  EXPECT_NE(weights.find("weights need 36 values"), std::string::npos) << weights;
+  EXPECT_NE(weights.find("got 35"), std::string::npos) << weights;
+}
+
+TEST(Sequential, RoutesMustNameEarlierLayersAndFitTheLayer) {
+  Sequential model;
+  model.add(ReLU());
+  EXPECT_THROW(model.add(Concat(), {0, 1}), Error);
+  EXPECT_THROW(model.add(Concat(), {-2}), Error);
+  EXPECT_THROW(model.add(Add(), {0}), Error);
+  Sequential shapes;
+  const int a = shapes.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 3}));
+  shapes.add(Add(), {a, Sequential::model_input});
+  const std::string mismatch = error_of([&] { shapes.infer_shapes({1, 3, 8, 8}); });
+  EXPECT_NE(mismatch.find("both inputs of shape (1, 4, 6, 6)"), std::string::npos) << mismatch;
+}
+
+TEST(Sequential, IntermediatesShareBuffersWhenLifetimesDoNotOverlap) {
+  // A chain of 6 layers needs two buffers (ping-pong), not six.
+  std::vector<PlanEntry> chain;
+  for (int i = 0; i < 6; ++i) chain.push_back({100, {i - 1}});
+  const MemoryPlan plan = plan_memory(chain);
+  EXPECT_EQ(plan.buffer_sizes.size(), 2u);
+  for (int i = 1; i < 6; ++i) EXPECT_NE(plan.buffer_of_layer[i], plan.buffer_of_layer[i - 1]);
+  // A skip connection keeps layer 0 alive until layer 3 reads it.
+  const MemoryPlan skip = plan_memory({{10, {-1}}, {10, {0}}, {10, {1}}, {10, {2, 0}}});
+  EXPECT_NE(skip.buffer_of_layer[2], skip.buffer_of_layer[0]);
+  EXPECT_NE(skip.buffer_of_layer[3], skip.buffer_of_layer[0]);
+  // A view shares its source's buffer, and keeps it alive.
+  const MemoryPlan view = plan_memory({{10, {-1}}, {10, {0}, true}, {10, {1}}, {10, {2}}});
+  EXPECT_EQ(view.buffer_of_layer[1], view.buffer_of_layer[0]);
+  EXPECT_NE(view.buffer_of_layer[2], view.buffer_of_layer[0]);
+}
+
+TEST(Sequential, MarkedOutputsSurviveAndBatchesAreIndependent) {
+  std::mt19937 rng(3);
+  Sequential model;
+  const int head = model.add(Conv2d({.in_channels = 2, .out_channels = 3, .kernel = 3, .padding = 1}));
+  model.add(ReLU());
+  model.add(Sigmoid());
+  model.add(Tanh());
+  model.mark_output(head);
+  randomize_parameters(model, rng);
+  EXPECT_THROW(model.output(1), Error);
+  Variable batch = random_variable({3, 2, 5, 5}, rng);
+  const Variable all = model.forward(batch).clone();
+  const Variable head_all = model.output(head).clone();
+  for (int n = 0; n < 3; ++n) {
+    Variable single(Shape{1, 2, 5, 5}, std::span<const float>(batch.data() + n * 50, 50));
+    const Variable& out = model.forward(single);
+    for (std::size_t i = 0; i < out.count(); ++i) EXPECT_FLOAT_EQ(out.data()[i], all.data()[n * out.count() + i]);
+    const Variable& head_out = model.output(head);
+    for (std::size_t i = 0; i < head_out.count(); ++i) {
+      EXPECT_FLOAT_EQ(head_out.data()[i], head_all.data()[n * head_out.count() + i]);
+    }
+  }
+}
+
+TEST(Sequential, WeightsChangedAfterAForwardAreUsed) {
+  for (const std::string& backend : all_backends()) {
+    Sequential model;
+    model.add(Conv2d({.in_channels = 1, .out_channels = 1, .kernel = 1}));
+    model.set_backend(backend);
+    Variable input(Shape{1, 1, 2, 2}, std::vector<float>{1, 2, 3, 4});
+    model.layer_as<Conv2d>(0).set_weights(std::vector<float>{2});
+    EXPECT_FLOAT_EQ(model.forward(input).data()[3], 8) << backend;
+    model.layer_as<Conv2d>(0).set_weights(std::vector<float>{3});
+    model.weights_changed();
+    EXPECT_FLOAT_EQ(model.forward(input).data()[3], 12) << backend;
+  }
+}
+
+TEST(Sequential, UnknownBackendIsAClearError) {
+  const std::string message = error_of([] { make_backend("cuda"); });
+  EXPECT_NE(message.find("unknown backend 'cuda'"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace corgy::testing

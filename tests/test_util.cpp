@@ -1,0 +1,82 @@
+#include "test_util.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace corgy::testing {
+
+void fill_random(Variable& tensor, std::mt19937& rng, float scale) {
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  for (float& value : tensor.values()) value = uniform(rng);
+}
+
+Variable random_variable(Shape shape, std::mt19937& rng, float scale) {
+  Variable tensor(shape);
+  fill_random(tensor, rng, scale);
+  return tensor;
+}
+
+void randomize_parameters(Sequential& model, std::mt19937& rng) {
+  for (int i = 0; i < model.size(); ++i) {
+    if (auto* conv = dynamic_cast<Conv2d*>(&model.layer(i))) {
+      const Conv2dDesc& d = conv->desc();
+      fill_random(conv->weights(), rng,
+                  1.7f / std::sqrt(static_cast<float>(d.in_channels / d.groups * d.kernel * d.kernel)));
+      if (conv->has_bias()) fill_random(conv->bias(), rng, 0.5f);
+    } else if (auto* fc = dynamic_cast<Linear*>(&model.layer(i))) {
+      fill_random(fc->weights(), rng, 1.7f / std::sqrt(static_cast<float>(fc->options().in_features)));
+      if (fc->has_bias()) fill_random(fc->bias(), rng, 0.5f);
+    } else if (auto* bn = dynamic_cast<BatchNorm*>(&model.layer(i))) {
+      const int channels = bn->scale().shape().w;
+      Variable gamma = random_variable(Shape::vector(channels), rng, 1.0f);
+      Variable beta = random_variable(Shape::vector(channels), rng, 1.0f);
+      Variable mean = random_variable(Shape::vector(channels), rng, 1.0f);
+      Variable variance = random_variable(Shape::vector(channels), rng, 0.5f);
+      for (float& v : variance.values()) v = std::abs(v) + 0.5f;
+      bn->set_parameters({gamma.values(), beta.values(), mean.values(), variance.values()});
+    }
+  }
+  model.weights_changed();
+}
+
+double max_relative_error(const Variable& actual, const Variable& expected) {
+  double magnitude = 1e-6;
+  for (float v : expected.values()) magnitude = std::max(magnitude, static_cast<double>(std::abs(v)));
+  double worst = 0.0;
+  for (std::size_t i = 0; i < expected.count(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(actual.data()[i]) - expected.data()[i]));
+  }
+  return worst / magnitude;
+}
+
+::testing::AssertionResult outputs_match(const Variable& actual, const Variable& expected, double tolerance) {
+  if (actual.shape() != expected.shape()) {
+    return ::testing::AssertionFailure() << "shape " << actual.shape().str() << " != expected "
+                                         << expected.shape().str();
+  }
+  for (std::size_t i = 0; i < actual.count(); ++i) {
+    if (!std::isfinite(actual.data()[i])) {
+      return ::testing::AssertionFailure() << "element " << i << " is " << actual.data()[i];
+    }
+  }
+  const double error = max_relative_error(actual, expected);
+  if (error <= tolerance) return ::testing::AssertionSuccess();
+  std::size_t worst_index = 0;
+  for (std::size_t i = 0; i < actual.count(); ++i) {
+    if (std::abs(actual.data()[i] - expected.data()[i]) >
+        std::abs(actual.data()[worst_index] - expected.data()[worst_index])) {
+      worst_index = i;
+    }
+  }
+  return ::testing::AssertionFailure() << fmt::format(
+             "max relative error {:.3g} > {:.3g}; worst at element {}: {} vs expected {} (shape {})", error, tolerance,
+             worst_index, actual.data()[worst_index], expected.data()[worst_index], expected.shape().str());
+}
+
+std::vector<std::string> all_backends() { return available_backends(); }
+
+std::string fixture_path(const std::string& relative) { return std::string(CORGY_FIXTURE_DIR) + "/" + relative; }
+
+}  // namespace corgy::testing

@@ -1,0 +1,34 @@
+// Helpers shared by the tests: random tensors, random layer weights, and the comparison every parity test uses.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "corgy/backends/naive/naive_backend.h"
+#include "corgy/corgy.h"
+
+namespace corgy::testing {
+
+/// Uniform values in [-scale, scale].
+Variable random_variable(Shape shape, std::mt19937& rng, float scale = 1.0f);
+void fill_random(Variable& tensor, std::mt19937& rng, float scale);
+
+/// Gives every Conv2d, Linear and BatchNorm of `model` random parameters (weights scaled by 1/sqrt(fan-in) so
+/// that activations stay of order one through several layers).
+void randomize_parameters(Sequential& model, std::mt19937& rng);
+
+/// max |actual - expected| / max(max |expected|, 1e-6): the error relative to the output's magnitude.
+double max_relative_error(const Variable& actual, const Variable& expected);
+
+/// Passes when shapes match and max_relative_error <= tolerance; otherwise says where the worst element is.
+::testing::AssertionResult outputs_match(const Variable& actual, const Variable& expected, double tolerance = 1e-4);
+
+/// Every backend built in, naive included.
+std::vector<std::string> all_backends();
+
+/// Path of a file under tests/fixtures.
+std::string fixture_path(const std::string& relative);
+
+}  // namespace corgy::testing

@@ -1,0 +1,80 @@
+// Variable: page alignment, count/capacity, ownership (move, clone, view, reshape).
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "test_util.h"
+
+namespace corgy::testing {
+namespace {
+
+TEST(Variable, DataIsPageAlignedAndCapacityIsWholePages) {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  for (Shape shape : {Shape{1, 1, 1, 1}, Shape{1, 3, 13, 13}, Shape{2, 16, 208, 208}, Shape::vector(1024)}) {
+    Variable v(shape);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.data()) % page, 0u) << shape.str();
+    EXPECT_EQ(v.count(), shape.count());
+    EXPECT_GE(v.capacity(), v.count());
+    EXPECT_EQ(v.capacity() * sizeof(float) % page, 0u);
+    EXPECT_LT(v.capacity() - v.count(), page / sizeof(float)) << "more than one page of slack";
+  }
+}
+
+TEST(Variable, StartsZeroed) {
+  Variable v(Shape{2, 3, 4, 5});
+  for (float x : v.values()) EXPECT_EQ(x, 0.0f);
+}
+
+TEST(Variable, MoveTransfersStorageWithoutCopy) {
+  Variable a(Shape{1, 2, 3, 4});
+  a.fill(2.5f);
+  const float* data = a.data();
+  Variable b = std::move(a);
+  EXPECT_EQ(b.data(), data);
+  EXPECT_TRUE(a.empty());  // NOLINT(bugprone-use-after-move): the moved-from state is documented
+  EXPECT_EQ(b.at(0, 1, 2, 3), 2.5f);
+}
+
+TEST(Variable, CloneIsDeep) {
+  Variable a(Shape{1, 1, 2, 2}, std::vector<float>{1, 2, 3, 4});
+  Variable b = a.clone();
+  EXPECT_NE(a.data(), b.data());
+  b.at(0, 0, 0, 0) = 9;
+  EXPECT_EQ(a.at(0, 0, 0, 0), 1);
+  EXPECT_NE(a.storage()->id(), b.storage()->id());
+}
+
+TEST(Variable, ReshapeKeepsDataAndViewSharesIt) {
+  Variable a(Shape{2, 3, 4, 5});
+  a.at(1, 2, 3, 4) = 7;
+  const float* data = a.data();
+  a.reshape(Shape{2, 60, 1, 1});
+  EXPECT_EQ(a.data(), data);
+  EXPECT_EQ(a.at(1, 59, 0, 0), 7);
+  Variable v = a.view(Shape::vector(10));
+  v.data()[0] = 3;
+  EXPECT_EQ(a.data()[0], 3);
+  EXPECT_EQ(v.storage()->id(), a.storage()->id());
+}
+
+TEST(Variable, BadShapesThrowClearErrors) {
+  EXPECT_THROW(Variable(Shape{1, 0, 3, 3}), Error);
+  EXPECT_THROW(Variable(Shape{1, -2, 3, 3}), Error);
+  Variable a(Shape{1, 1, 2, 3});
+  EXPECT_THROW(a.reshape(Shape{1, 1, 2, 2}), Error);
+  EXPECT_THROW((void)a.view(Shape::vector(static_cast<int>(a.capacity()) + 1)), Error);
+  try {
+    Variable(Shape{1, 1, 2, 2}, std::vector<float>{1, 2, 3});
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 4 values, got 3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Variable, OutOfMemoryIsAnError) {
+  // 2^62 bytes cannot be allocated anywhere; the error must say so instead of crashing.
+  EXPECT_THROW(Variable(Shape{1 << 15, 1 << 15, 1 << 15, 1 << 15}), Error);
+}
+
+}  // namespace
+}  // namespace corgy::testing
