@@ -1,6 +1,7 @@
 // Backend: the operations every backend implements. Layers call these and nothing backend-specific.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -68,6 +69,11 @@ class Backend {
   /// on this backend, so a GPU backend can upload it once in the layout its kernels want. Called again for
   /// the same tensor (same Storage::id) after its values changed (Sequential::weights_changed()).
   virtual void upload_constant(const Variable& tensor) { (void)tensor; }
+  /// Called by Sequential after it plans a forward for an input shape, with the ids (Storage::id) of the
+  /// storages that hold only intermediates, which no caller reads on the host after a forward. A GPU backend
+  /// keeps those in device memory and never copies them back; whatever else an operation writes must be
+  /// readable on the host after end_forward(). Replaces the previous set. CPU backends ignore it.
+  virtual void set_device_only(std::span<const std::uint64_t> storage_ids) { (void)storage_ids; }
   /// Bracket one model forward.
   virtual void begin_forward() {}
   virtual void end_forward() {}
@@ -104,7 +110,17 @@ class Backend {
 std::vector<std::string> available_backends();
 
 /// Creates a backend by name: "naive", "blas", "vulkan" or "auto" (the best that works here; says on stderr
-/// what it fell back to and why). Throws corgy::Error for an unknown or unavailable name.
+/// what it chose and why). "vulkan:<index>" or "vulkan:<part of the name>" picks a device (vulkan_devices()).
+/// Throws corgy::Error for an unknown or unavailable name.
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+
+/// What make_backend can set beyond the name.
+struct BackendOptions {
+  int threads = 0;
+  /// Turns on the backend's own debug checks where it has them (Vulkan: the Khronos validation layer, and a
+  /// message from it makes end_forward() throw corgy::Error). For tests; slower.
+  bool validation = false;
+};
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options);
 
 }  // namespace corgy

@@ -5,21 +5,72 @@
 #include "corgy/backends/blas/blas_backend.h"
 #include "corgy/backends/naive/naive_backend.h"
 #include "corgy/error.h"
+#if CORGY_HAS_VULKAN
+#include "corgy/backends/vulkan/vulkan_backend.h"
+#endif
 
 namespace corgy {
 
-std::vector<std::string> available_backends() { return {"blas", "naive"}; }
+std::vector<std::string> available_backends() {
+#if CORGY_HAS_VULKAN
+  return {"vulkan", "blas", "naive"};
+#else
+  return {"blas", "naive"};
+#endif
+}
+
+namespace {
+
+constexpr std::string_view vulkan_prefix = "vulkan:";
+
+#if CORGY_HAS_VULKAN
+std::unique_ptr<Backend> make_vulkan_backend(const std::string& device, const BackendOptions& options) {
+  VulkanOptions vulkan;
+  vulkan.device = device;
+  vulkan.validation = options.validation;
+  return std::make_unique<VulkanBackend>(vulkan);
+}
+#endif
+
+// "auto": Vulkan on a discrete or integrated GPU, else OpenBLAS (faster than a CPU Vulkan implementation).
+std::unique_ptr<Backend> make_auto_backend(const BackendOptions& options) {
+  std::string reason = "corgy was built without Vulkan (CORGY_VULKAN=OFF)";
+#if CORGY_HAS_VULKAN
+  try {
+    reason = "no Vulkan GPU (a CPU Vulkan device such as lavapipe is slower than OpenBLAS)";
+    for (const VulkanDeviceInfo& device : vulkan_devices()) {
+      if (!device.is_gpu()) continue;
+      auto backend = make_vulkan_backend(std::to_string(device.index), options);
+      fmt::print(stderr, "corgy: backend auto: vulkan on {} ({})\n", device.name, device.type);
+      return backend;
+    }
+  } catch (const Error& e) {
+    reason = e.what();
+  }
+#endif
+  fmt::print(stderr, "corgy: backend auto: blas, since {}\n", reason);
+  return std::make_unique<BlasBackend>(options.threads);
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
+  if (name == "naive") return std::make_unique<NaiveBackend>();
+  if (name == "blas") return std::make_unique<BlasBackend>(options.threads);
+  if (name == "auto") return make_auto_backend(options);
+  if (name == "vulkan" || name.starts_with(vulkan_prefix)) {
+#if CORGY_HAS_VULKAN
+    const std::string device = name == "vulkan" ? std::string() : name.substr(vulkan_prefix.size());
+    return make_vulkan_backend(device, options);
+#else
+    throw Error(fmt::format("backend '{}' is not available: corgy was built without Vulkan (CORGY_VULKAN=OFF)", name));
+#endif
+  }
+  throw Error(fmt::format("unknown backend '{}': expected one of naive, blas, vulkan, vulkan:<device>, auto", name));
+}
 
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
-  std::unique_ptr<Backend> backend;
-  if (name == "naive") {
-    backend = std::make_unique<NaiveBackend>();
-  } else if (name == "blas" || name == "auto") {
-    backend = std::make_unique<BlasBackend>(threads);
-  } else {
-    throw Error(fmt::format("unknown backend '{}': expected one of naive, blas, auto", name));
-  }
-  return backend;
+  return make_backend(name, BackendOptions{.threads = threads});
 }
 
 }  // namespace corgy

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <regex>
 #include <vector>
 
@@ -15,18 +17,40 @@ namespace corgy {
 
 namespace {
 
+// Format reference: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 constexpr char npy_magic[] = "\x93NUMPY";
+constexpr std::size_t npy_magic_size = 6;
 
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\n");
+  if (first == std::string::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\n") - first + 1);
+}
+
+/// The dimensions of the header's 'shape' tuple, e.g. "(2, 3)" or "(5,)".
 std::vector<int> parse_shape(const std::string& path, const std::string& header) {
   std::smatch match;
   if (!std::regex_search(header, match, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) {
     throw Error(fmt::format("{}: .npy header has no shape: {}", path, header));
   }
+  const std::string tuple = match[1];
+  std::vector<std::string> entries;
+  for (std::size_t start = 0; start <= tuple.size();) {
+    const std::size_t comma = std::min(tuple.find(',', start), tuple.size());
+    entries.push_back(trim(tuple.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  if (entries.size() > 1 && entries.back().empty()) entries.pop_back();  // "(5,)"
+  if (entries.size() == 1 && entries[0].empty()) return {};              // "()", a 0-d array
   std::vector<int> dims;
-  const std::string text = match[1];
-  const std::regex number(R"(\d+)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
-    dims.push_back(std::stoi(it->str()));
+  for (const std::string& entry : entries) {
+    long long value = 0;
+    const auto [end, status] = std::from_chars(entry.data(), entry.data() + entry.size(), value);
+    if (entry.empty() || status != std::errc() || end != entry.data() + entry.size() || value < 0) {
+      throw Error(fmt::format("{}: malformed .npy shape ({})", path, tuple));
+    }
+    if (value > INT_MAX) throw Error(fmt::format("{}: .npy shape ({}) has a dimension too large", path, tuple));
+    dims.push_back(static_cast<int>(value));
   }
   return dims;
 }
@@ -35,9 +59,49 @@ Shape to_shape(const std::string& path, const std::vector<int>& dims) {
   if (dims.empty() || dims.size() > 4) {
     throw Error(fmt::format("{}: .npy has {} dimensions; corgy reads 1 to 4", path, dims.size()));
   }
+  // Bounding the count keeps count() * sizeof(float) from overflowing.
+  constexpr auto max_elements = static_cast<std::uint64_t>(PTRDIFF_MAX) / sizeof(float);
+  std::uint64_t elements = 1;
+  for (int dim : dims) {
+    if (dim == 0) throw Error(fmt::format("{}: .npy shape has no elements (a dimension is 0)", path));
+    if (elements > max_elements / static_cast<std::uint64_t>(dim)) {
+      throw Error(fmt::format("{}: .npy shape has too many elements", path));
+    }
+    elements *= static_cast<std::uint64_t>(dim);
+  }
   int padded[4] = {1, 1, 1, 1};
   std::copy(dims.begin(), dims.end(), padded + (4 - dims.size()));
   return {padded[0], padded[1], padded[2], padded[3]};
+}
+
+/// Reads exactly `size` bytes or throws, naming what was being read.
+void read_exactly(std::ifstream& file, const std::string& path, char* target, std::size_t size, const char* what) {
+  file.read(target, static_cast<std::streamsize>(size));
+  if (static_cast<std::size_t>(file.gcount()) != size) throw Error(fmt::format("{}: truncated .npy {}", path, what));
+}
+
+/// Reads the magic, version and header of a file of `file_size` bytes; leaves `file` at the first data byte.
+std::string read_header(std::ifstream& file, const std::string& path, std::size_t file_size) {
+  char prefix[8] = {};
+  file.read(prefix, sizeof prefix);
+  if (static_cast<std::size_t>(file.gcount()) < sizeof prefix || std::memcmp(prefix, npy_magic, npy_magic_size) != 0) {
+    throw Error(fmt::format("{}: not a .npy file (bad magic)", path));
+  }
+  const int major = static_cast<unsigned char>(prefix[6]);
+  // Version 1 stores the header length in 2 bytes, versions 2 and 3 in 4 (little-endian).
+  const std::size_t length_bytes = major == 1 ? 2 : (major == 2 || major == 3) ? 4 : 0;
+  if (length_bytes == 0) throw Error(fmt::format("{}: unsupported .npy version {}", path, major));
+  unsigned char length[4] = {};
+  read_exactly(file, path, reinterpret_cast<char*>(length), length_bytes, "header");
+  std::size_t header_length = 0;
+  for (std::size_t i = length_bytes; i-- > 0;) header_length = header_length << 8 | length[i];
+  // Checked before allocating: a corrupt length field must not ask for gigabytes.
+  if (header_length > file_size - sizeof prefix - length_bytes) {
+    throw Error(fmt::format("{}: truncated .npy header ({} bytes announced)", path, header_length));
+  }
+  std::string header(header_length, '\0');
+  read_exactly(file, path, header.data(), header_length, "header");
+  return header;
 }
 
 }  // namespace
@@ -45,43 +109,29 @@ Shape to_shape(const std::string& path, const std::vector<int>& dims) {
 Variable load_npy(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error(fmt::format("{}: cannot open .npy file", path));
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), npy_magic, 6) != 0) {
-    throw Error(fmt::format("{}: not a .npy file (bad magic)", path));
-  }
-  const int major = static_cast<unsigned char>(bytes[6]);
-  std::size_t header_length = 0;
-  std::size_t header_start = 0;
-  if (major == 1) {
-    header_length =
-        static_cast<unsigned char>(bytes[8]) | static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8;
-    header_start = 10;
-  } else if ((major == 2 || major == 3) && bytes.size() >= 12) {
-    for (int i = 3; i >= 0; --i) header_length = header_length << 8 | static_cast<unsigned char>(bytes[8 + i]);
-    header_start = 12;
-  } else {
-    throw Error(fmt::format("{}: unsupported .npy version {}", path, major));
-  }
-  if (header_start + header_length > bytes.size()) throw Error(fmt::format("{}: truncated .npy header", path));
-  const std::string header(bytes.data() + header_start, header_length);
+  file.seekg(0, std::ios::end);
+  const auto file_size = static_cast<std::size_t>(std::max<std::streamoff>(file.tellg(), 0));
+  file.seekg(0);
+  const std::string header = read_header(file, path, file_size);
   if (header.find("'descr': '<f4'") == std::string::npos) {
-    throw Error(fmt::format("{}: .npy dtype must be little-endian float32 ('<f4'); header: {}", path, header));
+    throw Error(fmt::format("{}: .npy dtype must be little-endian float32 ('<f4'); header: {}", path, trim(header)));
   }
   if (header.find("'fortran_order': False") == std::string::npos) {
     throw Error(fmt::format("{}: .npy must be in C order (fortran_order False)", path));
   }
   const Shape shape = to_shape(path, parse_shape(path, header));
-  const std::size_t data_bytes = bytes.size() - header_start - header_length;
-  if (shape.has_zero_or_negative() || data_bytes != shape.count() * sizeof(float)) {
+  const auto data_bytes = file_size - static_cast<std::size_t>(file.tellg());
+  if (data_bytes != shape.count() * sizeof(float)) {
     throw Error(fmt::format("{}: shape {} needs {} data bytes, the file has {}", path, shape.str(),
                             shape.count() * sizeof(float), data_bytes));
   }
   Variable tensor(shape);
-  std::memcpy(tensor.data(), bytes.data() + header_start + header_length, data_bytes);
+  read_exactly(file, path, reinterpret_cast<char*>(tensor.data()), data_bytes, "data");
   return tensor;
 }
 
 void save_npy(const std::string& path, const Variable& tensor) {
+  if (tensor.empty()) throw Error(fmt::format("{}: cannot save an empty Variable as .npy", path));
   const Shape& s = tensor.shape();
   std::string header =
       fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}, {}, {}), }}", s.n, s.c, s.h, s.w);
@@ -92,7 +142,7 @@ void save_npy(const std::string& path, const Variable& tensor) {
   std::ofstream file(path, std::ios::binary);
   if (!file) throw Error(fmt::format("{}: cannot create .npy file", path));
   const auto length = static_cast<std::uint16_t>(header.size());
-  file.write(npy_magic, 6);
+  file.write(npy_magic, npy_magic_size);
   file.put('\x01').put('\x00');
   file.put(static_cast<char>(length & 0xff)).put(static_cast<char>(length >> 8));
   file.write(header.data(), static_cast<std::streamsize>(header.size()));

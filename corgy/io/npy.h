@@ -9,12 +9,13 @@ namespace corgy {
 
 /// Reads a little-endian float32, C-order .npy file of 1 to 4 dimensions. Shapes map to the trailing
 /// dimensions: (n) -> (1, 1, 1, n), (r, c) -> (1, 1, r, c), (a, b, c) -> (1, a, b, c), 4-D as is.
-/// Throws corgy::Error naming the file for a bad magic, another dtype, Fortran order, more than 4 dimensions,
-/// or a data size that differs from the header's shape.
+/// Throws corgy::Error naming the file when it cannot be opened, for a bad magic, an unknown version, a truncated
+/// header, another dtype, Fortran order, 0 or more than 4 dimensions, a malformed shape or one with no elements,
+/// and a data size that differs from the header's shape.
 Variable load_npy(const std::string& path);
 
-/// Writes `tensor` as a float32 .npy with its 4-D shape (N, C, H, W). Throws corgy::Error when the file
-/// cannot be written.
+/// Writes `tensor` as a float32 .npy (format version 1.0) with its 4-D shape (N, C, H, W). Throws corgy::Error
+/// for an empty Variable or when the file cannot be written.
 void save_npy(const std::string& path, const Variable& tensor);
 
 }  // namespace corgy

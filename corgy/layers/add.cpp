@@ -9,8 +9,7 @@ std::string Add::describe() const {
 }
 
 Shape Add::output_shape(std::span<const Shape> inputs) const {
-  if (inputs[1] != inputs[0])
-    throw_shape_error(*this, fmt::format("both inputs of shape {}", inputs[0].str()), inputs[1]);
+  if (inputs[1] != inputs[0]) throw_shape_error(fmt::format("both inputs of shape {}", inputs[0].str()), inputs[1]);
   return inputs[0];
 }
 

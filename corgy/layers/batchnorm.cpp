@@ -18,7 +18,7 @@ BatchNorm::BatchNorm(int channels) : channels_(channels) {
 std::string BatchNorm::describe() const { return fmt::format("batchnorm {}", channels_); }
 
 Shape BatchNorm::output_shape(std::span<const Shape> inputs) const {
-  if (inputs[0].c != channels_) throw_shape_error(*this, fmt::format("(N, {}, H, W)", channels_), inputs[0]);
+  if (inputs[0].c != channels_) throw_shape_error(fmt::format("(N, {}, H, W)", channels_), inputs[0]);
   return inputs[0];
 }
 

@@ -40,13 +40,12 @@ std::string Conv2d::describe() const {
 Shape Conv2d::output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   if (in.c != desc_.in_channels) {
-    throw_shape_error(*this, fmt::format("(N, {}, H, W)", desc_.in_channels), in);
+    throw_shape_error(fmt::format("(N, {}, H, W)", desc_.in_channels), in);
   }
   const int out_h = desc_.output_size(in.h);
   const int out_w = desc_.output_size(in.w);
   if (out_h <= 0 || out_w <= 0) {
-    throw_shape_error(*this,
-                      fmt::format("an input of at least {} x {} pixels (effective kernel {})",
+    throw_shape_error(fmt::format("an input of at least {} x {} pixels (effective kernel {})",
                                   desc_.dilation * (desc_.kernel - 1) + 1 - 2 * desc_.padding,
                                   desc_.dilation * (desc_.kernel - 1) + 1 - 2 * desc_.padding,
                                   desc_.dilation * (desc_.kernel - 1) + 1),

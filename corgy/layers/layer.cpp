@@ -6,8 +6,8 @@
 
 namespace corgy {
 
-void throw_shape_error(const Layer& layer, std::string_view expected, const Shape& got) {
-  throw Error(fmt::format("{}: expects {}, got input {}", layer.describe(), expected, got.str()));
+void throw_shape_error(std::string_view expected, const Shape& got) {
+  throw Error(fmt::format("expects {}, got input {}", expected, got.str()));
 }
 
 void throw_parameter_error(std::string_view layer, std::string_view message) {

@@ -40,8 +40,9 @@ class Layer {
   }
 };
 
-/// Throws corgy::Error "<layer>: expects <what>, got <shape>" — the common shape-check failure.
-[[noreturn]] void throw_shape_error(const Layer& layer, std::string_view expected, const Shape& got);
+/// Throws corgy::Error "expects <what>, got input <shape>", the common shape-check failure. Sequential adds
+/// which layer it was ("layer 3 (conv2d ...): ").
+[[noreturn]] void throw_shape_error(std::string_view expected, const Shape& got);
 
 /// Throws corgy::Error "<layer>: <message>" for invalid layer parameters.
 [[noreturn]] void throw_parameter_error(std::string_view layer, std::string_view message);

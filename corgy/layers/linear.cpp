@@ -26,7 +26,7 @@ std::string Linear::describe() const {
 Shape Linear::output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   if (in.image_count() != static_cast<std::size_t>(options_.in_features)) {
-    throw_shape_error(*this, fmt::format("(N, C, H, W) with C*H*W = {}", options_.in_features), in);
+    throw_shape_error(fmt::format("(N, C, H, W) with C*H*W = {}", options_.in_features), in);
   }
   return {in.n, options_.out_features, 1, 1};
 }

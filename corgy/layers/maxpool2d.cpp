@@ -8,12 +8,12 @@ std::string MaxPool2d::describe() const { return "maxpool2d " + describe_pool_op
 
 Shape MaxPool2d::output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
-  const Pool2dDesc d = make_pool_desc(describe(), PoolKind::max, options_, in);
+  const Pool2dDesc d = make_pool_desc(PoolKind::max, options_, in);
   return {in.n, in.c, d.output_h(in.h), d.output_w(in.w)};
 }
 
 void MaxPool2d::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
-  backend.pool2d(make_pool_desc(type(), PoolKind::max, options_, inputs[0]->shape()), *inputs[0], output);
+  backend.pool2d(make_pool_desc(PoolKind::max, options_, inputs[0]->shape()), *inputs[0], output);
 }
 
 MaxPool2d MaxPool2d::darknet(int size, int stride, int padding) {

@@ -26,7 +26,7 @@ void validate_pool_options(std::string_view layer, const PoolOptions& o) {
   }
 }
 
-Pool2dDesc make_pool_desc(std::string_view layer, PoolKind kind, const PoolOptions& o, const Shape& input) {
+Pool2dDesc make_pool_desc(PoolKind kind, const PoolOptions& o, const Shape& input) {
   Pool2dDesc d;
   d.kind = kind;
   d.count_include_pad = o.count_include_pad;
@@ -41,9 +41,8 @@ Pool2dDesc make_pool_desc(std::string_view layer, PoolKind kind, const PoolOptio
   d.pad_bottom = d.pad_right = bottom_right(o);
   if (d.output_h(input.h) <= 0 || d.output_w(input.w) <= 0 || input.h + d.pad_top + d.pad_bottom < d.kernel_h ||
       input.w + d.pad_left + d.pad_right < d.kernel_w) {
-    throw Error(fmt::format("{}: expects an input of at least {} x {} pixels, got input {}", layer,
-                            o.kernel - o.padding - bottom_right(o), o.kernel - o.padding - bottom_right(o),
-                            input.str()));
+    const int smallest = o.kernel - o.padding - bottom_right(o);
+    throw_shape_error(fmt::format("an input of at least {} x {} pixels", smallest, smallest), input);
   }
   return d;
 }

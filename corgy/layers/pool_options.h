@@ -21,8 +21,8 @@ struct PoolOptions {
   bool count_include_pad = true;
 };
 
-/// Validates options (throws corgy::Error naming `layer`) and fills the descriptor for an input shape.
-Pool2dDesc make_pool_desc(std::string_view layer, PoolKind kind, const PoolOptions& options, const Shape& input);
+/// Fills the descriptor for an input shape; throws corgy::Error when the input is smaller than the window.
+Pool2dDesc make_pool_desc(PoolKind kind, const PoolOptions& options, const Shape& input);
 /// Throws corgy::Error for options that no input can satisfy.
 void validate_pool_options(std::string_view layer, const PoolOptions& options);
 /// "3x3/2 pad 1" or "global".

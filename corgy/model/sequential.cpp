@@ -137,7 +137,22 @@ void Sequential::plan(const Shape& input) {
     // Views of the model input are rebound at every forward, since the input is the caller's.
     outputs_.push_back(buffer < 0 ? Variable() : buffers_[buffer].view(shapes[i]));
   }
+  tell_backend_device_only(memory);
   planned_input_ = input;
+}
+
+void Sequential::tell_backend_device_only(const MemoryPlan& memory) {
+  // The last layer's output and the kept ones are read on the host; a GPU backend may keep the rest on the device.
+  std::vector<bool> read_on_host(buffers_.size(), false);
+  for (int i = 0; i < size(); ++i) {
+    const int buffer = memory.buffer_of_layer[i];
+    if (buffer >= 0 && (nodes_[i].keep || i + 1 == size())) read_on_host[buffer] = true;
+  }
+  std::vector<std::uint64_t> device_only;
+  for (std::size_t b = 0; b < buffers_.size(); ++b) {
+    if (!read_on_host[b]) device_only.push_back(buffers_[b].storage()->id());
+  }
+  backend_->set_device_only(device_only);
 }
 
 const Variable& Sequential::forward(const Variable& input) {

@@ -12,6 +12,8 @@
 
 namespace corgy {
 
+struct MemoryPlan;
+
 /// Builds and runs a network:
 ///
 ///   corgy::Sequential model;
@@ -89,6 +91,8 @@ class Sequential {
   };
 
   void plan(const Shape& input);
+  /// Backend::set_device_only with the buffers that hold no output the caller can read.
+  void tell_backend_device_only(const MemoryPlan& memory);
   [[noreturn]] void throw_wrong_layer_type(int index) const;
 
   std::vector<Node> nodes_;

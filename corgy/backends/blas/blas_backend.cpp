@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -101,6 +102,66 @@ void softmax_block(const float* input, float* output, int channels, std::size_t 
   }
 }
 
+/// The im2col + GEMM convolution of one (image, group): weights [group_out_channels x depth] times columns
+/// [depth x pixels] gives that group's output channels, already in NCHW order.
+struct GemmConv {
+  GemmConv(const Conv2dDesc& desc, const Shape& in_shape, const Shape& out_shape)
+      : in_channels(in_shape.c),
+        in_plane_size(in_shape.plane_count()),
+        out_channels(out_shape.c),
+        group_in_channels(desc.in_channels / desc.groups),
+        group_out_channels(desc.out_channels / desc.groups),
+        depth(group_in_channels * desc.kernel * desc.kernel),
+        pixels(out_shape.h * out_shape.w),
+        // A 1x1 kernel at stride 1 without padding reads every pixel once, in order (dilation does not move a
+        // 1x1 kernel), so the image's channel planes already are the column matrix.
+        image_is_columns(desc.kernel == 1 && desc.stride == 1 && desc.padding == 0) {}
+
+  std::size_t column_count() const { return static_cast<std::size_t>(depth) * pixels; }
+
+  const float* group_input(const float* input, int image, int group) const {
+    return input + (static_cast<std::size_t>(image) * in_channels + group * group_in_channels) * in_plane_size;
+  }
+
+  /// The one GEMM of (image, group); OpenBLAS runs it on its own threads.
+  void multiply(const float* weights, const float* columns, float* output, int image, int group) const {
+    const std::size_t first_channel = static_cast<std::size_t>(image) * out_channels + group * group_out_channels;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, group_out_channels, pixels, depth, 1.0f,
+                weights + static_cast<std::size_t>(group) * group_out_channels * depth, depth, columns, pixels, 0.0f,
+                output + first_channel * pixels, pixels);
+  }
+
+  int in_channels;
+  std::size_t in_plane_size;
+  int out_channels;
+  int group_in_channels;
+  int group_out_channels;
+  int depth;
+  int pixels;
+  bool image_is_columns;
+};
+
+/// Blocks until `counter` reaches `target`, asleep in the kernel (C++20 atomic wait) rather than spinning.
+void sleep_until_count(const std::atomic<int>& counter, int target) {
+  for (int seen = counter.load(std::memory_order_acquire); seen < target;
+       seen = counter.load(std::memory_order_acquire)) {
+    counter.wait(seen, std::memory_order_acquire);
+  }
+}
+
+/// planes[c][i] = activation(planes[c][i] + bias[c]) for `channels` planes of `plane_size`; bias may be null.
+/// Inside an OpenMP parallel region the channels are shared among the team, outside one the caller does them all.
+void add_channel_bias_and_activate(Activation activation, const float* bias, int channels, std::size_t plane_size,
+                                   float* planes) {
+  if (!bias && activation.kind == ActivationKind::none) return;
+  with_activation(activation, [&](const auto& activate) {
+#pragma omp for schedule(static)
+    for (int c = 0; c < channels; ++c) {
+      blas::add_bias_and_activate(planes + c * plane_size, plane_size, bias ? bias[c] : 0.0f, activate);
+    }
+  });
+}
+
 }  // namespace
 
 BlasBackend::BlasBackend(int threads) { set_threads(threads); }
@@ -124,18 +185,6 @@ float* BlasBackend::column_buffer(std::size_t count) {
   return columns_.data();
 }
 
-void BlasBackend::add_channel_bias_and_activate(Activation activation, const float* bias, int channels,
-                                                std::size_t plane_size, float* planes) const {
-  if (!bias && activation.kind == ActivationKind::none) return;
-  const int threads = threads_for(channels * plane_size);
-  with_activation(activation, [&](const auto& activate) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int c = 0; c < channels; ++c) {
-      blas::add_bias_and_activate(planes + c * plane_size, plane_size, bias ? bias[c] : 0.0f, activate);
-    }
-  });
-}
-
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
   const Shape& in = input.shape();
@@ -146,32 +195,29 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
                            threads_for(output.count()));
     return;
   }
-  const int group_in_channels = desc.in_channels / desc.groups;
-  const int group_out_channels = desc.out_channels / desc.groups;
-  // Per image and group: weights [group_out_channels x depth] times columns [depth x pixels] gives the
-  // output channels of that group, already in NCHW order.
-  const int depth = group_in_channels * desc.kernel * desc.kernel;
-  const int pixels = out.h * out.w;
-  // A 1x1 kernel at stride 1 without padding reads every pixel once, in order (dilation does not move a 1x1
-  // kernel), so the image's channel planes already are the column matrix.
-  const bool image_is_columns = desc.kernel == 1 && desc.stride == 1 && desc.padding == 0;
-  const std::size_t column_count = static_cast<std::size_t>(depth) * pixels;
-  float* columns = image_is_columns ? nullptr : column_buffer(column_count);
+  const GemmConv conv(desc, in, out);
+  float* columns = conv.image_is_columns ? nullptr : column_buffer(conv.column_count());
   claim_blas_threads();
+  // One OpenMP team for the whole call. Between parallel loops libgomp's idle workers busy-wait for milliseconds
+  // before sleeping; during a GEMM that would take a core from OpenBLAS's threads and slow the GEMM by up to half.
+  // Inside this region they instead sleep in the kernel while thread 0 runs the GEMM.
+  std::atomic<int> gemms_done{0};
+#pragma omp parallel num_threads(threads_for(std::max(conv.column_count(), out.image_count())))
   for (int n = 0; n < out.n; ++n) {
-    float* image_output = output.data() + n * out.image_count();
     for (int group = 0; group < desc.groups; ++group) {
-      const float* group_input = input.data() + n * in.image_count() + group * group_in_channels * in.plane_count();
-      if (!image_is_columns) {
-        blas::im2col(group_input, group_in_channels, in.h, in.w, desc, out.h, out.w, columns,
-                     threads_for(column_count));
+      const float* group_input = conv.group_input(input.data(), n, group);
+      if (!conv.image_is_columns)
+        blas::im2col(group_input, conv.group_in_channels, in.h, in.w, desc, out.h, out.w, columns);
+      if (omp_get_thread_num() == 0) {
+        conv.multiply(weights.data(), conv.image_is_columns ? group_input : columns, output.data(), n, group);
+        gemms_done.fetch_add(1, std::memory_order_release);
+        gemms_done.notify_all();
+      } else {
+        sleep_until_count(gemms_done, n * desc.groups + group + 1);
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, group_out_channels, pixels, depth, 1.0f,
-                  weights.data() + static_cast<std::size_t>(group) * group_out_channels * depth, depth,
-                  image_is_columns ? group_input : columns, pixels, 0.0f,
-                  image_output + static_cast<std::size_t>(group) * group_out_channels * pixels, pixels);
     }
-    add_channel_bias_and_activate(desc.activation, bias_values, out.c, out.plane_count(), image_output);
+    add_channel_bias_and_activate(desc.activation, bias_values, out.c, out.plane_count(),
+                                  output.data() + n * out.image_count());
   }
 }
 

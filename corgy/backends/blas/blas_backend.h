@@ -42,9 +42,6 @@ class BlasBackend final : public Backend {
   void claim_blas_threads() const;
   /// The im2col scratch, grown to at least `count` floats when needed and reused across calls.
   float* column_buffer(std::size_t count);
-  /// planes[c][i] = activation(planes[c][i] + bias[c]) for `channels` planes of `plane_size`; bias may be null.
-  void add_channel_bias_and_activate(Activation activation, const float* bias, int channels, std::size_t plane_size,
-                                     float* planes) const;
 
   int threads_ = 1;
   std::vector<float> columns_;

@@ -40,11 +40,11 @@ void fill_column_row(const float* plane, int height, int width, const Conv2dDesc
 }  // namespace
 
 void im2col(const float* image, int channels, int height, int width, const Conv2dDesc& desc, int out_h, int out_w,
-            float* columns, int threads) {
+            float* columns) {
   const int taps = desc.kernel * desc.kernel;
   const std::size_t plane_size = static_cast<std::size_t>(height) * width;
   const std::size_t row_size = static_cast<std::size_t>(out_h) * out_w;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp for schedule(static)
   for (int row = 0; row < channels * taps; ++row) {
     const int channel = row / taps;
     const int ky = row % taps / desc.kernel;

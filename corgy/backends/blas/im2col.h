@@ -16,8 +16,9 @@ ValidRange valid_outputs(int offset, int stride, int input_size, int output_size
 
 /// Writes the [channels * k * k] x [out_h * out_w] row-major column matrix of `image` (channels x height x width,
 /// contiguous planes): row (c, ky, kx) holds, for every output pixel, the input value under that kernel tap, or 0
-/// where the tap reads padding. Rows are spread over `threads` OpenMP threads.
+/// where the tap reads padding. Called inside an OpenMP parallel region, it shares the rows among the team and
+/// returns after the team's barrier; called outside one, it runs on the calling thread.
 void im2col(const float* image, int channels, int height, int width, const Conv2dDesc& desc, int out_h, int out_w,
-            float* columns, int threads);
+            float* columns);
 
 }  // namespace corgy::blas

@@ -1,0 +1,132 @@
+// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes, naive vs OpenBLAS, plus the
+// raw sgemm of the 13x13x1024->1024 layer for context. Results and commands: docs/benchmarks.md.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "corgy/backend.h"
+#include "corgy/variable.h"
+
+namespace {
+
+/// One convolution at stride 1, "same" padding, batch 1.
+struct ConvShape {
+  int size;  // input height and width
+  int in_channels;
+  int out_channels;
+  int kernel;
+};
+
+/// Tiny YOLO v2's convolutions at 416x416 input, plus 104x104x64->128, the 104x104 layer the issue quotes.
+constexpr ConvShape kTinyYoloShapes[] = {
+    {416, 3, 16, 3},   {208, 16, 32, 3},  {104, 32, 64, 3},   {104, 64, 128, 3},   {52, 64, 128, 3},
+    {26, 128, 256, 3}, {13, 256, 512, 3}, {13, 512, 1024, 3}, {13, 1024, 1024, 3}, {13, 1024, 125, 1},
+};
+
+/// One backend configuration to compare.
+struct BackendConfig {
+  const char* label;
+  const char* backend;
+  int threads;
+};
+
+constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1}, {"blas_1t", "blas", 1}, {"blas_2t", "blas", 2}};
+
+/// Multiply-adds count twice: 2 * Cout * Cin * k * k * Ho * Wo.
+double conv_flops(const ConvShape& shape) {
+  return 2.0 * shape.out_channels * shape.in_channels * shape.kernel * shape.kernel * shape.size * shape.size;
+}
+
+std::string shape_label(const ConvShape& shape) {
+  const std::string size = std::to_string(shape.size);
+  return size + "x" + size + "x" + std::to_string(shape.in_channels) + "->" + std::to_string(shape.out_channels) +
+         (shape.kernel == 1 ? "_1x1" : "");
+}
+
+/// Uniform values in [-1, 1]; convolution speed does not depend on them, but zeros or denormals could.
+corgy::Variable random_variable(corgy::Shape shape, std::mt19937& generator) {
+  corgy::Variable variable(shape);
+  std::uniform_real_distribution<float> distribution(-1.0f, 1.0f);
+  for (float& value : variable.values()) value = distribution(generator);
+  return variable;
+}
+
+void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
+  const std::unique_ptr<corgy::Backend> backend = corgy::make_backend(config.backend, config.threads);
+  corgy::Conv2dDesc desc;
+  desc.in_channels = shape.in_channels;
+  desc.out_channels = shape.out_channels;
+  desc.kernel = shape.kernel;
+  desc.padding = shape.kernel / 2;
+  // Tiny YOLO's layers: folded batch norm as a bias, then leaky ReLU; the 1x1 detection layer is linear.
+  desc.activation = shape.kernel == 1 ? corgy::Activation::none() : corgy::Activation::leaky_relu();
+  std::mt19937 generator(2024);
+  const corgy::Variable input = random_variable({1, shape.in_channels, shape.size, shape.size}, generator);
+  const corgy::Variable weights =
+      random_variable({shape.out_channels, shape.in_channels, shape.kernel, shape.kernel}, generator);
+  const corgy::Variable bias = random_variable(corgy::Shape::vector(shape.out_channels), generator);
+  corgy::Variable output({1, shape.out_channels, shape.size, shape.size});
+
+  // Warm-up: the first call grows the backend's column buffer and starts OpenBLAS's threads.
+  backend->conv2d(desc, input, weights, &bias, output);
+  for (auto _ : state) {
+    backend->conv2d(desc, input, weights, &bias, output);
+    benchmark::DoNotOptimize(output.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(conv_flops(shape) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// The GEMM inside the 13x13x1024->1024 convolution: weights [1024 x 9216] times columns [9216 x 169].
+void BM_Sgemm(benchmark::State& state, int threads) {
+  constexpr int kRows = 1024;
+  constexpr int kCols = 169;
+  constexpr int kDepth = 9216;
+  std::mt19937 generator(2024);
+  const corgy::Variable a = random_variable(corgy::Shape::matrix(kRows, kDepth), generator);
+  const corgy::Variable b = random_variable(corgy::Shape::matrix(kDepth, kCols), generator);
+  corgy::Variable c(corgy::Shape::matrix(kRows, kCols));
+  openblas_set_num_threads(threads);
+  const auto multiply = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kRows, kCols, kDepth, 1.0f, a.data(), kDepth, b.data(),
+                kCols, 0.0f, c.data(), kCols);
+  };
+  multiply();  // warm-up
+  for (auto _ : state) {
+    multiply();
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kRows * kCols * kDepth * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// Median of 5 repetitions of wall-clock time (OpenBLAS's worker threads are invisible to the CPU timer).
+void configure(benchmark::internal::Benchmark* benchmark) {
+  benchmark->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5)->Repetitions(5)->ReportAggregatesOnly(true);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (const ConvShape& shape : kTinyYoloShapes) {
+    for (const BackendConfig& config : kConfigs) {
+      const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;
+      configure(benchmark::RegisterBenchmark(name.c_str(), BM_Conv2d, config, shape));
+    }
+  }
+  for (const int threads : {1, 2}) {
+    const std::string name = "sgemm/1024x169x9216/" + std::to_string(threads) + "t";
+    configure(benchmark::RegisterBenchmark(name.c_str(), BM_Sgemm, threads));
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,314 @@
+#include "corgy/backends/vulkan/command_recorder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "corgy/error.h"
+
+namespace corgy::vulkan {
+
+namespace {
+
+constexpr VkAccessFlags shader_access = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+
+void memory_barrier(const DeviceFunctions& vk, VkCommandBuffer commands, VkPipelineStageFlags from,
+                    VkAccessFlags from_access, VkPipelineStageFlags to, VkAccessFlags to_access) {
+  VkMemoryBarrier barrier{};
+  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  barrier.srcAccessMask = from_access;
+  barrier.dstAccessMask = to_access;
+  vk.vkCmdPipelineBarrier(commands, from, to, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+// Regions of buffers touched since the last barrier.
+struct Touched {
+  std::uint64_t serial;
+  VkDeviceSize begin;
+  VkDeviceSize end;
+  bool writes;
+};
+
+bool conflicts(const std::vector<Touched>& touched, const BufferUse& use) {
+  return std::any_of(touched.begin(), touched.end(), [&](const Touched& t) {
+    return t.serial == use.buffer->serial() && (t.writes || use.writes) && t.begin < use.bytes &&
+           use.region_begin < t.end;
+  });
+}
+
+}  // namespace
+
+CommandRecorder::CommandRecorder(const Context& context, TensorBuffers& tensors, VulkanStats& stats)
+    : context_(context), vk_(context.vk()), tensors_(tensors), stats_(stats), factory_(context) {
+  VkCommandPoolCreateInfo pool{};
+  pool.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool.queueFamilyIndex = context.queue_family();
+  check(vk_.vkCreateCommandPool(context.device(), &pool, nullptr, &command_pool_), "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo allocate{};
+  allocate.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  allocate.commandPool = command_pool_;
+  allocate.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  allocate.commandBufferCount = 1;
+  check(vk_.vkAllocateCommandBuffers(context.device(), &allocate, &forward_commands_), "vkAllocateCommandBuffers");
+  check(vk_.vkAllocateCommandBuffers(context.device(), &allocate, &upload_commands_), "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fence{};
+  fence.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+  check(vk_.vkCreateFence(context.device(), &fence, nullptr, &fence_), "vkCreateFence");
+  if (context.timestamps()) {
+    VkQueryPoolCreateInfo query{};
+    query.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    query.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    query.queryCount = 2;
+    check(vk_.vkCreateQueryPool(context.device(), &query, nullptr, &timestamps_), "vkCreateQueryPool");
+  }
+  placeholder_ = factory_.device_buffer(16);
+}
+
+CommandRecorder::~CommandRecorder() {
+  const VkDevice device = context_.device();
+  vk_.vkDeviceWaitIdle(device);
+  if (descriptor_pool_ != VK_NULL_HANDLE) vk_.vkDestroyDescriptorPool(device, descriptor_pool_, nullptr);
+  if (timestamps_ != VK_NULL_HANDLE) vk_.vkDestroyQueryPool(device, timestamps_, nullptr);
+  vk_.vkDestroyFence(device, fence_, nullptr);
+  vk_.vkDestroyCommandPool(device, command_pool_, nullptr);
+}
+
+void CommandRecorder::begin() {
+  send_constant_uploads();
+  tensors_.begin_forward();
+  dispatches_.clear();
+  scratch_needed_ = 0;
+  in_forward_ = true;
+}
+
+void CommandRecorder::send_constant_uploads() {
+  if (!tensors_.has_pending_constants()) return;
+  check(vk_.vkResetCommandBuffer(upload_commands_, 0), "vkResetCommandBuffer");
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vk_.vkBeginCommandBuffer(upload_commands_, &begin), "vkBeginCommandBuffer");
+  tensors_.record_constant_uploads(upload_commands_);
+  check(vk_.vkEndCommandBuffer(upload_commands_), "vkEndCommandBuffer");
+  // The forward's own submission follows on the same queue; the fence wait orders the two.
+  submit_and_wait(upload_commands_);
+  tensors_.finish_constant_uploads();
+  ++stats_.upload_submissions;
+}
+
+BufferUse CommandRecorder::scratch(VkDeviceSize bytes, bool writes) {
+  scratch_needed_ = std::max(scratch_needed_, bytes);
+  return {&scratch_, bytes, writes};
+}
+
+void CommandRecorder::add_dispatch(const Pipeline& pipeline, std::initializer_list<BufferUse> buffers,
+                                   std::vector<std::uint32_t> push_constants, std::array<std::uint32_t, 3> groups) {
+  if (buffers.size() != pipeline.kernel.bindings) {
+    throw Error(fmt::format("Vulkan: kernel {} takes {} buffers, got {}", pipeline.kernel.name,
+                            pipeline.kernel.bindings, buffers.size()));
+  }
+  const std::uint32_t* limit = context_.limits().maxComputeWorkGroupCount;
+  for (int axis = 0; axis < 3; ++axis) {
+    if (groups[axis] == 0 || groups[axis] > limit[axis]) {
+      throw Error(fmt::format("Vulkan: kernel {} needs {} workgroups along axis {}; the device allows 1 to {}",
+                              pipeline.kernel.name, groups[axis], axis, limit[axis]));
+    }
+  }
+  Dispatch dispatch;
+  dispatch.pipeline = &pipeline;
+  dispatch.buffers = buffers;
+  dispatch.push_constants = std::move(push_constants);
+  std::copy(groups.begin(), groups.end(), dispatch.groups);
+  dispatches_.push_back(std::move(dispatch));
+}
+
+std::vector<std::uint64_t> CommandRecorder::signature(const std::vector<HostTransfer>& uploads,
+                                                      const std::vector<HostTransfer>& downloads) const {
+  std::vector<std::uint64_t> words;
+  for (const Dispatch& d : dispatches_) {
+    words.insert(words.end(), {d.pipeline->serial, d.groups[0], d.groups[1], d.groups[2]});
+    words.insert(words.end(), d.push_constants.begin(), d.push_constants.end());
+    for (const BufferUse& use : d.buffers) {
+      words.insert(words.end(), {use.buffer->serial(), use.bytes, use.region_begin, use.writes ? 1u : 0u});
+    }
+  }
+  for (const auto* transfers : {&uploads, &downloads}) {
+    words.push_back(transfers->size());
+    for (const HostTransfer& t : *transfers) {
+      words.insert(words.end(), {t.entry->host.serial(), t.entry->device.serial(), t.bytes});
+    }
+  }
+  return words;
+}
+
+void CommandRecorder::end() {
+  in_forward_ = false;
+  if (scratch_.size() < scratch_needed_) {
+    scratch_ = Buffer();  // free the old one first: the new one may be large
+    scratch_ = factory_.device_buffer(scratch_needed_);
+  }
+  const std::vector<HostTransfer> uploads = tensors_.uploads();
+  const std::vector<HostTransfer> downloads = tensors_.downloads();
+  if (dispatches_.empty() && uploads.empty() && downloads.empty()) return;
+  std::vector<std::uint64_t> words = signature(uploads, downloads);
+  if (words != recorded_signature_) {
+    record(uploads, downloads);
+    recorded_signature_ = std::move(words);
+    ++stats_.recordings;
+  }
+  tensors_.copy_into_staging(uploads);
+  submit_and_wait(forward_commands_);
+  ++stats_.submissions;
+  stats_.last_dispatches = static_cast<int>(dispatches_.size());
+  stats_.last_barriers = recorded_barriers_;
+  tensors_.copy_out_of_staging(downloads);
+  read_gpu_time();
+  check_validation();
+}
+
+void CommandRecorder::submit_and_wait(VkCommandBuffer command_buffer) {
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &command_buffer;
+  check(vk_.vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
+  check(vk_.vkQueueSubmit(context_.queue(), 1, &submit, fence_), "vkQueueSubmit");
+  check(vk_.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, std::numeric_limits<std::uint64_t>::max()),
+        "vkWaitForFences");
+}
+
+void CommandRecorder::record(const std::vector<HostTransfer>& uploads, const std::vector<HostTransfer>& downloads) {
+  allocate_descriptor_sets();
+  VkCommandBuffer commands = forward_commands_;
+  check(vk_.vkResetCommandBuffer(commands, 0), "vkResetCommandBuffer");
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  check(vk_.vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+  if (timestamps_ != VK_NULL_HANDLE) {
+    vk_.vkCmdResetQueryPool(commands, timestamps_, 0, 2);
+    vk_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
+  }
+  bool copied = false;
+  for (const HostTransfer& t : uploads) {
+    if (t.entry->device.empty()) continue;
+    const VkBufferCopy region{0, 0, t.bytes};
+    vk_.vkCmdCopyBuffer(commands, t.entry->host.handle(), t.entry->device.handle(), 1, &region);
+    copied = true;
+  }
+  if (copied) {
+    memory_barrier(vk_, commands, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, shader_access);
+  }
+  record_dispatches();
+  copied = false;
+  for (const HostTransfer& t : downloads) {
+    if (t.entry->device.empty()) continue;
+    if (!copied) {
+      memory_barrier(vk_, commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                     VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    }
+    const VkBufferCopy region{0, 0, t.bytes};
+    vk_.vkCmdCopyBuffer(commands, t.entry->device.handle(), t.entry->host.handle(), 1, &region);
+    copied = true;
+  }
+  // Results become visible to the host once the fence signals.
+  memory_barrier(vk_, commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                 VK_ACCESS_HOST_READ_BIT);
+  if (timestamps_ != VK_NULL_HANDLE) {
+    vk_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, 1);
+  }
+  check(vk_.vkEndCommandBuffer(commands), "vkEndCommandBuffer");
+}
+
+void CommandRecorder::allocate_descriptor_sets() {
+  const VkDevice device = context_.device();
+  if (descriptor_pool_ != VK_NULL_HANDLE) vk_.vkDestroyDescriptorPool(device, descriptor_pool_, nullptr);
+  descriptor_pool_ = VK_NULL_HANDLE;
+  descriptor_sets_.clear();
+  if (dispatches_.empty()) return;
+  std::uint32_t descriptors = 0;
+  std::vector<VkDescriptorSetLayout> layouts;
+  for (const Dispatch& d : dispatches_) {
+    descriptors += d.pipeline->kernel.bindings;
+    layouts.push_back(d.pipeline->set_layout);
+  }
+  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+  VkDescriptorPoolCreateInfo pool{};
+  pool.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+  pool.maxSets = static_cast<std::uint32_t>(dispatches_.size());
+  pool.poolSizeCount = 1;
+  pool.pPoolSizes = &size;
+  check(vk_.vkCreateDescriptorPool(device, &pool, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+  VkDescriptorSetAllocateInfo allocate{};
+  allocate.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+  allocate.descriptorPool = descriptor_pool_;
+  allocate.descriptorSetCount = static_cast<std::uint32_t>(layouts.size());
+  allocate.pSetLayouts = layouts.data();
+  descriptor_sets_.resize(layouts.size());
+  check(vk_.vkAllocateDescriptorSets(device, &allocate, descriptor_sets_.data()), "vkAllocateDescriptorSets");
+
+  std::vector<VkDescriptorBufferInfo> infos;
+  infos.reserve(descriptors);
+  std::vector<VkWriteDescriptorSet> writes;
+  for (std::size_t i = 0; i < dispatches_.size(); ++i) {
+    for (std::size_t b = 0; b < dispatches_[i].buffers.size(); ++b) {
+      const BufferUse& use = dispatches_[i].buffers[b];
+      infos.push_back({use.buffer->handle(), 0, use.bytes});
+      VkWriteDescriptorSet write{};
+      write.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      write.dstSet = descriptor_sets_[i];
+      write.dstBinding = static_cast<std::uint32_t>(b);
+      write.descriptorCount = 1;
+      write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      write.pBufferInfo = &infos.back();
+      writes.push_back(write);
+    }
+  }
+  vk_.vkUpdateDescriptorSets(device, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+}
+
+void CommandRecorder::record_dispatches() {
+  recorded_barriers_ = 0;
+  std::vector<Touched> touched;
+  for (std::size_t i = 0; i < dispatches_.size(); ++i) {
+    const Dispatch& d = dispatches_[i];
+    if (std::any_of(d.buffers.begin(), d.buffers.end(), [&](const BufferUse& u) { return conflicts(touched, u); })) {
+      memory_barrier(vk_, forward_commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, shader_access);
+      ++recorded_barriers_;
+      touched.clear();
+    }
+    for (const BufferUse& u : d.buffers) touched.push_back({u.buffer->serial(), u.region_begin, u.bytes, u.writes});
+    vk_.vkCmdBindPipeline(forward_commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->pipeline);
+    vk_.vkCmdBindDescriptorSets(forward_commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->layout, 0, 1,
+                                &descriptor_sets_[i], 0, nullptr);
+    vk_.vkCmdPushConstants(forward_commands_, d.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           static_cast<std::uint32_t>(d.push_constants.size() * 4), d.push_constants.data());
+    vk_.vkCmdDispatch(forward_commands_, d.groups[0], d.groups[1], d.groups[2]);
+  }
+}
+
+void CommandRecorder::read_gpu_time() {
+  if (timestamps_ == VK_NULL_HANDLE) return;
+  std::uint64_t ticks[2] = {};
+  const VkResult result =
+      vk_.vkGetQueryPoolResults(context_.device(), timestamps_, 0, 2, sizeof ticks, ticks, sizeof(std::uint64_t),
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  check(result, "vkGetQueryPoolResults");
+  stats_.last_gpu_ms =
+      static_cast<double>(ticks[1] - ticks[0]) * static_cast<double>(context_.limits().timestampPeriod) * 1e-6;
+}
+
+void CommandRecorder::check_validation() {
+  stats_.validation_messages = context_.validation_messages();
+  if (stats_.validation_messages == validation_seen_) return;
+  const std::uint64_t fresh = stats_.validation_messages - validation_seen_;
+  validation_seen_ = stats_.validation_messages;
+  throw Error(
+      fmt::format("Vulkan validation: {} new message(s); the last: {}", fresh, context_.last_validation_message()));
+}
+
+}  // namespace corgy::vulkan

@@ -1,0 +1,117 @@
+// The interface of each kernel in kernels/*.comp as the host sees it: push-constant blocks (field for field the
+// GLSL `Params` block; scalars only, so std430 and C++ agree) and the ids of specialization constants.
+#pragma once
+
+#include <cstdint>
+
+#include "corgy/activation.h"
+
+namespace corgy::vulkan {
+
+// activation_functions.glsl numbers the activations as ActivationKind does.
+static_assert(static_cast<int>(ActivationKind::none) == 0 && static_cast<int>(ActivationKind::relu) == 1 &&
+              static_cast<int>(ActivationKind::leaky_relu) == 2 && static_cast<int>(ActivationKind::sigmoid) == 3 &&
+              static_cast<int>(ActivationKind::tanh) == 4 && static_cast<int>(ActivationKind::mish) == 5 &&
+              static_cast<int>(ActivationKind::swish) == 6);
+
+inline std::uint32_t activation_kind(Activation activation) { return static_cast<std::uint32_t>(activation.kind); }
+
+struct Im2colParams {
+  std::uint32_t images, groups, channels_per_group, height, width, out_height, out_width, kernel_size, stride, padding,
+      dilation, pitch;
+};
+
+/// gemm_tiled.comp's constant_id values.
+enum class GemmConstant : std::uint32_t {
+  tile_m = 0,
+  tile_n = 1,
+  tile_k = 2,
+  thread_m = 3,
+  thread_n = 4,
+  a_transposed = 5,
+  b_transposed = 6,
+  a_vec4 = 7,
+  b_vec4 = 8,
+  c_vec4 = 9,
+  workgroup_size = 10,
+};
+
+enum class GemmBias : std::uint32_t { none = 0, per_row = 1, per_column = 2 };
+
+struct GemmParams {
+  std::uint32_t m, n, k, lda, ldb, ldc, groups, a_group_stride, b_image_stride, b_group_stride, c_image_stride,
+      c_group_stride;
+  GemmBias bias_mode;
+  std::uint32_t activation;
+  float slope;
+};
+
+struct DepthwiseParams {
+  std::uint32_t images, in_channels, height, width, out_channels, out_height, out_width, kernel_size, stride, padding,
+      dilation, has_bias, activation;
+  float slope;
+};
+
+enum class PoolKernelKind : std::uint32_t { max = 0, average = 1 };
+
+struct Pool2dParams {
+  std::uint32_t planes, height, width, out_height, out_width, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
+  PoolKernelKind kind;
+  std::uint32_t count_include_pad;
+};
+
+struct ActivationParams {
+  std::uint32_t count, activation;
+  float slope;
+};
+
+struct SoftmaxParams {
+  std::uint32_t images, channels, plane;
+};
+
+struct ChannelAffineParams {
+  std::uint32_t count, channels, plane;
+};
+
+struct UpsampleParams {
+  std::uint32_t planes, height, width, scale;
+};
+
+struct ConcatCopyParams {
+  std::uint32_t images, channels, plane, out_channels, channel_offset;
+};
+
+struct AddParams {
+  std::uint32_t count, activation;
+  float slope;
+};
+
+/// Threads per workgroup of the element-wise kernels (their local_size_x).
+constexpr std::uint32_t elementwise_workgroup = 256;
+
+}  // namespace corgy::vulkan
+
+namespace corgy::vulkan {
+
+/// A kernel: its name in kernels/ (kernels/<name>.comp), its storage buffers (bindings 0 .. bindings-1, in the
+/// order the shader declares them) and the size of its push-constant block.
+struct KernelInfo {
+  const char* name;
+  std::uint32_t bindings;
+  std::uint32_t push_constant_bytes;
+};
+
+namespace kernels {
+inline constexpr KernelInfo im2col{"im2col", 2, sizeof(Im2colParams)};
+inline constexpr KernelInfo gemm_tiled{"gemm_tiled", 4, sizeof(GemmParams)};
+inline constexpr KernelInfo depthwise_conv2d{"depthwise_conv2d", 4, sizeof(DepthwiseParams)};
+inline constexpr KernelInfo pool2d{"pool2d", 2, sizeof(Pool2dParams)};
+inline constexpr KernelInfo activation{"activation", 2, sizeof(ActivationParams)};
+inline constexpr KernelInfo softmax{"softmax", 2, sizeof(SoftmaxParams)};
+inline constexpr KernelInfo channel_affine{"channel_affine", 4, sizeof(ChannelAffineParams)};
+inline constexpr KernelInfo upsample_nearest{"upsample_nearest", 2, sizeof(UpsampleParams)};
+inline constexpr KernelInfo concat_copy{"concat_copy", 2, sizeof(ConcatCopyParams)};
+inline constexpr KernelInfo add{"add", 3, sizeof(AddParams)};
+}  // namespace kernels
+
+}  // namespace corgy::vulkan

@@ -1,0 +1,71 @@
+// Compute pipelines: one per kernel and set of specialization constants, created on first use and kept for the
+// backend's life, with the descriptor-set and pipeline layouts they need.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "corgy/backends/vulkan/kernel_params.h"
+#include "corgy/backends/vulkan/vulkan_context.h"
+
+namespace corgy::vulkan {
+
+/// Values for a kernel's `layout(constant_id = ...)` constants, set through the kernel's named ids.
+class SpecializationConstants {
+ public:
+  template <class Id>
+  SpecializationConstants& set(Id id, std::uint32_t value) {
+    ids_.push_back(static_cast<std::uint32_t>(id));
+    values_.push_back(value);
+    return *this;
+  }
+  /// GLSL bool constants are 32-bit.
+  template <class Id>
+  SpecializationConstants& set_flag(Id id, bool value) {
+    return set(id, value ? 1u : 0u);
+  }
+  const std::vector<std::uint32_t>& ids() const { return ids_; }
+  const std::vector<std::uint32_t>& values() const { return values_; }
+
+ private:
+  std::vector<std::uint32_t> ids_;
+  std::vector<std::uint32_t> values_;
+};
+
+struct Pipeline {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  KernelInfo kernel{};
+  /// Unique per pipeline, for the recorded command buffer's signature.
+  std::uint64_t serial = 0;
+};
+
+class PipelineCache {
+ public:
+  explicit PipelineCache(const Context& context);
+  ~PipelineCache();
+  PipelineCache(const PipelineCache&) = delete;
+  PipelineCache& operator=(const PipelineCache&) = delete;
+
+  /// The pipeline of `kernel` with `constants`, created on first use. Throws corgy::Error when the kernel is not
+  /// embedded in the library or the driver cannot compile it.
+  const Pipeline& get(const KernelInfo& kernel, const SpecializationConstants& constants = {});
+
+ private:
+  VkShaderModule shader_module(const KernelInfo& kernel);
+  VkDescriptorSetLayout set_layout(std::uint32_t bindings);
+
+  const Context& context_;
+  std::map<std::string, VkShaderModule> modules_;
+  std::map<std::uint32_t, VkDescriptorSetLayout> set_layouts_;
+  using Key = std::tuple<std::string, std::vector<std::uint32_t>, std::vector<std::uint32_t>>;
+  std::map<Key, std::unique_ptr<Pipeline>> pipelines_;
+};
+
+}  // namespace corgy::vulkan

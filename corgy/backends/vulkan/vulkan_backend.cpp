@@ -1,0 +1,160 @@
+#include "corgy/backends/vulkan/vulkan_backend.h"
+
+#include <algorithm>
+
+#include "corgy/backends/vulkan/runtime.h"
+
+namespace corgy {
+
+namespace vulkan {
+
+std::uint32_t elementwise_groups(std::size_t elements) {
+  // Enough workgroups to fill any GPU; the kernels' grid-stride loops cover the rest.
+  constexpr std::size_t most = 65535;
+  const std::size_t groups = (elements + elementwise_workgroup - 1) / elementwise_workgroup;
+  return static_cast<std::uint32_t>(std::clamp<std::size_t>(groups, 1, most));
+}
+
+}  // namespace vulkan
+
+using vulkan::elementwise_groups;
+
+namespace {
+
+std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
+
+}  // namespace
+
+VulkanBackend::VulkanBackend(const VulkanOptions& options) : runtime_(std::make_unique<vulkan::Runtime>(options)) {}
+
+VulkanBackend::~VulkanBackend() = default;
+
+const VulkanDeviceInfo& VulkanBackend::device() const { return runtime_->context.physical().info; }
+
+bool VulkanBackend::zero_copy() const { return runtime_->tensors.zero_copy(); }
+
+const VulkanStats& VulkanBackend::stats() const { return runtime_->stats; }
+
+void VulkanBackend::set_device_only(std::span<const std::uint64_t> storage_ids) {
+  runtime_->tensors.set_device_only(storage_ids);
+}
+
+void VulkanBackend::upload_constant(const Variable& tensor) { runtime_->tensors.upload_constant(tensor); }
+
+void VulkanBackend::begin_forward() { runtime_->recorder.begin(); }
+
+void VulkanBackend::end_forward() { runtime_->recorder.end(); }
+
+void VulkanBackend::as_forward(const std::function<void()>& record) {
+  if (runtime_->recorder.in_forward()) {
+    record();
+    return;
+  }
+  begin_forward();
+  try {
+    record();
+  } catch (...) {
+    runtime_->recorder.abandon();
+    throw;
+  }
+  end_forward();
+}
+
+void VulkanBackend::pool2d(const Pool2dDesc& d, const Variable& input, Variable& output) {
+  as_forward([&] {
+    const Shape& in = input.shape();
+    const Shape& out = output.shape();
+    const vulkan::Pool2dParams params{
+        u32(in.n * in.c),
+        u32(in.h),
+        u32(in.w),
+        u32(out.h),
+        u32(out.w),
+        u32(d.kernel_h),
+        u32(d.kernel_w),
+        u32(d.stride_h),
+        u32(d.stride_w),
+        u32(d.pad_top),
+        u32(d.pad_left),
+        d.kind == PoolKind::max ? vulkan::PoolKernelKind::max : vulkan::PoolKernelKind::average,
+        d.count_include_pad ? 1u : 0u};
+    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::pool2d),
+                                {runtime_->tensors.read(input), runtime_->tensors.write(output)}, params,
+                                elementwise_groups(output.count()));
+  });
+}
+
+void VulkanBackend::activation(Activation activation, const Variable& input, Variable& output) {
+  as_forward([&] {
+    const vulkan::ActivationParams params{u32(input.count()), vulkan::activation_kind(activation), activation.slope};
+    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::activation),
+                                {runtime_->tensors.read(input), runtime_->tensors.write(output)}, params,
+                                elementwise_groups(input.count()));
+  });
+}
+
+void VulkanBackend::softmax(const Variable& input, Variable& output) {
+  as_forward([&] {
+    const Shape& s = input.shape();
+    const vulkan::SoftmaxParams params{u32(s.n), u32(s.c), u32(s.plane_count())};
+    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::softmax),
+                                {runtime_->tensors.read(input), runtime_->tensors.write(output)}, params,
+                                elementwise_groups(static_cast<std::size_t>(s.n) * s.plane_count()));
+  });
+}
+
+void VulkanBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
+                                   Variable& output) {
+  as_forward([&] {
+    const Shape& s = input.shape();
+    const vulkan::ChannelAffineParams params{u32(input.count()), u32(s.c), u32(s.plane_count())};
+    vulkan::TensorBuffers& tensors = runtime_->tensors;
+    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::channel_affine),
+                                {tensors.read(input), tensors.read(scale), tensors.read(shift), tensors.write(output)},
+                                params, elementwise_groups(input.count()));
+  });
+}
+
+void VulkanBackend::upsample_nearest(int scale, const Variable& input, Variable& output) {
+  as_forward([&] {
+    const Shape& s = input.shape();
+    const vulkan::UpsampleParams params{u32(s.n * s.c), u32(s.h), u32(s.w), u32(scale)};
+    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::upsample_nearest),
+                                {runtime_->tensors.read(input), runtime_->tensors.write(output)}, params,
+                                elementwise_groups(output.count()));
+  });
+}
+
+void VulkanBackend::concat_channels(std::span<const Variable* const> inputs, Variable& output) {
+  as_forward([&] {
+    const Shape& out = output.shape();
+    const vulkan::Pipeline& pipeline = runtime_->pipelines.get(vulkan::kernels::concat_copy);
+    int first_channel = 0;
+    for (const Variable* input : inputs) {
+      const Shape& in = input->shape();
+      const vulkan::ConcatCopyParams params{u32(in.n), u32(in.c), u32(in.plane_count()), u32(out.c),
+                                            u32(first_channel)};
+      vulkan::BufferUse target = runtime_->tensors.write(output);
+      // The region this copy writes, so that copies of one concatenation run without barriers between them.
+      const std::size_t plane_bytes = out.plane_count() * sizeof(float);
+      target.region_begin = first_channel * plane_bytes;
+      target.bytes = ((static_cast<std::size_t>(in.n - 1) * out.c + first_channel + in.c) * plane_bytes);
+      runtime_->recorder.dispatch(pipeline, {runtime_->tensors.read(*input), target}, params,
+                                  elementwise_groups(input->count()));
+      first_channel += in.c;
+    }
+  });
+}
+
+void VulkanBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
+  as_forward([&] {
+    const vulkan::AddParams params{u32(a.count()), vulkan::activation_kind(activation), activation.slope};
+    vulkan::TensorBuffers& tensors = runtime_->tensors;
+    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::add),
+                                {tensors.read(a), tensors.read(b), tensors.write(output)}, params,
+                                elementwise_groups(a.count()));
+  });
+}
+
+}  // namespace corgy

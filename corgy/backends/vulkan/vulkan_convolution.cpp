@@ -1,0 +1,169 @@
+// The VulkanBackend operations built on gemm_tiled.comp: convolution (im2col + GEMM with bias and activation
+// fused into the GEMM's output), fully connected layers and matmul; and the direct depthwise convolution.
+#include "corgy/backends/vulkan/gemm_dispatch.h"
+#include "corgy/backends/vulkan/vulkan_backend.h"
+
+namespace corgy {
+
+namespace {
+
+std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t round_up_to_4(std::uint32_t value) { return (value + 3) / 4 * 4; }
+
+// A convolution whose groups each read one input channel, computed directly.
+void record_depthwise(vulkan::Runtime& runtime, const Conv2dDesc& d, const Variable& input, const Variable& weights,
+                      const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const vulkan::DepthwiseParams params{u32(in.n),
+                                       u32(in.c),
+                                       u32(in.h),
+                                       u32(in.w),
+                                       u32(out.c),
+                                       u32(out.h),
+                                       u32(out.w),
+                                       u32(d.kernel),
+                                       u32(d.stride),
+                                       u32(d.padding),
+                                       u32(d.dilation),
+                                       bias ? 1u : 0u,
+                                       vulkan::activation_kind(d.activation),
+                                       d.activation.slope};
+  vulkan::TensorBuffers& tensors = runtime.tensors;
+  runtime.recorder.dispatch(runtime.pipelines.get(vulkan::kernels::depthwise_conv2d),
+                            {tensors.read(input), tensors.read(weights),
+                             bias ? tensors.read(*bias) : runtime.recorder.unused_binding(), tensors.write(output)},
+                            params, vulkan::elementwise_groups(output.count()));
+}
+
+// The im2col columns of every image and group in the scratch buffer; returns them as the GEMM's B operand.
+vulkan::BufferUse record_im2col(vulkan::Runtime& runtime, const Conv2dDesc& d, const Variable& input, const Shape& out,
+                                std::uint32_t pitch) {
+  const Shape& in = input.shape();
+  const std::uint32_t rows = u32(d.in_channels / d.groups * d.kernel * d.kernel);
+  const std::size_t count = static_cast<std::size_t>(in.n) * d.groups * rows * pitch;
+  const vulkan::Im2colParams params{u32(in.n),      u32(d.groups),   u32(d.in_channels / d.groups),
+                                    u32(in.h),      u32(in.w),       u32(out.h),
+                                    u32(out.w),     u32(d.kernel),   u32(d.stride),
+                                    u32(d.padding), u32(d.dilation), pitch};
+  runtime.recorder.dispatch(runtime.pipelines.get(vulkan::kernels::im2col),
+                            {runtime.tensors.read(input), runtime.recorder.scratch(count * sizeof(float), true)},
+                            params, vulkan::elementwise_groups(count));
+  return runtime.recorder.scratch(count * sizeof(float), false);
+}
+
+}  // namespace
+
+void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable* bias,
+                           Variable& output) {
+  as_forward([&] {
+    vulkan::Runtime& runtime = *runtime_;
+    if (d.in_channels / d.groups == 1) {
+      record_depthwise(runtime, d, input, weights, bias, output);
+      return;
+    }
+    const Shape& in = input.shape();
+    const Shape& out = output.shape();
+    const std::uint32_t rows = u32(d.in_channels / d.groups * d.kernel * d.kernel);
+    const std::uint32_t pixels = u32(out.plane_count());
+    // A 1x1 convolution at stride 1 without padding reads the input as its columns: no im2col.
+    const bool pointwise = d.kernel == 1 && d.stride == 1 && d.padding == 0;
+    const std::uint32_t pitch = pointwise ? pixels : round_up_to_4(pixels);
+    vulkan::GemmCall call;
+    call.a = runtime.tensors.read(weights);
+    call.b = pointwise ? runtime.tensors.read(input) : record_im2col(runtime, d, input, out, pitch);
+    call.c = runtime.tensors.write(output);
+    call.bias = bias ? runtime.tensors.read(*bias) : runtime.recorder.unused_binding();
+    call.images = u32(in.n);
+    const std::uint32_t out_per_group = u32(d.out_channels / d.groups);
+    vulkan::GemmParams& p = call.params;
+    p = {out_per_group,
+         pixels,
+         rows,
+         rows,
+         pitch,
+         pixels,
+         u32(d.groups),
+         out_per_group * rows,
+         u32(d.groups) * rows * pitch,
+         rows * pitch,
+         u32(out.image_count()),
+         out_per_group * pixels,
+         bias ? vulkan::GemmBias::per_row : vulkan::GemmBias::none,
+         vulkan::activation_kind(d.activation),
+         d.activation.slope};
+    if (pointwise) {
+      p.b_image_stride = u32(in.image_count());
+      p.b_group_stride = rows * pixels;
+    }
+    vulkan::record_gemm(runtime, call);
+  });
+}
+
+void VulkanBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
+                           Variable& output) {
+  as_forward([&] {
+    vulkan::Runtime& runtime = *runtime_;
+    // output (batch x out) = input (batch x in) x weights^T, weights stored (out x in).
+    const std::uint32_t batch = u32(input.shape().n);
+    const std::uint32_t in_features = u32(weights.shape().cols());
+    const std::uint32_t out_features = u32(weights.shape().rows());
+    vulkan::GemmCall call;
+    call.a = runtime.tensors.read(input);
+    call.b = runtime.tensors.read(weights);
+    call.b_transposed = true;
+    call.c = runtime.tensors.write(output);
+    call.bias = bias ? runtime.tensors.read(*bias) : runtime.recorder.unused_binding();
+    call.params = {batch,
+                   out_features,
+                   in_features,
+                   in_features,
+                   in_features,
+                   out_features,
+                   1,
+                   0,
+                   0,
+                   0,
+                   0,
+                   0,
+                   bias ? vulkan::GemmBias::per_column : vulkan::GemmBias::none,
+                   vulkan::activation_kind(activation),
+                   activation.slope};
+    vulkan::record_gemm(runtime, call);
+  });
+}
+
+void VulkanBackend::matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) {
+  as_forward([&] {
+    vulkan::Runtime& runtime = *runtime_;
+    const std::uint32_t rows = u32(c.shape().rows());
+    const std::uint32_t cols = u32(c.shape().cols());
+    const std::uint32_t inner = u32(transpose_a ? a.shape().rows() : a.shape().cols());
+    vulkan::GemmCall call;
+    call.a = runtime.tensors.read(a);
+    call.b = runtime.tensors.read(b);
+    call.c = runtime.tensors.write(c);
+    call.bias = runtime.recorder.unused_binding();
+    call.a_transposed = transpose_a;
+    call.b_transposed = transpose_b;
+    call.params = {rows,
+                   cols,
+                   inner,
+                   u32(a.shape().cols()),
+                   u32(b.shape().cols()),
+                   cols,
+                   1,
+                   0,
+                   0,
+                   0,
+                   0,
+                   0,
+                   vulkan::GemmBias::none,
+                   vulkan::activation_kind(Activation::none()),
+                   0.0f};
+    vulkan::record_gemm(runtime, call);
+  });
+}
+
+}  // namespace corgy

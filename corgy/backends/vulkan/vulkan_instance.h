@@ -1,0 +1,50 @@
+// The Vulkan instance: the loader, the instance handle, and (when asked) the validation layer with a messenger.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "corgy/backends/vulkan/vulkan_loader.h"
+#include "corgy/error.h"
+
+namespace corgy::vulkan {
+
+/// The loader found no Vulkan driver at all.
+class NoDriverError : public Error {
+ public:
+  NoDriverError();
+};
+
+/// Where validation messages go: counted, and handed to `callback` (stderr when it is empty).
+struct ValidationSink {
+  std::function<void(const std::string&)> callback;
+  std::uint64_t count = 0;
+  std::string last_message;
+};
+
+class Instance {
+ public:
+  /// Opens `loader_library` and creates an instance for Vulkan 1.1. With a sink, enables
+  /// VK_LAYER_KHRONOS_validation and sends its warnings and errors to the sink, which must outlive the instance.
+  /// Throws NoDriverError when the loader finds no driver, corgy::Error when the loader is missing, it is older
+  /// than 1.1, or the layer is not installed.
+  Instance(const std::string& loader_library, ValidationSink* validation);
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+
+  VkInstance handle() const { return instance_; }
+  const InstanceFunctions& vk() const { return vk_; }
+
+ private:
+  void create_messenger(ValidationSink* validation);
+
+  std::shared_ptr<Loader> loader_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  InstanceFunctions vk_;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+};
+
+}  // namespace corgy::vulkan

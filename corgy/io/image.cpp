@@ -1,0 +1,134 @@
+#include "corgy/io/image.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "corgy/error.h"
+
+// The implementations are compiled here, once, with internal linkage so they never clash with another copy of stb
+// in the application. Debian's libstb-dev installs the headers under /usr/include/stb.
+#define STB_IMAGE_STATIC
+#define STB_IMAGE_IMPLEMENTATION
+#include <stb/stb_image.h>
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+
+namespace corgy {
+
+namespace {
+
+void check_image(const char* what, const Variable& image) {
+  const Shape& s = image.shape();
+  if (image.empty() || s.n != 1) {
+    throw Error(fmt::format("{}: expects an image (1, C, H, W), got {}", what, s.str()));
+  }
+}
+
+}  // namespace
+
+Variable load_image(const std::string& path, int channels) {
+  if (channels < 1 || channels > 4) throw Error(fmt::format("{}: cannot read an image as {} channels", path, channels));
+  int width = 0;
+  int height = 0;
+  int file_channels = 0;
+  const std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load(path.c_str(), &width, &height, &file_channels, channels), stbi_image_free);
+  if (!pixels) throw Error(fmt::format("{}: cannot read the image: {}", path, stbi_failure_reason()));
+  Variable image(Shape{1, channels, height, width});
+  const std::size_t plane = image.shape().plane_count();
+  for (int c = 0; c < channels; ++c) {
+    float* target = image.data() + c * plane;
+    // Divided in double, as darknet's load_image_stb() does, for bit-identical inputs.
+    for (std::size_t i = 0; i < plane; ++i) target[i] = static_cast<float>(pixels.get()[i * channels + c] / 255.0);
+  }
+  return image;
+}
+
+void save_png(const std::string& path, const Variable& image) {
+  check_image("save_png", image);
+  const Shape& s = image.shape();
+  if (s.c != 1 && s.c != 3 && s.c != 4) {
+    throw Error(fmt::format("save_png: {}: expects 1, 3 or 4 channels, got {}", path, s.str()));
+  }
+  const std::size_t plane = s.plane_count();
+  std::vector<unsigned char> pixels(plane * s.c);
+  for (int c = 0; c < s.c; ++c) {
+    const float* source = image.data() + c * plane;
+    for (std::size_t i = 0; i < plane; ++i) {
+      pixels[i * s.c + c] = static_cast<unsigned char>(std::clamp(source[i], 0.0f, 1.0f) * 255.0f + 0.5f);
+    }
+  }
+  if (stbi_write_png(path.c_str(), s.w, s.h, s.c, pixels.data(), s.w * s.c) == 0) {
+    throw Error(fmt::format("{}: cannot write the PNG", path));
+  }
+}
+
+Variable resize_image(const Variable& image, int width, int height) {
+  check_image("resize_image", image);
+  if (width <= 0 || height <= 0) {
+    throw Error(fmt::format("resize_image: target size {} x {} must be positive", width, height));
+  }
+  const Shape& s = image.shape();
+  // Two passes as darknet's image.c does (horizontal into `part`, then vertical), for the same rounding.
+  Variable part(Shape{1, s.c, s.h, width});
+  Variable resized(Shape{1, s.c, height, width});
+  const float w_scale = static_cast<float>(s.w - 1) / static_cast<float>(width - 1);
+  const float h_scale = static_cast<float>(s.h - 1) / static_cast<float>(height - 1);
+  for (int c = 0; c < s.c; ++c) {
+    for (int r = 0; r < s.h; ++r) {
+      for (int x = 0; x < width; ++x) {
+        if (x == width - 1 || s.w == 1) {
+          part.at(0, c, r, x) = image.at(0, c, r, s.w - 1);
+          continue;
+        }
+        const float sx = static_cast<float>(x) * w_scale;
+        const int ix = static_cast<int>(sx);
+        const float dx = sx - static_cast<float>(ix);
+        part.at(0, c, r, x) = (1 - dx) * image.at(0, c, r, ix) + dx * image.at(0, c, r, ix + 1);
+      }
+    }
+  }
+  for (int c = 0; c < s.c; ++c) {
+    for (int r = 0; r < height; ++r) {
+      const float sy = static_cast<float>(r) * h_scale;
+      const int iy = static_cast<int>(sy);
+      const float dy = sy - static_cast<float>(iy);
+      for (int x = 0; x < width; ++x) resized.at(0, c, r, x) = (1 - dy) * part.at(0, c, iy, x);
+      if (r == height - 1 || s.h == 1) continue;
+      for (int x = 0; x < width; ++x) resized.at(0, c, r, x) += dy * part.at(0, c, iy + 1, x);
+    }
+  }
+  return resized;
+}
+
+Variable letterbox_image(const Variable& image, int width, int height) {
+  check_image("letterbox_image", image);
+  if (width <= 0 || height <= 0) {
+    throw Error(fmt::format("letterbox_image: target size {} x {} must be positive", width, height));
+  }
+  const Shape& s = image.shape();
+  int new_w = width;
+  int new_h = height;
+  if (static_cast<float>(width) / static_cast<float>(s.w) < static_cast<float>(height) / static_cast<float>(s.h)) {
+    new_h = s.h * width / s.w;
+  } else {
+    new_w = s.w * height / s.h;
+  }
+  const Variable resized = resize_image(image, std::max(new_w, 1), std::max(new_h, 1));
+  Variable boxed(Shape{1, s.c, height, width});
+  boxed.fill(0.5f);
+  const int dx = (width - resized.shape().w) / 2;
+  const int dy = (height - resized.shape().h) / 2;
+  for (int c = 0; c < s.c; ++c) {
+    for (int y = 0; y < resized.shape().h; ++y) {
+      for (int x = 0; x < resized.shape().w; ++x) boxed.at(0, c, y + dy, x + dx) = resized.at(0, c, y, x);
+    }
+  }
+  return boxed;
+}
+
+}  // namespace corgy

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Shared setup for scripts/demo.sh and scripts/test.sh: the one list of Debian packages corgy needs, the function
+# that installs the missing ones, the Release build both scripts share, and step/summary bookkeeping.
+#
+# Sourced by the other scripts; `bash scripts/setup.sh` on its own just installs the packages.
+# To add a dependency, add it to the right list below; to add a step, write a function and pass it to run_step.
+
+# Everything corgy builds and tests with. Python/PyTorch are not here: test fixtures are committed, and only the
+# tools/ scripts that regenerate them need Python.
+CORGY_BUILD_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libopenblas-dev libfmt-dev libstb-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format
+)
+# The Vulkan backend: headers and loader, the GLSL compiler, and Mesa's drivers (lavapipe gives a CPU Vulkan device
+# where there is no GPU), validation layers for tests and vulkaninfo for diagnosis.
+CORGY_VULKAN_PACKAGES=(libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools)
+CORGY_PACKAGES=("${CORGY_BUILD_PACKAGES[@]}" "${CORGY_VULKAN_PACKAGES[@]}")
+
+CORGY_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Build folders live in the repository (ignored by git through /build*/), one per configuration.
+CORGY_RELEASE_DIR="$CORGY_ROOT/build/release"
+CORGY_JOBS=$(nproc)
+
+# Prints a banner that makes the running step easy to find in a long CI log.
+banner() {
+  printf '\n==== %s ====\n' "$*"
+}
+
+# Runs a command as root: directly when we are root, through sudo otherwise.
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then
+    "$@"
+  elif command -v sudo >/dev/null; then
+    sudo "$@"
+  else
+    echo "error: '$*' needs root, and sudo is not installed; run this script as root" >&2
+    return 1
+  fi
+}
+
+# Installs the given Debian packages that are not installed yet. Touches apt only when something is missing.
+ensure_packages() {
+  local missing=() package
+  for package in "$@"; do
+    if [[ $(dpkg-query -W -f='${Status}' "$package" 2>/dev/null) != "install ok installed" ]]; then
+      missing+=("$package")
+    fi
+  done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "all ${#} required Debian packages are installed"
+    return 0
+  fi
+  echo "installing missing Debian packages: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# configure_and_build DIR BUILD_TYPE [CMAKE_ARGS...] [-- TARGETS...]: configures DIR with Ninja and builds it.
+configure_and_build() {
+  local dir=$1 build_type=$2
+  shift 2
+  local cmake_args=()
+  while [[ $# -gt 0 && $1 != -- ]]; do
+    cmake_args+=("$1")
+    shift
+  done
+  if [[ $# -gt 0 ]]; then shift; fi
+  local targets=("$@")
+  cmake -S "$CORGY_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "${cmake_args[@]}"
+  if [[ ${#targets[@]} -gt 0 ]]; then
+    cmake --build "$dir" -j "$CORGY_JOBS" --target "${targets[@]}"
+  else
+    cmake --build "$dir" -j "$CORGY_JOBS"
+  fi
+}
+
+# The Release build that the demo runs from and the tests check. Both scripts configure it identically (warnings
+# are errors: corgy is warning-free on Debian 12's compiler), so running one after the other rebuilds nothing.
+build_release() {
+  configure_and_build "$CORGY_RELEASE_DIR" Release -DCORGY_WERROR=ON -- "$@"
+}
+
+# Steps: run_step [--required] "description" command [args...] runs the command with errexit on, in a subshell,
+# so that a failing step is recorded and the following steps still run; a failing --required step (one the rest
+# cannot do without) ends the script after the summary. print_summary lists every step with its time.
+CORGY_STEP_NAMES=()
+CORGY_STEP_RESULTS=()
+CORGY_STEP_SECONDS=()
+
+run_step() {
+  local required=false
+  if [[ $1 == --required ]]; then
+    required=true
+    shift
+  fi
+  local name=$1
+  shift
+  banner "step $((${#CORGY_STEP_NAMES[@]} + 1)): $name"
+  local start=$SECONDS status=0
+  set +e
+  (
+    set -euo pipefail
+    "$@"
+  )
+  status=$?
+  set -e
+  CORGY_STEP_NAMES+=("$name")
+  CORGY_STEP_SECONDS+=($((SECONDS - start)))
+  if [[ $status -eq 0 ]]; then
+    CORGY_STEP_RESULTS+=(passed)
+  else
+    CORGY_STEP_RESULTS+=("FAILED (exit $status)")
+    echo "step failed: $name (exit $status)" >&2
+    if [[ $required == true ]]; then
+      print_summary "stopped: the remaining steps need this one" || true
+      exit "$status"
+    fi
+  fi
+}
+
+# Prints one line per step and returns non-zero when any step failed.
+print_summary() {
+  local title=$1 failed=0 i
+  banner "summary: $title"
+  for i in "${!CORGY_STEP_NAMES[@]}"; do
+    printf '%-22s %5ss  %s\n' "${CORGY_STEP_RESULTS[$i]}" "${CORGY_STEP_SECONDS[$i]}" "${CORGY_STEP_NAMES[$i]}"
+    [[ ${CORGY_STEP_RESULTS[$i]} == passed ]] || failed=1
+  done
+  printf 'total %ss on %s core(s): %s\n' "$SECONDS" "$CORGY_JOBS" "$([[ $failed -eq 0 ]] && echo passed || echo FAILED)"
+  return $failed
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  set -euo pipefail
+  ensure_packages "${CORGY_PACKAGES[@]}"
+fi

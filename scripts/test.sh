@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The README's second quick-start command, and all that CI runs (.ci/run): installs missing Debian packages, then
+# checks formatting, builds in Release with warnings as errors and runs every test, checks the installed CMake
+# package from a separate project, and runs the tests again under AddressSanitizer + UBSan.
+# Usage: bash scripts/test.sh   (from any folder; build folders go to build/ in the repository)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cd "$CORGY_ROOT"
+
+CORGY_ASAN_DIR="$CORGY_ROOT/build/asan"
+
+check_format() {
+  local folders=(corgy tests examples benchmarks) listing files
+  listing=$(find "${folders[@]}" -type f \( -name '*.h' -o -name '*.cpp' \) | sort)  # fails on a missing folder
+  mapfile -t files <<<"$listing"
+  echo "clang-format --dry-run --Werror on ${#files[@]} files under ${folders[*]}"
+  clang-format --dry-run --Werror "${files[@]}"
+}
+
+run_tests() {
+  ctest --test-dir "$1" --output-on-failure --no-tests=error -j "$CORGY_JOBS"
+}
+
+# Installs the Release build into a temporary prefix and builds tests/consumer against it with find_package(corgy),
+# as a user's project would; the consumer's programs check results they compute themselves.
+check_installed_package() {
+  local work
+  work=$(mktemp -d /tmp/corgy-install.XXXXXX)
+  trap "rm -rf -- '$work'" EXIT  # expanded now: the local is gone when the step's subshell exits
+  cmake --install "$CORGY_RELEASE_DIR" --prefix "$work/prefix"
+  # Private dependencies must not leak into the installed headers: users need neither OpenBLAS nor fmt nor OpenMP.
+  if grep -rnE '#include [<"](cblas|openblas|fmt/|omp\.h)' "$work/prefix/include"; then
+    echo "installed headers include a private dependency (above)" >&2
+    return 1
+  fi
+  cmake -S tests/consumer -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix"
+  if ! grep -q "^corgy_DIR:PATH=$work/prefix/" "$work/consumer/CMakeCache.txt"; then
+    echo "find_package(corgy) found another corgy: $(grep '^corgy_DIR' "$work/consumer/CMakeCache.txt")" >&2
+    return 1
+  fi
+  cmake --build "$work/consumer" -j "$CORGY_JOBS"
+  "$work/consumer/consumer_check"
+  "$work/consumer/readme_example"
+  "$work/consumer/api_example" naive 1
+  "$work/consumer/api_example" blas 2 tests/fixtures/mnist/input.npy
+}
+
+build_sanitized() {
+  # -Og: with sanitizers, GCC 12 at -O1/-O2 reports false -Wmaybe-uninitialized inside libstdc++'s <regex>, which
+  # -Werror makes fatal; -Og does not, and runs the heavy tests (whole Tiny YOLO networks) 4x faster than -O0.
+  # Benchmarks and examples add build time and no coverage that the tests do not already give.
+  configure_and_build "$CORGY_ASAN_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-Og -g" -DCORGY_SANITIZE=ON -DCORGY_WERROR=ON \
+    -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF
+}
+
+run_sanitized_tests() {
+  # allocator_may_return_null: a test checks that a 2^62-byte Variable fails with corgy::Error, which needs the
+  # allocator to return null as glibc's does instead of aborting.
+  export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  run_tests "$CORGY_ASAN_DIR"
+}
+
+run_step --required "Debian packages" ensure_packages "${CORGY_PACKAGES[@]}"
+run_step "format: clang-format --dry-run --Werror" check_format
+run_step "docs: C++ examples in README.md and docs/ match tests/consumer/" bash scripts/check-doc-examples.sh
+run_step "release build (-Werror): $CORGY_RELEASE_DIR" build_release
+run_step "release tests: ctest" run_tests "$CORGY_RELEASE_DIR"
+run_step "install + find_package(corgy) from tests/consumer" check_installed_package
+run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
+run_step "asan+ubsan tests: ctest" run_sanitized_tests
+print_summary "scripts/test.sh"

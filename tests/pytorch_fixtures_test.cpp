@@ -1,0 +1,348 @@
+// Layers and a small network against outputs computed by PyTorch (tools/make_fixtures.py writes the fixtures
+// under tests/fixtures/pytorch; cases.json there lists each case's PyTorch call). Every case runs on every
+// backend, naive included: this is what checks the naive reference against an independent implementation.
+// The layer options below are the ones each case's PyTorch call uses.
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "test_util.h"
+
+namespace corgy::testing {
+namespace {
+
+/// The .npy files of one case: tests/fixtures/pytorch/<directory>/<file>.npy.
+class CaseFiles {
+ public:
+  explicit CaseFiles(std::string directory) : directory_(std::move(directory)) {}
+
+  Variable load(const std::string& file) const {
+    return load_npy(fixture_path(fmt::format("pytorch/{}/{}.npy", directory_, file)));
+  }
+  /// A PyTorch (N, features) matrix, which load_npy reads as (1, 1, N, features), as corgy's batch of
+  /// vectors (N, features, 1, 1).
+  Variable load_vectors(const std::string& file) const {
+    Variable matrix = load(file);
+    const Shape s = matrix.shape();
+    if (!s.is_matrix()) throw Error(fmt::format("{}/{}.npy: expected a 2-D array, got {}", directory_, file, s.str()));
+    matrix.reshape({s.rows(), s.cols(), 1, 1});
+    return matrix;
+  }
+
+ private:
+  std::string directory_;
+};
+
+/// A layer output to compare besides the model's output: layer `layer` against `file`.
+struct IntermediateCheck {
+  int layer;
+  std::string file;
+  bool vectors;
+};
+
+struct FixtureCase {
+  std::string name;
+  std::string directory;
+  /// Builds the corgy model of the case from its parameter files; returns intermediate outputs to check.
+  std::function<std::vector<IntermediateCheck>(Sequential&, const CaseFiles&)> build;
+  /// PyTorch's input / output are (N, features) matrices.
+  bool vector_input = false;
+  bool vector_output = false;
+};
+
+void PrintTo(const FixtureCase& fixture, std::ostream* os) { *os << fixture.name; }
+
+/// A case whose model is one layer without parameters.
+template <class MakeLayer>
+FixtureCase layer_case(std::string name, MakeLayer make_layer) {
+  return {name, name, [make_layer](Sequential& model, const CaseFiles&) {
+            model.add(make_layer());
+            return std::vector<IntermediateCheck>{};
+          }};
+}
+
+/// A layer's weights read from `file`, which must have the layer's weight shape: a case whose hard-coded
+/// options differ from the script's then fails at once instead of computing with shuffled weights.
+template <class LayerWithWeights>
+void load_weights(LayerWithWeights& layer, const CaseFiles& files, const std::string& file) {
+  const Variable weights = files.load(file);
+  if (weights.shape() != layer.weights().shape()) {
+    throw Error(fmt::format("{}: {}.npy has shape {}, the layer's weights {}", layer.describe(), file,
+                            weights.shape().str(), layer.weights().shape().str()));
+  }
+  layer.set_weights(weights.values());
+}
+
+Conv2d load_conv(const CaseFiles& files, const Conv2dOptions& options, const std::string& prefix = "") {
+  Conv2d conv(options);
+  load_weights(conv, files, prefix + "weight");
+  if (options.bias) conv.set_bias(files.load(prefix + "bias").values());
+  return conv;
+}
+
+Linear load_linear(const CaseFiles& files, const LinearOptions& options, const std::string& prefix = "") {
+  Linear linear(options);
+  load_weights(linear, files, prefix + "weight");
+  if (options.bias) linear.set_bias(files.load(prefix + "bias").values());
+  return linear;
+}
+
+/// PyTorch's BatchNorm2d weight, bias, running_mean and running_var.
+struct BatchNormFiles {
+  Variable gamma;
+  Variable beta;
+  Variable mean;
+  Variable variance;
+
+  BatchNormFiles(const CaseFiles& files, const std::string& prefix)
+      : gamma(files.load(prefix + "weight")),
+        beta(files.load(prefix + "bias")),
+        mean(files.load(prefix + "running_mean")),
+        variance(files.load(prefix + "running_var")) {}
+
+  BatchNormParams params(float epsilon) const {
+    return {gamma.values(), beta.values(), mean.values(), variance.values(), epsilon};
+  }
+};
+
+void add_conv_cases(std::vector<FixtureCase>& cases) {
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  const std::vector<std::pair<std::string, Conv2dOptions>> convs = {
+      {"conv2d_3x3_pad1", {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1}},
+      {"conv2d_5x5_pad2", {.in_channels = 4, .out_channels = 6, .kernel = 5, .padding = 2}},
+      {"conv2d_3x3_stride2_pad1", {.in_channels = 5, .out_channels = 7, .kernel = 3, .stride = 2, .padding = 1}},
+      {"conv2d_3x3_stride2_nopad", {.in_channels = 3, .out_channels = 4, .kernel = 3, .stride = 2}},
+      {"conv2d_3x3_dilation2", {.in_channels = 4, .out_channels = 5, .kernel = 3, .padding = 2, .dilation = 2}},
+      {"conv2d_3x3_stride2_dilation2_groups2",
+       {.in_channels = 4, .out_channels = 6, .kernel = 3, .stride = 2, .padding = 1, .dilation = 2, .groups = 2}},
+      {"conv2d_3x3_groups2", {.in_channels = 6, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 2}},
+      {"conv2d_depthwise_3x3", {.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 8}},
+      {"conv2d_depthwise_3x3_stride2",
+       {.in_channels = 6, .out_channels = 6, .kernel = 3, .stride = 2, .padding = 1, .groups = 6}},
+      {"conv2d_depthwise_multiplier2", {.in_channels = 4, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 4}},
+      {"conv2d_1x1_batch3", {.in_channels = 16, .out_channels = 10, .kernel = 1}},
+      {"conv2d_7x7_stride2_batch3", {.in_channels = 3, .out_channels = 4, .kernel = 7, .stride = 2, .padding = 3}},
+      {"conv2d_no_bias", {.in_channels = 5, .out_channels = 4, .kernel = 3, .padding = 1, .bias = false}},
+      {"conv2d_leaky", {.in_channels = 3, .out_channels = 6, .kernel = 3, .padding = 1, .activation = leaky}},
+  };
+  for (const auto& [name, options] : convs) {
+    cases.push_back({name, name, [options](Sequential& model, const CaseFiles& files) {
+                       model.add(load_conv(files, options));
+                       return std::vector<IntermediateCheck>{};
+                     }});
+  }
+}
+
+/// Each conv + batch norm case twice: folded into the convolution (Conv2d::fold_batch_norm), and as a
+/// BatchNorm layer (with a LeakyReLU layer where PyTorch applies one).
+void add_batch_norm_cases(std::vector<FixtureCase>& cases) {
+  struct ConvBatchNorm {
+    std::string directory;
+    Conv2dOptions options;
+    float epsilon;
+  };
+  const std::vector<ConvBatchNorm> convs = {
+      {"conv2d_batchnorm", {.in_channels = 3, .out_channels = 6, .kernel = 3, .padding = 1}, 1e-5f},
+      {"conv2d_no_bias_batchnorm_eps1e3_leaky",
+       {.in_channels = 4,
+        .out_channels = 5,
+        .kernel = 3,
+        .padding = 1,
+        .bias = false,
+        .activation = Activation::leaky_relu(0.1f)},
+       1e-3f},
+  };
+  for (const ConvBatchNorm& c : convs) {
+    cases.push_back({c.directory + "_folded", c.directory, [c](Sequential& model, const CaseFiles& files) {
+                       Conv2d conv = load_conv(files, c.options);
+                       conv.fold_batch_norm(BatchNormFiles(files, "bn_").params(c.epsilon));
+                       model.add(std::move(conv));
+                       return std::vector<IntermediateCheck>{};
+                     }});
+    cases.push_back({c.directory + "_layers", c.directory, [c](Sequential& model, const CaseFiles& files) {
+                       Conv2dOptions plain = c.options;
+                       plain.activation = Activation::none();
+                       model.add(load_conv(files, plain));
+                       BatchNorm batch_norm(plain.out_channels);
+                       batch_norm.set_parameters(BatchNormFiles(files, "bn_").params(c.epsilon));
+                       model.add(std::move(batch_norm));
+                       if (c.options.activation.kind != ActivationKind::none) {
+                         model.add(ActivationLayer(c.options.activation));
+                       }
+                       return std::vector<IntermediateCheck>{};
+                     }});
+  }
+  cases.push_back({"batchnorm", "batchnorm", [](Sequential& model, const CaseFiles& files) {
+                     BatchNorm batch_norm(6);
+                     batch_norm.set_parameters(BatchNormFiles(files, "bn_").params(1e-5f));
+                     model.add(std::move(batch_norm));
+                     return std::vector<IntermediateCheck>{};
+                   }});
+}
+
+void add_pool_cases(std::vector<FixtureCase>& cases) {
+  cases.push_back(layer_case("maxpool_2x2_stride2", [] { return MaxPool2d({.kernel = 2}); }));
+  cases.push_back(
+      layer_case("maxpool_3x3_stride2_pad1", [] { return MaxPool2d({.kernel = 3, .stride = 2, .padding = 1}); }));
+  cases.push_back(layer_case("maxpool_darknet_2x2_stride1", [] { return MaxPool2d::darknet(2, 1); }));
+  cases.push_back(layer_case("maxpool_global", [] { return MaxPool2d({.global = true}); }));
+  cases.push_back(layer_case("avgpool_2x2_stride2", [] { return AvgPool2d({.kernel = 2}); }));
+  cases.push_back(layer_case("avgpool_3x3_stride2_pad1_include_pad",
+                             [] { return AvgPool2d({.kernel = 3, .stride = 2, .padding = 1}); }));
+  cases.push_back(layer_case("avgpool_3x3_stride2_pad1_exclude_pad", [] {
+    return AvgPool2d({.kernel = 3, .stride = 2, .padding = 1, .count_include_pad = false});
+  }));
+  cases.push_back(layer_case("avgpool_3x3_stride1_pad1_exclude_pad", [] {
+    return AvgPool2d({.kernel = 3, .stride = 1, .padding = 1, .count_include_pad = false});
+  }));
+  // adaptive_avg_pool2d to 2 x 2 on 8 x 8 has the windows of a 4x4 stride-4 pooling.
+  cases.push_back(layer_case("avgpool_adaptive_2x2", [] { return AvgPool2d({.kernel = 4}); }));
+  cases.push_back(layer_case("avgpool_global", [] { return AvgPool2d::global(); }));
+}
+
+void add_elementwise_cases(std::vector<FixtureCase>& cases) {
+  const std::vector<std::pair<std::string, Activation>> activations = {
+      {"leaky_relu", Activation::leaky_relu(0.1f)},
+      {"sigmoid", Activation::sigmoid()},
+      {"tanh", Activation::tanh()},
+      {"mish", Activation::mish()},
+      {"swish", Activation::swish()},
+  };
+  for (const auto& [name, activation] : activations) {
+    for (const char* suffix : {"", "_wide"}) {
+      cases.push_back(layer_case(name + suffix, [activation] { return ActivationLayer(activation); }));
+    }
+  }
+  FixtureCase softmax_2d = layer_case("softmax_2d", [] { return Softmax(); });
+  softmax_2d.vector_input = softmax_2d.vector_output = true;
+  cases.push_back(softmax_2d);
+  cases.push_back(layer_case("softmax_4d", [] { return Softmax(); }));
+  cases.push_back(layer_case("upsample_nearest_x2", [] { return Upsample(2); }));
+  cases.push_back(layer_case("upsample_nearest_x3", [] { return Upsample(3); }));
+}
+
+void add_linear_cases(std::vector<FixtureCase>& cases) {
+  const LinearOptions options{.in_features = 60, .out_features = 7};
+  cases.push_back({"linear_flatten", "linear_flatten",
+                   [options](Sequential& model, const CaseFiles& files) {
+                     model.add(Flatten());
+                     model.add(load_linear(files, options));
+                     return std::vector<IntermediateCheck>{};
+                   },
+                   false, true});
+  // Linear accepts a 4-D input directly and flattens it the same way.
+  cases.push_back({"linear_without_flatten_layer", "linear_flatten",
+                   [options](Sequential& model, const CaseFiles& files) {
+                     model.add(load_linear(files, options));
+                     return std::vector<IntermediateCheck>{};
+                   },
+                   false, true});
+}
+
+void add_multi_input_cases(std::vector<FixtureCase>& cases) {
+  cases.push_back({"concat", "concat", [](Sequential& model, const CaseFiles& files) {
+                     const int conv =
+                         model.add(load_conv(files, {.in_channels = 3, .out_channels = 5, .kernel = 1, .bias = false}));
+                     model.add(Concat(), {Sequential::model_input, conv});
+                     return std::vector<IntermediateCheck>{};
+                   }});
+  for (const std::string directory : {"residual_add", "residual_add_leaky"}) {
+    const Activation activation = directory == "residual_add" ? Activation::none() : Activation::leaky_relu(0.1f);
+    cases.push_back({directory, directory, [activation](Sequential& model, const CaseFiles& files) {
+                       const int conv = model.add(
+                           load_conv(files, {.in_channels = 4, .out_channels = 4, .kernel = 3, .padding = 1}));
+                       model.add(Add(activation), {conv, Sequential::model_input});
+                       return std::vector<IntermediateCheck>{};
+                     }});
+  }
+}
+
+/// SmallNet of tools/make_fixtures.py. With fold_batch_norm, bn0 is folded into conv0 and the leaky ReLU fused;
+/// otherwise they are layers of their own.
+std::vector<IntermediateCheck> build_small_net(Sequential& model, const CaseFiles& files, bool fold_batch_norm) {
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  const BatchNormFiles bn0_files(files, "bn0_");
+  const BatchNormParams bn0 = bn0_files.params(1e-5f);
+  int x0 = 0;
+  if (fold_batch_norm) {
+    Conv2d conv0 = load_conv(
+        files, {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .bias = false, .activation = leaky},
+        "conv0_");
+    conv0.fold_batch_norm(bn0);
+    x0 = model.add(std::move(conv0));
+  } else {
+    model.add(
+        load_conv(files, {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .bias = false}, "conv0_"));
+    BatchNorm batch_norm(8);
+    batch_norm.set_parameters(bn0);
+    model.add(std::move(batch_norm));
+    x0 = model.add(LeakyReLU(0.1f));
+  }
+  const int x1 = model.add(MaxPool2d({.kernel = 2}));
+  const int x2 = model.add(load_conv(
+      files, {.in_channels = 8, .out_channels = 16, .kernel = 3, .padding = 1, .activation = Activation::swish()},
+      "conv2_"));
+  model.add(Concat(), {x2, x1});
+  model.add(load_conv(files, {.in_channels = 24, .out_channels = 8, .kernel = 1, .activation = leaky}, "conv4_"));
+  const int x5 = model.add(Upsample(2));
+  model.add(Add(), {x5, x0});
+  model.add(load_conv(
+      files,
+      {.in_channels = 8, .out_channels = 16, .kernel = 3, .stride = 2, .padding = 1, .activation = Activation::mish()},
+      "conv7_"));
+  model.add(AvgPool2d::global());
+  model.add(Flatten());
+  const int logits = model.add(load_linear(files, {.in_features = 16, .out_features = 10}, "fc_"));
+  model.mark_output(logits);
+  model.add(Softmax());
+  // The softmax squashes errors in the logits; compare them too.
+  return {{logits, "logits", true}};
+}
+
+void add_net_cases(std::vector<FixtureCase>& cases) {
+  for (bool fold : {true, false}) {
+    cases.push_back({fold ? "net_folded_batch_norm" : "net_batch_norm_layer", "net",
+                     [fold](Sequential& model, const CaseFiles& files) { return build_small_net(model, files, fold); },
+                     false, true});
+  }
+}
+
+std::vector<FixtureCase> all_cases() {
+  std::vector<FixtureCase> cases;
+  add_conv_cases(cases);
+  add_batch_norm_cases(cases);
+  add_pool_cases(cases);
+  add_elementwise_cases(cases);
+  add_linear_cases(cases);
+  add_multi_input_cases(cases);
+  add_net_cases(cases);
+  return cases;
+}
+
+class PyTorchFixture : public ::testing::TestWithParam<std::tuple<FixtureCase, std::string>> {};
+
+TEST_P(PyTorchFixture, MatchesPyTorch) {
+  const auto& [fixture, backend] = GetParam();
+  const CaseFiles files(fixture.directory);
+  Sequential model;
+  const std::vector<IntermediateCheck> checks = fixture.build(model, files);
+  model.set_backend(backend);
+  const Variable input = fixture.vector_input ? files.load_vectors("input") : files.load("input");
+  const Variable expected = fixture.vector_output ? files.load_vectors("output") : files.load("output");
+  EXPECT_TRUE(outputs_match(model.forward(input), expected)) << fixture.name << " on " << backend;
+  for (const IntermediateCheck& check : checks) {
+    const Variable expected_layer = check.vectors ? files.load_vectors(check.file) : files.load(check.file);
+    EXPECT_TRUE(outputs_match(model.output(check.layer), expected_layer))
+        << fixture.name << " on " << backend << ", layer " << check.layer << " vs " << check.file;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCase, PyTorchFixture,
+                         ::testing::Combine(::testing::ValuesIn(all_cases()), ::testing::ValuesIn(all_backends())),
+                         [](const ::testing::TestParamInfo<PyTorchFixture::ParamType>& param_info) {
+                           return fmt::format("{}_on_{}", std::get<0>(param_info.param).name,
+                                              std::get<1>(param_info.param));
+                         });
+
+}  // namespace
+}  // namespace corgy::testing

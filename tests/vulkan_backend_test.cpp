@@ -1,0 +1,278 @@
+// The Vulkan backend's own behaviour (on lavapipe in CI, with validation on): device choice and its errors,
+// one submission per forward, recording once per shape, barriers only between dependent dispatches, weights
+// uploaded once, zero-copy and the forced staging path. Layer parity is in layer_harness_test.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "corgy/backends/vulkan/gemm_dispatch.h"
+#include "corgy/backends/vulkan/vulkan_context.h"
+#include "test_util.h"
+#include "vulkan_test_options.h"
+
+namespace corgy::testing {
+namespace {
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Two 3x3 convolutions, a max pool and a 1x1 convolution: a chain where every dispatch depends on the last.
+Sequential small_chain(std::mt19937& rng) {
+  Sequential model;
+  model.add(
+      Conv2d({.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .activation = Activation::leaky_relu()}));
+  model.add(MaxPool2d({.kernel = 2}));
+  model.add(Conv2d({.in_channels = 8, .out_channels = 6, .kernel = 3, .padding = 1}));
+  model.add(Conv2d({.in_channels = 6, .out_channels = 4, .kernel = 1}));
+  randomize_parameters(model, rng);
+  return model;
+}
+
+Variable expected_output(Sequential& model, const Variable& input) {
+  model.set_backend("naive");
+  return model.forward(input).clone();
+}
+
+TEST(VulkanBackend, ListsDevicesAndPicksByIndexOrName) {
+  const std::vector<VulkanDeviceInfo> devices = vulkan_devices();
+  ASSERT_FALSE(devices.empty());
+  VulkanOptions by_index = validated_vulkan_options();
+  by_index.device = std::to_string(devices.back().index);
+  EXPECT_EQ(VulkanBackend(by_index).device().name, devices.back().name);
+  VulkanOptions by_name = validated_vulkan_options();
+  by_name.device = devices.front().name.substr(0, 4);  // part of the name, any case
+  for (char& c : by_name.device) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(VulkanBackend(by_name).device().name, devices.front().name);
+  EXPECT_EQ(make_backend("vulkan:" + std::to_string(devices.front().index))->name(), "vulkan");
+}
+
+TEST(VulkanBackend, UnknownDeviceIsAClearErrorListingTheDevices) {
+  const std::string by_name = error_of([] { make_backend("vulkan:no-such-gpu"); });
+  EXPECT_NE(by_name.find("no device name contains 'no-such-gpu'"), std::string::npos) << by_name;
+  EXPECT_NE(by_name.find(vulkan_devices().front().name), std::string::npos) << by_name;
+  const std::string by_index = error_of([] { make_backend("vulkan:99"); });
+  EXPECT_NE(by_index.find("no device 99"), std::string::npos) << by_index;
+}
+
+TEST(VulkanBackend, MissingLoaderIsAClearError) {
+  VulkanOptions options;
+  options.loader = "libcorgy-test-no-such-vulkan-loader.so.1";
+  const std::string message = error_of([&] { VulkanBackend backend(options); });
+  EXPECT_NE(message.find("cannot open the Vulkan loader 'libcorgy-test-no-such-vulkan-loader.so.1'"), std::string::npos)
+      << message;
+}
+
+// The loader reads VK_DRIVER_FILES (VK_ICD_FILENAMES before 1.3.207) at instance creation; pointed at a driver
+// manifest that names no library, it finds no device.
+class NoDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    manifest_ = std::filesystem::temp_directory_path() / "corgy_vulkan_test_no_driver.json";
+    std::ofstream(manifest_)
+        << R"({"file_format_version": "1.0.0", "ICD": {"library_path": "", "api_version": "1.1.0"}})";
+    for (const char* name : {"VK_DRIVER_FILES", "VK_ICD_FILENAMES"}) {
+      const char* value = std::getenv(name);
+      saved_.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
+      setenv(name, manifest_.c_str(), 1);
+    }
+  }
+  void TearDown() override {
+    for (const auto& [name, value] : saved_)
+      value ? (void)setenv(name.c_str(), value->c_str(), 1) : (void)unsetenv(name.c_str());
+    std::filesystem::remove(manifest_);
+  }
+  std::filesystem::path manifest_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST_F(NoDriverTest, NoDeviceIsAClearErrorAndAutoFallsBackToBlas) {
+  EXPECT_TRUE(vulkan_devices().empty());
+  const std::string message = error_of([] { make_backend("vulkan"); });
+  EXPECT_NE(message.find("no Vulkan device found"), std::string::npos) << message;
+  ::testing::internal::CaptureStderr();
+  const std::unique_ptr<Backend> backend = make_backend("auto");
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(backend->name(), "blas");
+  EXPECT_NE(said.find("backend auto: blas"), std::string::npos) << said;
+}
+
+TEST(VulkanBackend, AutoPrefersAGpuAndSaysWhatItChose) {
+  const std::vector<VulkanDeviceInfo> devices = vulkan_devices();
+  const bool has_gpu = std::any_of(devices.begin(), devices.end(), [](const auto& d) { return d.is_gpu(); });
+  ::testing::internal::CaptureStderr();
+  const std::unique_ptr<Backend> backend = make_backend("auto");
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(backend->name(), has_gpu ? "vulkan" : "blas") << said;
+  EXPECT_NE(said.find(has_gpu ? "backend auto: vulkan on" : "backend auto: blas, since no Vulkan GPU"),
+            std::string::npos)
+      << said;
+}
+
+TEST(VulkanBackend, ValidationMessagesAreCaughtAndCounted) {
+  // Proof that the messenger works: a buffer of size 0 breaks a valid-usage rule of vkCreateBuffer.
+  std::vector<std::string> messages;
+  VulkanOptions options;
+  options.validation = true;
+  options.on_validation_message = [&](const std::string& message) { messages.push_back(message); };
+  vulkan::Context context(options);
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = 0;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  if (context.vk().vkCreateBuffer(context.device(), &info, nullptr, &buffer) == VK_SUCCESS) {
+    context.vk().vkDestroyBuffer(context.device(), buffer, nullptr);
+  }
+  ASSERT_FALSE(messages.empty());
+  EXPECT_NE(messages.front().find("size"), std::string::npos) << messages.front();
+  EXPECT_EQ(context.validation_messages(), messages.size());
+}
+
+TEST(VulkanBackend, OneSubmissionPerForwardAndOneRecordingPerShape) {
+  std::mt19937 rng(11);
+  Sequential model = small_chain(rng);
+  const Variable input = random_variable({2, 3, 12, 12}, rng);
+  const Variable expected = expected_output(model, input);
+  auto owned = std::make_unique<VulkanBackend>(validated_vulkan_options());
+  VulkanBackend& vulkan = *owned;
+  model.set_backend(std::move(owned));
+  for (int run = 0; run < 3; ++run) EXPECT_TRUE(outputs_match(model.forward(input), expected)) << "run " << run;
+  EXPECT_EQ(vulkan.stats().submissions, 3u);
+  EXPECT_EQ(vulkan.stats().recordings, 1u);
+  EXPECT_EQ(vulkan.stats().upload_submissions, 1u);  // all weights, once
+  // im2col + GEMM, pool, im2col + GEMM, GEMM (the 1x1 convolution reads its input directly).
+  EXPECT_EQ(vulkan.stats().last_dispatches, 6);
+  EXPECT_EQ(vulkan.stats().last_barriers, 5);  // a chain: each dispatch reads the one before
+  // Another batch size: planned and recorded again, then reused.
+  const Variable single = random_variable({1, 3, 12, 12}, rng);
+  const Variable expected_single = expected_output(model, single);
+  model.set_backend(make_backend("vulkan", {.validation = true}));
+  model.forward(single);
+  EXPECT_TRUE(outputs_match(model.forward(single), expected_single));
+}
+
+TEST(VulkanBackend, IndependentDispatchesShareABarrier) {
+  // Two 1x1 convolutions of the input, then their concatenation: the convolutions run side by side, and the
+  // two copies of the concatenation write disjoint channels, so one barrier (convolutions -> copies) suffices.
+  std::mt19937 rng(5);
+  Sequential model;
+  const int a = model.add(Conv2d({.in_channels = 4, .out_channels = 3, .kernel = 1}), {Sequential::model_input});
+  const int b = model.add(Conv2d({.in_channels = 4, .out_channels = 5, .kernel = 1}), {Sequential::model_input});
+  model.add(Concat(), {a, b});
+  randomize_parameters(model, rng);
+  const Variable input = random_variable({1, 4, 6, 6}, rng);
+  const Variable expected = expected_output(model, input);
+  auto owned = std::make_unique<VulkanBackend>(validated_vulkan_options());
+  const VulkanStats& stats = owned->stats();
+  model.set_backend(std::move(owned));
+  EXPECT_TRUE(outputs_match(model.forward(input), expected));
+  EXPECT_EQ(stats.last_dispatches, 4);
+  EXPECT_EQ(stats.last_barriers, 1);
+}
+
+TEST(VulkanBackend, ChangedWeightsAreUploadedAgain) {
+  std::mt19937 rng(2);
+  Sequential model = small_chain(rng);
+  const Variable input = random_variable({1, 3, 8, 8}, rng);
+  auto owned = std::make_unique<VulkanBackend>(validated_vulkan_options());
+  const VulkanStats& stats = owned->stats();
+  model.set_backend(std::move(owned));
+  model.forward(input);
+  randomize_parameters(model, rng);  // calls weights_changed()
+  const Variable& output = model.forward(input);
+  EXPECT_EQ(stats.upload_submissions, 2u);
+  Variable result = output.clone();
+  EXPECT_TRUE(outputs_match(result, expected_output(model, input)));
+}
+
+TEST(VulkanBackend, ZeroCopyWhereOfferedAndForcedStagingGiveTheSameResults) {
+  std::mt19937 rng(8);
+  Sequential model = small_chain(rng);
+  Variable input = random_variable({3, 3, 10, 10}, rng);
+  const Variable expected = expected_output(model, input);
+  for (bool force_staging : {false, true}) {
+    VulkanOptions options = validated_vulkan_options();
+    options.force_staging = force_staging;
+    auto owned = std::make_unique<VulkanBackend>(options);
+    EXPECT_EQ(owned->zero_copy(), owned->device().host_import && !force_staging);
+    model.set_backend(std::move(owned));
+    for (int run = 0; run < 2; ++run) {
+      EXPECT_TRUE(outputs_match(model.forward(input), expected)) << "staging " << force_staging << " run " << run;
+    }
+  }
+  // New values in the same input Variable reach the device on the next forward, with either path.
+  fill_random(input, rng, 1.0f);
+  const Variable changed = expected_output(model, input);
+  for (bool force_staging : {false, true}) {
+    VulkanOptions options = validated_vulkan_options();
+    options.force_staging = force_staging;
+    model.set_backend(std::make_unique<VulkanBackend>(options));
+    EXPECT_TRUE(outputs_match(model.forward(input), changed)) << "staging " << force_staging;
+  }
+}
+
+TEST(VulkanBackend, GemmTileShapesMatchNaive) {
+  // The shapes the automatic choice uses and one more; ragged sizes (scalar loads, bounds everywhere) and
+  // multiples of 4 (vec4 loads and stores); every transpose with the first shape, the two extremes with others.
+  std::vector<VulkanGemmTiles> shapes = {{128, 64, 16, 8, 4}};
+  for (const vulkan::RatedTiles& rated : vulkan::gemm_tile_choices()) shapes.push_back(rated.tiles);
+  std::mt19937 rng(6);
+  NaiveBackend naive;
+  struct Sizes {
+    int m, n, k;
+  };
+  for (const VulkanGemmTiles& tiles : shapes) {
+    VulkanOptions options = validated_vulkan_options();
+    options.gemm_tiles = tiles;
+    VulkanBackend vulkan(options);
+    for (const Sizes& s : {Sizes{37, 45, 29}, Sizes{68, 132, 36}}) {
+      for (const auto& [ta, tb] : {std::pair{false, false}, {true, true}, {false, true}, {true, false}}) {
+        if (tiles.tile_m != shapes.back().tile_m && ta != tb) continue;
+        const Variable a = random_variable(ta ? Shape::matrix(s.k, s.m) : Shape::matrix(s.m, s.k), rng);
+        const Variable b = random_variable(tb ? Shape::matrix(s.n, s.k) : Shape::matrix(s.k, s.n), rng);
+        EXPECT_TRUE(outputs_match(matmul(vulkan, a, b, ta, tb), matmul(naive, a, b, ta, tb)))
+            << "tiles " << tiles.tile_m << "x" << tiles.tile_n << "x" << tiles.tile_k << ", " << s.m << "x" << s.n
+            << "x" << s.k << " ta " << ta << " tb " << tb;
+      }
+    }
+  }
+}
+
+TEST(VulkanBackend, ForcedTileShapesThatBreakTheRulesAreClearErrors) {
+  VulkanOptions options = validated_vulkan_options();
+  options.gemm_tiles = {64, 64, 16, 4, 6};
+  VulkanBackend odd(options);
+  const Variable a(Shape::matrix(8, 8));
+  const std::string message = error_of([&] { matmul(odd, a, a); });
+  EXPECT_NE(message.find("multiples of 4"), std::string::npos) << message;
+  options.gemm_tiles = {256, 256, 64, 4, 4};
+  VulkanBackend huge(options);
+  const std::string limits = error_of([&] { matmul(huge, a, a); });
+  EXPECT_NE(limits.find("the device allows"), std::string::npos) << limits;
+}
+
+TEST(VulkanBackend, LoneOperationsOutsideAForwardRunAtOnce) {
+  std::mt19937 rng(4);
+  VulkanBackend vulkan(validated_vulkan_options());
+  NaiveBackend naive;
+  const Variable x = random_variable({2, 3, 5, 5}, rng);
+  Variable expected(x.shape());
+  Variable actual(x.shape());
+  naive.activation(Activation::sigmoid(), x, expected);
+  vulkan.activation(Activation::sigmoid(), x, actual);
+  EXPECT_TRUE(outputs_match(actual, expected));
+  EXPECT_EQ(vulkan.stats().submissions, 1u);
+  // In place, as the Backend interface allows.
+  Variable in_place = x.clone();
+  vulkan.activation(Activation::sigmoid(), in_place, in_place);
+  EXPECT_TRUE(outputs_match(in_place, expected));
+}
+
+}  // namespace
+}  // namespace corgy::testing

@@ -1,0 +1,111 @@
+// Whole small networks on the Vulkan backend against the naive backend, at batch 1 and 3, each run twice in a
+// row (reused intermediates must not change results), with validation on and one submission per forward.
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "test_util.h"
+#include "vulkan_test_options.h"
+
+namespace corgy::testing {
+namespace {
+
+struct ModelCase {
+  std::string name;
+  Shape image;  // (1, C, H, W); the batch is set by the test
+  std::function<void(Sequential&)> build;
+};
+
+void PrintTo(const ModelCase& model_case, std::ostream* os) { *os << model_case.name; }
+
+// LeNet for MNIST, as in the MNIST example.
+void build_lenet(Sequential& m) {
+  m.add(Conv2d({.in_channels = 1, .out_channels = 8, .kernel = 5, .padding = 2, .activation = Activation::relu()}));
+  m.add(MaxPool2d({.kernel = 2}));
+  m.add(Conv2d({.in_channels = 8, .out_channels = 16, .kernel = 5, .padding = 2, .activation = Activation::relu()}));
+  m.add(MaxPool2d({.kernel = 2}));
+  m.add(Flatten());
+  m.add(Linear({.in_features = 16 * 7 * 7, .out_features = 32, .activation = Activation::relu()}));
+  m.add(Linear({.in_features = 32, .out_features = 10}));
+  m.add(Softmax());
+}
+
+// Tiny YOLO's pattern in miniature: conv + batch norm + leaky, max pools (one darknet 2/1), a 1x1 head; a
+// route (concat) of an upsampled branch with an earlier layer, and a shortcut (add).
+void build_tiny_yolo_like(Sequential& m) {
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  m.add(Conv2d({.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .bias = false}));
+  m.add(BatchNorm(8));
+  m.add(LeakyReLU(0.1f));
+  m.add(MaxPool2d({.kernel = 2}));
+  const int mid = m.add(Conv2d({.in_channels = 8, .out_channels = 16, .kernel = 3, .padding = 1, .activation = leaky}));
+  m.add(MaxPool2d({.kernel = 2}));
+  m.add(Conv2d({.in_channels = 16, .out_channels = 16, .kernel = 3, .padding = 1, .activation = leaky}));
+  const int pooled = m.add(MaxPool2d::darknet(2, 1));
+  const int shortcut = m.add(Conv2d({.in_channels = 16, .out_channels = 16, .kernel = 1, .activation = leaky}));
+  const int sum = m.add(Add(leaky), {shortcut, pooled});
+  const int up = m.add(Upsample(2), {sum});
+  const int route = m.add(Concat(), {up, mid});
+  m.add(Conv2d({.in_channels = 32, .out_channels = 10, .kernel = 1}), {route});
+}
+
+// MobileNet's pattern: depthwise 3x3 + pointwise 1x1 blocks, global average pool, classifier.
+void build_mobilenet_like(Sequential& m) {
+  const Activation relu = Activation::relu();
+  m.add(Conv2d({.in_channels = 3, .out_channels = 8, .kernel = 3, .stride = 2, .padding = 1, .activation = relu}));
+  m.add(Conv2d({.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 8, .activation = relu}));
+  m.add(Conv2d({.in_channels = 8, .out_channels = 16, .kernel = 1, .activation = relu}));
+  m.add(Conv2d({.in_channels = 16,
+                .out_channels = 16,
+                .kernel = 3,
+                .stride = 2,
+                .padding = 1,
+                .groups = 16,
+                .activation = relu}));
+  m.add(Conv2d({.in_channels = 16, .out_channels = 24, .kernel = 1, .activation = Activation::swish()}));
+  m.add(AvgPool2d({.global = true}));
+  m.add(Flatten());
+  m.add(Linear({.in_features = 24, .out_features = 5}));
+  m.add(Softmax());
+}
+
+std::vector<ModelCase> all_models() {
+  return {{"lenet", {1, 1, 28, 28}, build_lenet},
+          {"tiny_yolo_like", {1, 3, 32, 32}, build_tiny_yolo_like},
+          {"mobilenet_like", {1, 3, 24, 24}, build_mobilenet_like}};
+}
+
+class VulkanModel : public ::testing::TestWithParam<std::tuple<ModelCase, int>> {};
+
+TEST_P(VulkanModel, MatchesNaiveTwiceInARow) {
+  const auto& [model_case, batch] = GetParam();
+  std::mt19937 rng(99);
+  Sequential model;
+  model_case.build(model);
+  randomize_parameters(model, rng);
+  Shape shape = model_case.image;
+  shape.n = batch;
+  const Variable input = random_variable(shape, rng, 1.0f);
+  model.set_backend("naive");
+  const Variable expected = model.forward(input).clone();
+
+  auto owned = std::make_unique<VulkanBackend>(validated_vulkan_options());
+  const VulkanStats& stats = owned->stats();
+  model.set_backend(std::move(owned));
+  for (int run = 0; run < 2; ++run) {
+    EXPECT_TRUE(outputs_match(model.forward(input), expected))
+        << model_case.name << " batch " << batch << " run " << run;
+  }
+  EXPECT_EQ(stats.submissions, 2u);
+  EXPECT_EQ(stats.recordings, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallNetworks, VulkanModel,
+                         ::testing::Combine(::testing::ValuesIn(all_models()), ::testing::Values(1, 3)),
+                         [](const ::testing::TestParamInfo<VulkanModel::ParamType>& param_info) {
+                           return fmt::format("{}_batch{}", std::get<0>(param_info.param).name,
+                                              std::get<1>(param_info.param));
+                         });
+
+}  // namespace
+}  // namespace corgy::testing

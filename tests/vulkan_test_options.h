@@ -1,0 +1,20 @@
+// Options for the Vulkan tests: validation on, and any validation message fails the running test, including
+// messages that arrive while a backend is destroyed.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "corgy/backends/vulkan/vulkan_backend.h"
+
+namespace corgy::testing {
+
+inline VulkanOptions validated_vulkan_options() {
+  VulkanOptions options;
+  options.validation = true;
+  options.on_validation_message = [](const std::string& message) { ADD_FAILURE() << "Vulkan validation " << message; };
+  return options;
+}
+
+}  // namespace corgy::testing

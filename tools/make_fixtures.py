@@ -1,0 +1,435 @@
+#!/usr/bin/python3
+"""Writes the reference fixtures that tests/pytorch_fixtures_test.cpp and tests/npy_test.cpp read.
+
+tests/fixtures/pytorch/<case>/ gets, for each case, the input, the parameters and PyTorch's output as float32
+C-order .npy files (file names per case are listed in tests/fixtures/pytorch/cases.json, with the PyTorch call
+that produced the output). Inputs and parameters are drawn in float32 from a seed derived from the case name,
+so adding a case changes no other; outputs are computed by PyTorch on the CPU in float64 from those float32
+values and rounded to float32 once, so the reference carries no float32 accumulation error of its own.
+
+tests/fixtures/pytorch/npy/ gets small files written by numpy itself (1-D to 5-D, a version 2.0 header,
+float64, Fortran order, big-endian, 0-D, empty) for the .npy reader's tests.
+
+Run from anywhere: tools/make_fixtures.py (Debian's python3-torch and python3-numpy).
+"""
+import json
+import pathlib
+import shutil
+import zlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "pytorch"
+
+CASES = {}
+
+
+def case(description):
+    """Registers a case: `description` is the PyTorch computation, recorded in cases.json."""
+
+    def register(function):
+        CASES[function.__name__] = (description, function)
+        return function
+
+    return register
+
+
+def randn(*shape, scale=1.0):
+    return torch.randn(*shape, dtype=torch.float32) * scale
+
+
+def uniform(*shape, low, high):
+    return torch.empty(*shape, dtype=torch.float32).uniform_(low, high)
+
+
+def conv_params(in_channels, out_channels, kernel, groups=1, bias=True):
+    """PyTorch's default Conv2d initialisation, in float32."""
+    conv = torch.nn.Conv2d(in_channels, out_channels, kernel, groups=groups, bias=bias)
+    params = {"weight": conv.weight.detach().clone()}
+    if bias:
+        params["bias"] = conv.bias.detach().clone()
+    return params
+
+
+def bn_params(channels):
+    """Batch-norm parameters and running statistics far from the identity, so that a wrong formula shows."""
+    return {
+        "bn_weight": uniform(channels, low=0.5, high=1.5),
+        "bn_bias": randn(channels, scale=0.5),
+        "bn_running_mean": randn(channels, scale=0.5),
+        "bn_running_var": uniform(channels, low=0.5, high=2.0),
+    }
+
+
+def f64(tensor):
+    """The float64 copy PyTorch computes the reference in (None stays None)."""
+    return None if tensor is None else tensor.double()
+
+
+def conv_case(input_shape, out_channels, kernel, stride=1, padding=0, dilation=1, groups=1, bias=True,
+              activation=None):
+    x = randn(*input_shape)
+    tensors = {"input": x, **conv_params(input_shape[1], out_channels, kernel, groups, bias)}
+    y = F.conv2d(f64(x), f64(tensors["weight"]), f64(tensors.get("bias")), stride, padding, dilation, groups)
+    tensors["output"] = activation(y) if activation else y
+    return tensors
+
+
+def batch_norm(x, t, eps):
+    """BatchNorm2d in eval mode with the bn_* tensors of `t`."""
+    return F.batch_norm(x, f64(t["bn_running_mean"]), f64(t["bn_running_var"]), f64(t["bn_weight"]),
+                        f64(t["bn_bias"]), training=False, eps=eps)
+
+
+# --- convolution ---------------------------------------------------------------------------------------------
+
+@case("F.conv2d(input, weight, bias, padding=1)")
+def conv2d_3x3_pad1():
+    return conv_case((1, 3, 9, 11), 8, 3, padding=1)
+
+
+@case("F.conv2d(input, weight, bias, padding=2)")
+def conv2d_5x5_pad2():
+    return conv_case((2, 4, 10, 9), 6, 5, padding=2)
+
+
+@case("F.conv2d(input, weight, bias, stride=2, padding=1)")
+def conv2d_3x3_stride2_pad1():
+    return conv_case((2, 5, 11, 13), 7, 3, stride=2, padding=1)
+
+
+@case("F.conv2d(input, weight, bias, stride=2)")
+def conv2d_3x3_stride2_nopad():
+    return conv_case((1, 3, 12, 9), 4, 3, stride=2)
+
+
+@case("F.conv2d(input, weight, bias, padding=2, dilation=2)")
+def conv2d_3x3_dilation2():
+    return conv_case((1, 4, 13, 12), 5, 3, padding=2, dilation=2)
+
+
+@case("F.conv2d(input, weight, bias, stride=2, padding=1, dilation=2, groups=2)")
+def conv2d_3x3_stride2_dilation2_groups2():
+    return conv_case((2, 4, 12, 11), 6, 3, stride=2, padding=1, dilation=2, groups=2)
+
+
+@case("F.conv2d(input, weight, bias, padding=1, groups=2)")
+def conv2d_3x3_groups2():
+    return conv_case((2, 6, 8, 9), 8, 3, padding=1, groups=2)
+
+
+@case("F.conv2d(input, weight, bias, padding=1, groups=8) (depthwise)")
+def conv2d_depthwise_3x3():
+    return conv_case((2, 8, 9, 10), 8, 3, padding=1, groups=8)
+
+
+@case("F.conv2d(input, weight, bias, stride=2, padding=1, groups=6) (depthwise)")
+def conv2d_depthwise_3x3_stride2():
+    return conv_case((1, 6, 11, 11), 6, 3, stride=2, padding=1, groups=6)
+
+
+@case("F.conv2d(input, weight, bias, padding=1, groups=4) (depthwise, channel multiplier 2)")
+def conv2d_depthwise_multiplier2():
+    return conv_case((2, 4, 7, 8), 8, 3, padding=1, groups=4)
+
+
+@case("F.conv2d(input, weight, bias)")
+def conv2d_1x1_batch3():
+    return conv_case((3, 16, 7, 5), 10, 1)
+
+
+@case("F.conv2d(input, weight, bias, stride=2, padding=3)")
+def conv2d_7x7_stride2_batch3():
+    return conv_case((3, 3, 17, 15), 4, 7, stride=2, padding=3)
+
+
+@case("F.conv2d(input, weight, None, padding=1)")
+def conv2d_no_bias():
+    return conv_case((2, 5, 8, 8), 4, 3, padding=1, bias=False)
+
+
+@case("F.leaky_relu(F.conv2d(input, weight, bias, padding=1), 0.1)")
+def conv2d_leaky():
+    return conv_case((2, 3, 9, 7), 6, 3, padding=1, activation=lambda y: F.leaky_relu(y, 0.1))
+
+
+# --- batch norm ------------------------------------------------------------------------------------------------
+
+@case("F.batch_norm(F.conv2d(input, weight, bias, padding=1), bn_running_mean, bn_running_var, bn_weight, bn_bias, "
+      "training=False, eps=1e-5) (BatchNorm2d in eval mode)")
+def conv2d_batchnorm():
+    t = conv_case((2, 3, 8, 9), 6, 3, padding=1)
+    t.update(bn_params(6))
+    t["output"] = batch_norm(t["output"], t, 1e-5)
+    return t
+
+
+@case("F.leaky_relu(F.batch_norm(F.conv2d(input, weight, None, padding=1), bn_running_mean, bn_running_var, "
+      "bn_weight, bn_bias, training=False, eps=1e-3), 0.1)")
+def conv2d_no_bias_batchnorm_eps1e3_leaky():
+    t = conv_case((1, 4, 7, 10), 5, 3, padding=1, bias=False)
+    t.update(bn_params(5))
+    t["output"] = F.leaky_relu(batch_norm(t["output"], t, 1e-3), 0.1)
+    return t
+
+
+@case("F.batch_norm(input, bn_running_mean, bn_running_var, bn_weight, bn_bias, training=False, eps=1e-5)")
+def batchnorm():
+    t = {"input": randn(2, 6, 5, 7), **bn_params(6)}
+    t["output"] = batch_norm(f64(t["input"]), t, 1e-5)
+    return t
+
+
+# --- pooling ---------------------------------------------------------------------------------------------------
+
+def unary_case(input_shape, function, scale=1.0):
+    x = randn(*input_shape, scale=scale)
+    return {"input": x, "output": function(f64(x))}
+
+
+@case("F.max_pool2d(input, 2, 2)")
+def maxpool_2x2_stride2():
+    return unary_case((2, 3, 8, 9), lambda x: F.max_pool2d(x, 2, 2))
+
+
+@case("F.max_pool2d(input, 3, 2, padding=1)")
+def maxpool_3x3_stride2_pad1():
+    return unary_case((2, 3, 9, 10), lambda x: F.max_pool2d(x, 3, 2, padding=1))
+
+
+@case("F.max_pool2d(F.pad(input, (0, 1, 0, 1), value=-inf), 2, 1) (darknet's size 2 stride 1 maxpool)")
+def maxpool_darknet_2x2_stride1():
+    return unary_case((1, 4, 7, 6), lambda x: F.max_pool2d(F.pad(x, (0, 1, 0, 1), value=float("-inf")), 2, 1))
+
+
+@case("F.adaptive_max_pool2d(input, 1)")
+def maxpool_global():
+    return unary_case((2, 5, 7, 6), lambda x: F.adaptive_max_pool2d(x, 1))
+
+
+@case("F.avg_pool2d(input, 2, 2)")
+def avgpool_2x2_stride2():
+    return unary_case((2, 3, 9, 8), lambda x: F.avg_pool2d(x, 2, 2))
+
+
+@case("F.avg_pool2d(input, 3, 2, padding=1, count_include_pad=True)")
+def avgpool_3x3_stride2_pad1_include_pad():
+    return unary_case((2, 3, 9, 10), lambda x: F.avg_pool2d(x, 3, 2, padding=1, count_include_pad=True))
+
+
+@case("F.avg_pool2d(input, 3, 2, padding=1, count_include_pad=False)")
+def avgpool_3x3_stride2_pad1_exclude_pad():
+    return unary_case((2, 3, 9, 10), lambda x: F.avg_pool2d(x, 3, 2, padding=1, count_include_pad=False))
+
+
+@case("F.avg_pool2d(input, 3, 1, padding=1, count_include_pad=False)")
+def avgpool_3x3_stride1_pad1_exclude_pad():
+    return unary_case((1, 2, 6, 7), lambda x: F.avg_pool2d(x, 3, 1, padding=1, count_include_pad=False))
+
+
+@case("F.adaptive_avg_pool2d(input, 2) on 8 x 8 (= 4x4 windows, stride 4)")
+def avgpool_adaptive_2x2():
+    return unary_case((2, 3, 8, 8), lambda x: F.adaptive_avg_pool2d(x, 2))
+
+
+@case("F.adaptive_avg_pool2d(input, 1) (global average pooling)")
+def avgpool_global():
+    return unary_case((2, 5, 7, 5), lambda x: F.adaptive_avg_pool2d(x, 1))
+
+
+# --- fully connected and softmax -------------------------------------------------------------------------------
+
+@case("F.linear(torch.flatten(input, 1), weight, bias)")
+def linear_flatten():
+    x = randn(3, 4, 3, 5)
+    layer = torch.nn.Linear(60, 7)
+    t = {"input": x, "weight": layer.weight.detach().clone(), "bias": layer.bias.detach().clone()}
+    t["output"] = F.linear(torch.flatten(f64(x), 1), f64(t["weight"]), f64(t["bias"]))
+    return t
+
+
+@case("F.softmax(input, dim=1) on (N, classes)")
+def softmax_2d():
+    return unary_case((4, 10), lambda x: F.softmax(x, dim=1), scale=4.0)
+
+
+@case("F.softmax(input, dim=1) on (N, C, H, W)")
+def softmax_4d():
+    return unary_case((2, 5, 3, 4), lambda x: F.softmax(x, dim=1), scale=4.0)
+
+
+# --- activations -----------------------------------------------------------------------------------------------
+
+ACTIVATIONS = {
+    "leaky_relu": ("F.leaky_relu(input, 0.1)", lambda x: F.leaky_relu(x, 0.1)),
+    "sigmoid": ("torch.sigmoid(input)", torch.sigmoid),
+    "tanh": ("torch.tanh(input)", torch.tanh),
+    "mish": ("F.mish(input)", F.mish),
+    "swish": ("F.silu(input)", F.silu),
+}
+
+
+def register_activation_cases():
+    """Per activation: a normal input, and a wide one (-40 to 40) that crosses mish's softplus thresholds (+-20)
+    and makes exp overflow in sigmoid and swish."""
+    for name, (call, function) in ACTIVATIONS.items():
+        def normal(function=function):
+            return unary_case((2, 3, 5, 7), function, scale=3.0)
+
+        def wide(function=function):
+            x = torch.linspace(-40.0, 40.0, 2 * 161, dtype=torch.float32).reshape(2, 1, 7, 23)
+            return {"input": x, "output": function(f64(x))}
+
+        CASES[name] = (call, normal)
+        CASES[name + "_wide"] = (call + " on linspace(-40, 40)", wide)
+
+
+register_activation_cases()
+
+
+# --- upsample, concat, residual add -----------------------------------------------------------------------------
+
+@case("F.interpolate(input, scale_factor=2, mode='nearest')")
+def upsample_nearest_x2():
+    return unary_case((2, 3, 4, 5), lambda x: F.interpolate(x, scale_factor=2, mode="nearest"))
+
+
+@case("F.interpolate(input, scale_factor=3, mode='nearest')")
+def upsample_nearest_x3():
+    return unary_case((1, 2, 3, 4), lambda x: F.interpolate(x, scale_factor=3, mode="nearest"))
+
+
+@case("torch.cat([input, F.conv2d(input, weight)], dim=1)")
+def concat():
+    x = randn(2, 3, 5, 6)
+    t = {"input": x, **conv_params(3, 5, 1, bias=False)}
+    t["output"] = torch.cat([f64(x), F.conv2d(f64(x), f64(t["weight"]))], dim=1)
+    return t
+
+
+@case("F.conv2d(input, weight, bias, padding=1) + input")
+def residual_add():
+    t = {"input": randn(2, 4, 6, 5), **conv_params(4, 4, 3)}
+    t["output"] = F.conv2d(f64(t["input"]), f64(t["weight"]), f64(t["bias"]), padding=1) + f64(t["input"])
+    return t
+
+
+@case("F.leaky_relu(F.conv2d(input, weight, bias, padding=1) + input, 0.1)")
+def residual_add_leaky():
+    t = residual_add()
+    t["output"] = F.leaky_relu(t["output"], 0.1)
+    return t
+
+
+# --- a small network mixing the layers above --------------------------------------------------------------------
+
+class SmallNet(torch.nn.Module):
+    """conv+bn+leaky -> maxpool -> conv+swish -> concat(route) -> 1x1 conv+leaky -> upsample -> add(shortcut)
+    -> 3x3/2 conv+mish -> global avgpool -> flatten -> linear -> softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv0 = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn0 = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.conv4 = torch.nn.Conv2d(24, 8, 1)
+        self.conv7 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        x0 = F.leaky_relu(self.bn0(self.conv0(x)), 0.1)
+        x1 = F.max_pool2d(x0, 2, 2)
+        x2 = F.silu(self.conv2(x1))
+        x3 = torch.cat([x2, x1], dim=1)
+        x4 = F.leaky_relu(self.conv4(x3), 0.1)
+        x5 = F.interpolate(x4, scale_factor=2, mode="nearest")
+        x6 = x5 + x0
+        x7 = F.mish(self.conv7(x6))
+        x8 = F.adaptive_avg_pool2d(x7, 1)
+        logits = self.fc(torch.flatten(x8, 1))
+        return logits, F.softmax(logits, dim=1)
+
+
+@case("SmallNet in tools/make_fixtures.py, eval mode; files are its state_dict entries (without "
+      "num_batches_tracked), 'logits' the linear layer's output and 'output' the softmax")
+def net():
+    model = SmallNet()
+    with torch.no_grad():
+        model.bn0.weight.copy_(uniform(8, low=0.5, high=1.5))
+        model.bn0.bias.copy_(randn(8, scale=0.5))
+        model.bn0.running_mean.copy_(randn(8, scale=0.5))
+        model.bn0.running_var.copy_(uniform(8, low=0.5, high=2.0))
+    model.eval()
+    x = randn(2, 3, 16, 16)
+    t = {"input": x}
+    t.update({name.replace(".", "_"): value.detach().clone() for name, value in model.state_dict().items()
+              if not name.endswith("num_batches_tracked")})
+    with torch.no_grad():
+        t["logits"], t["output"] = model.double()(f64(x))
+    return t
+
+
+# --- writing ---------------------------------------------------------------------------------------------------
+
+def save(path, tensor):
+    array = np.ascontiguousarray(tensor.detach().numpy().astype(np.float32))
+    np.save(path, array)
+
+
+def write_cases():
+    manifest = {}
+    for name, (description, function) in CASES.items():
+        torch.manual_seed(zlib.crc32(name.encode()))
+        with torch.no_grad():
+            tensors = function()
+        directory = FIXTURES / name
+        directory.mkdir(parents=True)
+        for file, tensor in tensors.items():
+            save(directory / f"{file}.npy", tensor)
+        manifest[name] = {
+            "pytorch": description,
+            "files": {f"{file}.npy": str(tuple(tensor.shape)) for file, tensor in tensors.items()},
+        }
+    with open(FIXTURES / "cases.json", "w") as out:
+        json.dump(manifest, out, indent=1)
+        out.write("\n")
+
+
+def write_npy_reader_files():
+    """Files written by numpy for tests/npy_test.cpp. Element i (in C order) of every float32 file is
+    i * 0.25 - 1, so the test can check each element's position."""
+    directory = FIXTURES / "npy"
+    directory.mkdir(parents=True)
+
+    def ramp(*shape):
+        return (np.arange(int(np.prod(shape)), dtype=np.float32) * 0.25 - 1).reshape(shape)
+
+    np.save(directory / "vector_5.npy", ramp(5))
+    np.save(directory / "matrix_2x3.npy", ramp(2, 3))
+    np.save(directory / "tensor_2x3x4.npy", ramp(2, 3, 4))
+    np.save(directory / "tensor_2x3x4x5.npy", ramp(2, 3, 4, 5))
+    with open(directory / "version2_3x4.npy", "wb") as out:
+        np.lib.format.write_array(out, ramp(3, 4), version=(2, 0))
+    np.save(directory / "float64_2x3.npy", ramp(2, 3).astype(np.float64))
+    np.save(directory / "fortran_2x3.npy", np.asfortranarray(ramp(2, 3)))
+    np.save(directory / "big_endian_2x3.npy", ramp(2, 3).astype(">f4"))
+    np.save(directory / "five_d.npy", ramp(1, 2, 1, 2, 2))
+    np.save(directory / "scalar.npy", np.float32(1.5))
+    np.save(directory / "empty.npy", np.zeros((0, 3), dtype=np.float32))
+
+
+def main():
+    for stale in [p for p in FIXTURES.iterdir() if p.is_dir()] if FIXTURES.exists() else []:
+        shutil.rmtree(stale)
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    write_cases()
+    write_npy_reader_files()
+    total = sum(p.stat().st_size for p in FIXTURES.rglob("*") if p.is_file())
+    print(f"wrote {len(CASES)} cases and the .npy reader files to {FIXTURES} ({total / 1024:.0f} KiB)")
+
+
+if __name__ == "__main__":
+    main()
