@@ -7,7 +7,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$CORGY_ROOT"
 
 # To add a demo: add its build targets here, write a function that runs it, and add a run_step line below.
-DEMO_TARGETS=(corgy_demo mnist)
+DEMO_TARGETS=(corgy_demo mnist face_detect)
 
 demo_backends() {
   "$CORGY_RELEASE_DIR/examples/corgy_demo"
@@ -21,8 +21,16 @@ demo_mnist() {
   "$CORGY_RELEASE_DIR/examples/mnist" data/mnist/samples/digit_0_label_6.png data/mnist/samples/digit_1_label_5.pgm
 }
 
+# face-api's trained tiny face detector (data/face_api: uint8-quantized TensorFlow.js weights) on the six demo photos
+# of its npm package; the photos with the faces boxed go to build/faces.
+demo_faces() {
+  "$CORGY_RELEASE_DIR/examples/face_detect" --backend auto --output-dir "$CORGY_ROOT/build/faces" \
+    data/face_api/sample*.png
+}
+
 run_step --required "Debian packages" ensure_packages "${CORGY_PACKAGES[@]}"
 run_step --required "release build: $CORGY_RELEASE_DIR (${DEMO_TARGETS[*]})" build_release "${DEMO_TARGETS[@]}"
 run_step "demo: a small CNN built with the C++ API, on every backend" demo_backends
 run_step "demo: MNIST digits with trained weights (examples/mnist)" demo_mnist
+run_step "demo: faces in photos, face-api's trained detector (examples/face_detect)" demo_faces
 print_summary "scripts/demo.sh"

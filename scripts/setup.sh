@@ -2,14 +2,15 @@
 # Shared setup for scripts/demo.sh and scripts/test.sh: the one list of Debian packages corgy needs, the function
 # that installs the missing ones, the Release build both scripts share, and step/summary bookkeeping.
 #
-# Sourced by the other scripts; `bash scripts/setup.sh` on its own just installs the packages.
+# Sourced by the other scripts; `bash scripts/setup.sh` on its own just installs the packages, and with
+# --reference-tools also what tools/face_api_reference.mjs needs (Node.js, npm and the packages of tools/package.json).
 # To add a dependency, add it to the right list below; to add a step, write a function and pass it to run_step.
 
 # Everything corgy builds and tests with. Python/PyTorch are not here: test fixtures are committed, and only the
 # tools/ scripts that regenerate them need Python.
 CORGY_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libopenblas-dev libfmt-dev libstb-dev
+  libopenblas-dev libfmt-dev libstb-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
 )
@@ -17,6 +18,9 @@ CORGY_BUILD_PACKAGES=(
 # where there is no GPU), validation layers for tests and vulkaninfo for diagnosis.
 CORGY_VULKAN_PACKAGES=(libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools)
 CORGY_PACKAGES=("${CORGY_BUILD_PACKAGES[@]}" "${CORGY_VULKAN_PACKAGES[@]}")
+# tools/face_api_reference.mjs, run by hand to regenerate the face-api fixtures (never by the demo or the tests):
+# Node.js and npm, then the npm packages pinned by tools/package-lock.json.
+CORGY_REFERENCE_PACKAGES=(nodejs npm)
 
 CORGY_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Build folders live in the repository (ignored by git through /build*/), one per configuration.
@@ -132,7 +136,14 @@ print_summary() {
   return $failed
 }
 
+# Node.js and npm (from Debian, unless an npm is on the PATH already), then `npm ci` into tools/node_modules.
+install_reference_tools() {
+  command -v npm >/dev/null || ensure_packages "${CORGY_REFERENCE_PACKAGES[@]}"
+  npm ci --prefix "$CORGY_ROOT/tools" --no-audit --no-fund
+}
+
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   set -euo pipefail
   ensure_packages "${CORGY_PACKAGES[@]}"
+  if [[ ${1:-} == --reference-tools ]]; then install_reference_tools; fi
 fi

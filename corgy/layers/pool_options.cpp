@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "corgy/error.h"
 #include "corgy/layers/layer.h"
 
@@ -10,6 +12,15 @@ namespace corgy {
 namespace {
 int bottom_right(const PoolOptions& o) { return o.padding_bottom_right < 0 ? o.padding : o.padding_bottom_right; }
 int stride_of(const PoolOptions& o) { return o.stride == 0 ? o.kernel : o.stride; }
+
+// TensorFlow's 'same' padding along one axis (tf.nn.max_pool): total = max((ceil(size / stride) - 1) * stride +
+// kernel - size, 0), the smaller half before.
+void same_padding(int size, int kernel, int stride, int& before, int& after) {
+  const int output = (size + stride - 1) / stride;
+  const int total = std::max((output - 1) * stride + kernel - size, 0);
+  before = total / 2;
+  after = total - before;
+}
 }  // namespace
 
 void validate_pool_options(std::string_view layer, const PoolOptions& o) {
@@ -37,8 +48,13 @@ Pool2dDesc make_pool_desc(PoolKind kind, const PoolOptions& o, const Shape& inpu
   }
   d.kernel_h = d.kernel_w = o.kernel;
   d.stride_h = d.stride_w = stride_of(o);
-  d.pad_top = d.pad_left = o.padding;
-  d.pad_bottom = d.pad_right = bottom_right(o);
+  if (o.same) {
+    same_padding(input.h, d.kernel_h, d.stride_h, d.pad_top, d.pad_bottom);
+    same_padding(input.w, d.kernel_w, d.stride_w, d.pad_left, d.pad_right);
+  } else {
+    d.pad_top = d.pad_left = o.padding;
+    d.pad_bottom = d.pad_right = bottom_right(o);
+  }
   if (d.output_h(input.h) <= 0 || d.output_w(input.w) <= 0 || input.h + d.pad_top + d.pad_bottom < d.kernel_h ||
       input.w + d.pad_left + d.pad_right < d.kernel_w) {
     const int smallest = o.kernel - o.padding - bottom_right(o);
@@ -50,6 +66,7 @@ Pool2dDesc make_pool_desc(PoolKind kind, const PoolOptions& o, const Shape& inpu
 std::string describe_pool_options(const PoolOptions& o) {
   if (o.global) return "global";
   std::string text = fmt::format("{}x{}/{}", o.kernel, o.kernel, stride_of(o));
+  if (o.same) return text + " same";
   if (o.padding != 0 || bottom_right(o) != 0) {
     text += o.padding == bottom_right(o) ? fmt::format(" pad {}", o.padding)
                                          : fmt::format(" pad {} (bottom/right {})", o.padding, bottom_right(o));

@@ -19,13 +19,17 @@ struct PoolOptions {
   bool global = false;
   /// Average pooling only: padded cells count as zeros (PyTorch's default).
   bool count_include_pad = true;
+  /// TensorFlow's padding 'same': output = ceil(input / stride), padded by the cells that needs, the odd one at the
+  /// bottom/right (2x2/2 on 207 rows pads one row below). `padding` and `padding_bottom_right` are ignored.
+  /// TensorFlow's average pooling counts real cells only (count_include_pad = false).
+  bool same = false;
 };
 
 /// Fills the descriptor for an input shape; throws corgy::Error when the input is smaller than the window.
 Pool2dDesc make_pool_desc(PoolKind kind, const PoolOptions& options, const Shape& input);
 /// Throws corgy::Error for options that no input can satisfy.
 void validate_pool_options(std::string_view layer, const PoolOptions& options);
-/// "3x3/2 pad 1" or "global".
+/// "3x3/2 pad 1", "2x2/2 same" or "global".
 std::string describe_pool_options(const PoolOptions& options);
 
 }  // namespace corgy

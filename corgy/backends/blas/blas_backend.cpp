@@ -141,11 +141,25 @@ struct GemmConv {
   bool image_is_columns;
 };
 
-/// Blocks until `counter` reaches `target`, asleep in the kernel (C++20 atomic wait) rather than spinning.
-void sleep_until_count(const std::atomic<int>& counter, int target) {
-  for (int seen = counter.load(std::memory_order_acquire); seen < target;
-       seen = counter.load(std::memory_order_acquire)) {
-    counter.wait(seen, std::memory_order_acquire);
+/// Runs gemm() on thread 0 of the calling OpenMP team while the team's other threads sleep in the kernel (C++20
+/// atomic wait) until it is done. Every thread of the team calls this with the same `gemm_index`: 0, 1, ... for the
+/// GEMMs of one parallel region, counted in `gemms_done`.
+///
+/// Why: OpenBLAS runs a GEMM on its own threads, not OpenMP's, and libgomp's idle workers busy-wait for
+/// milliseconds after a parallel loop before they sleep (GOMP_SPINCOUNT). A GEMM called between two parallel
+/// loops would share its cores with spinning workers and run up to twice as long; called from inside the region,
+/// with the workers asleep, it has the cores to itself.
+template <typename Gemm>
+void run_gemm_on_thread_zero(std::atomic<int>& gemms_done, int gemm_index, const Gemm& gemm) {
+  if (omp_get_thread_num() == 0) {
+    gemm();
+    gemms_done.fetch_add(1, std::memory_order_release);
+    gemms_done.notify_all();
+    return;
+  }
+  for (int done = gemms_done.load(std::memory_order_acquire); done <= gemm_index;
+       done = gemms_done.load(std::memory_order_acquire)) {
+    gemms_done.wait(done, std::memory_order_acquire);
   }
 }
 
@@ -198,23 +212,19 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
   const GemmConv conv(desc, in, out);
   float* columns = conv.image_is_columns ? nullptr : column_buffer(conv.column_count());
   claim_blas_threads();
-  // One OpenMP team for the whole call. Between parallel loops libgomp's idle workers busy-wait for milliseconds
-  // before sleeping; during a GEMM that would take a core from OpenBLAS's threads and slow the GEMM by up to half.
-  // Inside this region they instead sleep in the kernel while thread 0 runs the GEMM.
   std::atomic<int> gemms_done{0};
-#pragma omp parallel num_threads(threads_for(std::max(conv.column_count(), out.image_count())))
+  // Every thread walks all (image, group) pairs: im2col's rows and the epilogue's channels are shared among the
+  // team, and each GEMM runs on thread 0 while the others sleep.
+#pragma omp parallel num_threads(threads_)
   for (int n = 0; n < out.n; ++n) {
     for (int group = 0; group < desc.groups; ++group) {
       const float* group_input = conv.group_input(input.data(), n, group);
-      if (!conv.image_is_columns)
+      if (!conv.image_is_columns) {
         blas::im2col(group_input, conv.group_in_channels, in.h, in.w, desc, out.h, out.w, columns);
-      if (omp_get_thread_num() == 0) {
-        conv.multiply(weights.data(), conv.image_is_columns ? group_input : columns, output.data(), n, group);
-        gemms_done.fetch_add(1, std::memory_order_release);
-        gemms_done.notify_all();
-      } else {
-        sleep_until_count(gemms_done, n * desc.groups + group + 1);
       }
+      run_gemm_on_thread_zero(gemms_done, n * desc.groups + group, [&] {
+        conv.multiply(weights.data(), conv.image_is_columns ? group_input : columns, output.data(), n, group);
+      });
     }
     add_channel_bias_and_activate(desc.activation, bias_values, out.c, out.plane_count(),
                                   output.data() + n * out.image_count());
@@ -251,19 +261,27 @@ void BlasBackend::linear(const Variable& input, const Variable& weights, const V
   const int batch = input.shape().n;
   const int in_features = weights.shape().cols();
   const int out_features = weights.shape().rows();
-  // The whole batch in one GEMM: input [batch x in] times weights [out x in] transposed.
-  claim_blas_threads();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out_features, in_features, 1.0f, input.data(),
-              in_features, weights.data(), in_features, 0.0f, output.data(), out_features);
-  if (!bias && activation.kind == ActivationKind::none) return;
   const float* bias_values = bias ? bias->data() : nullptr;
-  with_activation(activation, [&](const auto& activate) {
-#pragma omp parallel for num_threads(threads_for(output.count())) schedule(static)
-    for (int n = 0; n < batch; ++n) {
-      float* row = output.data() + static_cast<std::size_t>(n) * out_features;
-      for (int o = 0; o < out_features; ++o) row[o] = activate(row[o] + (bias_values ? bias_values[o] : 0.0f));
+  const bool has_epilogue = bias || activation.kind != ActivationKind::none;
+  claim_blas_threads();
+  std::atomic<int> gemms_done{0};
+#pragma omp parallel num_threads(threads_)
+  {
+    // The whole batch in one GEMM: input [batch x in] times weights [out x in] transposed.
+    run_gemm_on_thread_zero(gemms_done, 0, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out_features, in_features, 1.0f, input.data(),
+                  in_features, weights.data(), in_features, 0.0f, output.data(), out_features);
+    });
+    if (has_epilogue) {
+      with_activation(activation, [&](const auto& activate) {
+#pragma omp for schedule(static)
+        for (int n = 0; n < batch; ++n) {
+          float* row = output.data() + static_cast<std::size_t>(n) * out_features;
+          for (int o = 0; o < out_features; ++o) row[o] = activate(row[o] + (bias_values ? bias_values[o] : 0.0f));
+        }
+      });
     }
-  });
+  }
 }
 
 void BlasBackend::softmax(const Variable& input, Variable& output) {
@@ -339,8 +357,13 @@ void BlasBackend::matmul(const Variable& a, bool transpose_a, const Variable& b,
   const int cols = c.shape().cols();
   const int inner = transpose_a ? a.shape().rows() : a.shape().cols();
   claim_blas_threads();
-  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, rows,
-              cols, inner, 1.0f, a.data(), a.shape().cols(), b.data(), b.shape().cols(), 0.0f, c.data(), cols);
+  std::atomic<int> gemms_done{0};
+  // A region only so that idle OpenMP workers sleep while OpenBLAS runs (see run_gemm_on_thread_zero).
+#pragma omp parallel num_threads(threads_)
+  run_gemm_on_thread_zero(gemms_done, 0, [&] {
+    cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, rows,
+                cols, inner, 1.0f, a.data(), a.shape().cols(), b.data(), b.shape().cols(), 0.0f, c.data(), cols);
+  });
 }
 
 }  // namespace corgy

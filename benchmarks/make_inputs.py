@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+"""Writes the inputs every framework of benchmarks/run.sh reads, as float32 NCHW .npy files:
+
+  mnist.b<N>.npy   the first N held-out digits of data/mnist (pixel = byte / 255), (N, 1, 28, 28)
+  yolo.b<N>.npy    uniform [0, 1) noise from NumPy's PCG64 with seed 2026, (N, 3, 416, 416) (the time of a
+                   forward does not depend on the pixels; the peers' outputs are checked on it)
+
+Usage: make_inputs.py OUT_DIR --mnist-batches 1 64 --yolo-batches 1 8
+"""
+
+import argparse
+import os
+
+import numpy as np
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+YOLO_SIDE = 416
+YOLO_SEED = 2026
+
+
+def read_idx_images(path):
+    with open(path, "rb") as f:
+        magic = int.from_bytes(f.read(4), "big")
+        if magic != 0x803:
+            raise ValueError(f"{path}: not an IDX image file (magic {magic:#x})")
+        count, rows, cols = (int.from_bytes(f.read(4), "big") for _ in range(3))
+        return np.frombuffer(f.read(), np.uint8).reshape(count, 1, rows, cols)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir")
+    parser.add_argument("--mnist-batches", type=int, nargs="*", default=[1, 64])
+    parser.add_argument("--yolo-batches", type=int, nargs="*", default=[1, 8])
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    digits = read_idx_images(os.path.join(REPO, "data", "mnist", "heldout-images-idx3-ubyte"))
+    for n in args.mnist_batches:
+        np.save(os.path.join(args.out_dir, f"mnist.b{n}.npy"), (digits[:n] / np.float32(255)).astype(np.float32))
+    for n in args.yolo_batches:
+        noise = np.random.default_rng(YOLO_SEED).random((n, 3, YOLO_SIDE, YOLO_SIDE), dtype=np.float32)
+        np.save(os.path.join(args.out_dir, f"yolo.b{n}.npy"), noise)
+
+
+if __name__ == "__main__":
+    main()

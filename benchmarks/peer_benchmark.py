@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""Times what users would pick instead of corgy on the same network, weights and input, for benchmarks/run.sh.
+
+Each peer first runs the input once and its outputs are compared with corgy's (model_benchmark --output): the
+largest absolute difference over every head, divided by the largest magnitude of corgy's output. Above the
+tolerance the peer is reported as disagreeing and not timed. Then, per thread count: warm-up forwards (at least
+--warmup and --warmup-ms), --repeat timed forwards, end to end (NumPy input on the host -> outputs on the host).
+One JSON object per thread count on stdout.
+
+  peer_benchmark.py run --peer torch|torch-jit|opencv|darknet|torch-cuda|torch-cuda-jit --model CFG|mnist --weights W
+                    --input x.npy --reference PREFIX [--threads 1 2] [--repeat 20] [--onnx mnist.onnx]
+  peer_benchmark.py export-onnx --model CFG|mnist --weights W --batch N --out model.onnx
+
+Peers: torch (eager), torch-jit (torch.jit.trace + torch.jit.freeze), opencv (cv2.dnn: readNetFromDarknet on the
+same cfg and .weights; for MNIST, readNetFromONNX on the ONNX export), darknet (Debian's libdarknet, darknet cfgs
+only, one thread), torch-cuda / torch-cuda-jit (fp32 on the GPU with TF32 off and cudnn.benchmark on; also
+reports the GPU-only time between CUDA events).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+TOLERANCE = 1e-3
+
+
+def relative_error(outputs, reference_prefix):
+    worst = 0.0
+    for k, output in enumerate(outputs):
+        expected = np.load(f"{reference_prefix}.{k}.npy")
+        output = np.asarray(output, np.float32).reshape(expected.shape)
+        worst = max(worst, float(np.max(np.abs(output - expected)) / max(np.max(np.abs(expected)), 1e-30)))
+    if not os.path.exists(f"{reference_prefix}.{len(outputs)}.npy"):
+        return worst
+    return float("inf")  # corgy has a head more than the peer returned
+
+
+def time_forwards(forward, warmup, warmup_ms, repeat, gpu_timer=None):
+    start = time.perf_counter()
+    done = 0
+    while done < warmup or (time.perf_counter() - start) * 1e3 < warmup_ms:
+        forward()
+        done += 1
+    wall, gpu = [], []
+    for _ in range(repeat):
+        begin = time.perf_counter()
+        forward()
+        wall.append((time.perf_counter() - begin) * 1e3)
+        if gpu_timer:
+            gpu.append(gpu_timer())
+    summary = {"warmups": done, "repeat": repeat, "median_ms": float(np.median(wall)), "min_ms": min(wall),
+               "max_ms": max(wall)}
+    if gpu:
+        summary.update(gpu_median_ms=float(np.median(gpu)), gpu_min_ms=min(gpu), gpu_max_ms=max(gpu))
+    return summary
+
+
+class TorchPeer:
+    def __init__(self, args, jit, cuda):
+        import torch
+        from torch_models import load_model
+
+        self.torch, self.cuda = torch, cuda
+        self.version = f"PyTorch {torch.__version__}"
+        model = load_model(args.model, args.weights)
+        self.x = torch.from_numpy(np.load(args.input))
+        if cuda:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cudnn.benchmark = True
+            model = model.cuda()
+            self.version += f", cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}"
+            self.x_device = self.x.cuda()
+            self.events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        if jit:
+            with torch.inference_mode():
+                model = torch.jit.freeze(torch.jit.trace(model, self.x_device if cuda else self.x))
+        self.model = model
+
+    def set_threads(self, threads):
+        if threads > 0:  # 0: the CUDA peers, which keep PyTorch's default
+            self.torch.set_num_threads(threads)
+
+    def forward(self):
+        with self.torch.inference_mode():
+            if not self.cuda:
+                return [y.numpy() for y in self.model(self.x)]
+            return [y.cpu().numpy() for y in self.model(self.x.cuda())]
+
+    def gpu_forward_ms(self):
+        """The forward alone, input already on the GPU, between two CUDA events."""
+        begin, end = self.events
+        with self.torch.inference_mode():
+            begin.record()
+            self.model(self.x_device)
+            end.record()
+        end.synchronize()
+        return begin.elapsed_time(end)
+
+
+class OpenCvPeer:
+    def __init__(self, args):
+        import cv2
+
+        from torch_models import read_cfg
+
+        self.cv2 = cv2
+        self.version = f"OpenCV {cv2.__version__}"
+        if args.model == "mnist":
+            self.net = cv2.dnn.readNetFromONNX(args.onnx)
+            self.names = self.net.getUnconnectedOutLayersNames()
+        else:
+            self.net = cv2.dnn.readNetFromDarknet(args.model, args.weights)
+            # OpenCV names darknet layers after their cfg index; a head's input is the layer before it.
+            sections = read_cfg(args.model)[1:]
+            heads = [i for i, (kind, _) in enumerate(sections) if kind in ("region", "yolo")]
+            self.names = [self.layer_name(i - 1, sections[i - 1][0]) for i in heads]
+        self.net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
+        self.net.setPreferableTarget(cv2.dnn.DNN_TARGET_CPU)
+        self.x = np.load(args.input)
+
+    @staticmethod
+    def layer_name(index, kind):
+        if kind not in ("convolutional", "conv"):
+            raise ValueError(f"a head fed by [{kind}] is not handled")
+        return f"conv_{index}"
+
+    def set_threads(self, threads):
+        self.cv2.setNumThreads(threads)
+
+    def forward(self):
+        self.net.setInput(self.x)
+        return self.net.forward(self.names)
+
+
+class DarknetPeer:
+    """Debian's libdarknet (through ctypes, as tools/darknet_reference.py runs it): single-threaded, its own GEMM.
+    Its network_predict returns the activated output of the last layer, so the raw head inputs of the check come from
+    the cfg cut before each head; the timed forwards run the whole cfg."""
+
+    def __init__(self, args):
+        import ctypes
+        import tempfile
+
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+        import darknet_reference
+
+        self.ctypes, self.reference = ctypes, darknet_reference
+        self.lib = darknet_reference.open_darknet()
+        self.version = "darknet (Debian libdarknet " + os.popen("dpkg-query -W -f='${Version}' darknet").read() + ")"
+        self.x = np.ascontiguousarray(np.load(args.input))
+        self.batch = self.x.shape[0]
+        self.args, self.tempdir = args, tempfile.mkdtemp()
+        self.net = self.load(args.model)
+
+    def load(self, cfg_path):
+        net = self.lib.load_network(cfg_path.encode(), self.args.weights.encode(), 0)
+        self.lib.set_batch_network(net, self.batch)
+        return net
+
+    def set_threads(self, threads):
+        if threads != 1:
+            raise ValueError("darknet runs on one thread")
+
+    def predict(self, net):
+        return self.lib.network_predict(net, self.x.ctypes.data_as(self.ctypes.POINTER(self.ctypes.c_float)))
+
+    def forward(self):
+        self.predict(self.net)
+
+    def head_outputs(self):
+        """The raw input of each head, from the cfg cut before it (for the check)."""
+        with open(self.args.model) as cfg:
+            sections = self.reference.read_sections(cfg.read())
+        net_options = sections[0][1]
+        width, height = int(net_options["width"]), int(net_options["height"])
+        heads = [i for i, (kind, _) in enumerate(sections[1:]) if kind in ("region", "yolo")]
+        outputs = []
+        for k, head in enumerate(heads):
+            expected = np.load(f"{self.args.reference}.{k}.npy", mmap_mode="r")
+            cut = os.path.join(self.tempdir, f"head{k}.cfg")
+            with open(cut, "w") as f:
+                f.write(self.reference.cfg_text(sections, width, height, head))
+            net = self.load(cut)
+            out = self.predict(net)
+            outputs.append(np.ctypeslib.as_array(out, shape=(expected.size,)).copy())
+            self.lib.free_network(net)
+        return outputs
+
+
+def make_peer(args):
+    if args.peer == "opencv":
+        return OpenCvPeer(args)
+    if args.peer == "darknet":
+        return DarknetPeer(args)
+    if args.peer in ("torch", "torch-jit", "torch-cuda", "torch-cuda-jit"):
+        return TorchPeer(args, jit=args.peer.endswith("jit"), cuda="cuda" in args.peer)
+    raise ValueError(f"unknown peer {args.peer}")
+
+
+def run(args):
+    peer = make_peer(args)
+    batch = int(np.load(args.input, mmap_mode="r").shape[0])
+    base = {"peer": args.peer, "model": args.model, "batch": batch, "version": peer.version}
+    for threads in args.threads:
+        peer.set_threads(threads)
+        outputs = peer.head_outputs() if hasattr(peer, "head_outputs") else peer.forward()
+        error = relative_error(outputs, args.reference)
+        result = dict(base, threads=threads, max_rel_err=error, agrees=error <= TOLERANCE)
+        if result["agrees"]:
+            gpu_timer = peer.gpu_forward_ms if getattr(peer, "cuda", False) else None
+            result.update(time_forwards(peer.forward, args.warmup, args.warmup_ms, args.repeat, gpu_timer))
+        print(json.dumps(result), flush=True)
+
+
+def export_onnx(args):
+    import torch
+
+    from torch_models import load_model
+
+    model = load_model(args.model, args.weights)
+    example = torch.zeros((args.batch,) + model.input_shape)
+    with torch.no_grad():
+        torch.onnx.export(model, example, args.out, opset_version=13, input_names=["input"],
+                          dynamic_axes={"input": {0: "batch"}}, do_constant_folding=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["run", "export-onnx"])
+    parser.add_argument("--peer")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--weights", required=True)
+    parser.add_argument("--input")
+    parser.add_argument("--reference")
+    parser.add_argument("--onnx")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--warmup-ms", type=float, default=0)
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    if args.command == "export-onnx":
+        export_onnx(args)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# The speedup benchmarks of docs/benchmarks.md in one command: corgy's MNIST and Tiny YOLO (v2-VOC, v3-tiny) on
+# every backend (naive, blas at 1 thread and all cores, vulkan on every device present), the peers on the same
+# weights and inputs (PyTorch eager and jit-frozen, OpenCV DNN, ONNX Runtime, darknet; each checked against corgy's
+# outputs before it is timed), and the CPU's FMA peak and sgemm rate; then the tables and charts.
+#
+#   benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs]
+#   benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR]    (on the device tool's GPU machine; see below)
+#
+# --quick       few repetitions, one process per configuration, naive and lavapipe on batch 1 only: checks the
+#               pipeline in a few minutes; its numbers are not for the docs (they go to docs/ only without --quick)
+# --build DIR   CMake build folder (default build/bench; configured Release, the benchmark targets built)
+# --work DIR    inputs, weights, outputs and raw results (default DIR/bench-work)
+# --no-docs     keep docs/ as it is; write the tables and charts under the work folder only
+# --gpu-machine runs the GPU machine's set instead (vulkan on the GPU, blas on 2 pinned cores and all cores,
+#               PyTorch fp32 on CUDA) from prebuilt binaries (--prebuilt DIR with bin/model_benchmark,
+#               bin/roofline_benchmark, lib/libcorgy.so*); results go to $OUT (or the work folder), and
+#               docs/benchmarks/gpu-machine.jsonl takes them back here (report.py renders them)
+#
+# Benchmark-only packages (not CI's): Debian python3-torch python3-opencv python3-onnx python3-matplotlib darknet (nodejs
+# npm when there is no npm), installed here when missing (as root), and npm onnxruntime-node, into the build folder.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+BENCH_DEBS=(python3-numpy python3-torch python3-opencv python3-onnx python3-matplotlib darknet)
+ORT_VERSION=1.30.0
+SEED=1   # --random-weights of the Tiny YOLO runs
+
+command_line="benchmarks/run.sh $*"
+quick=0 gpu=0 docs=1 build=build/bench work="" prebuilt=""
+while (($#)); do
+  case $1 in
+    --quick) quick=1 ;;
+    --gpu-machine) gpu=1 ;;
+    --no-docs) docs=0 ;;
+    --build) build=$2; shift ;;
+    --work) work=$2; shift ;;
+    --prebuilt) prebuilt=$2; shift ;;
+    *) echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] | --gpu-machine --prebuilt DIR" >&2
+       exit 2 ;;
+  esac
+  shift
+done
+
+build=$(realpath -m "$build")
+[[ -z $prebuilt ]] || prebuilt=$(realpath -m "$prebuilt")
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+# --- setup ---------------------------------------------------------------------------------------------------
+install_packages() {
+  local missing=()
+  for package in "${BENCH_DEBS[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+  done
+  command -v npm >/dev/null || missing+=(nodejs npm)
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  fi
+  if [[ ! -d $build/node/node_modules/onnxruntime-node ]]; then
+    log "installing onnxruntime-node@$ORT_VERSION into $build/node"
+    mkdir -p "$build/node"
+    (cd "$build/node" && npm install --ignore-scripts --no-audit --no-fund --silent "onnxruntime-node@$ORT_VERSION")
+  fi
+}
+
+build_programs() {
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORGY_BUILD_TESTS=OFF >"$work/cmake.log"
+  cmake --build "$build" -j"$(nproc)" --target model_benchmark roofline_benchmark >>"$work/cmake.log"
+}
+
+if ((gpu)); then
+  [[ -n $prebuilt ]] || { echo "--gpu-machine needs --prebuilt DIR" >&2; exit 2; }
+  work=${work:-/tmp/bench-work}
+  bin=$prebuilt/bin
+  export LD_LIBRARY_PATH=$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  python=python3   # the image's Python, which has PyTorch with CUDA
+  compiler="same binaries as the CPU machine"
+else
+  work=${work:-$build/bench-work}
+  bin=$build/benchmarks
+  python=/usr/bin/python3
+  compiler=""
+fi
+mkdir -p "$work/out"
+work=$(cd "$work" && pwd)
+results=$work/results.jsonl
+: >"$results"
+: >"$work/stderr.log"
+rm -f "$work/failures.log"
+if ((!gpu)); then
+  install_packages
+  build_programs
+  export NODE_PATH=$build/node/node_modules
+fi
+
+# --- what runs -----------------------------------------------------------------------------------------------
+# Per model and batch: timed forwards of a fast backend / of naive and lavapipe (untimed warm-ups first; naive's
+# batch 8 takes over a minute per forward, so it is timed once, cold: its first forward costs the same, see the
+# first_ms column of batch 1).
+models=(mnist yolov2-tiny-voc yolov3-tiny)
+declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8")
+declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10)
+declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1)
+declare -A slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=1 [yolo.8]=0)
+rounds=3
+peers=(torch torch-jit opencv onnxruntime darknet)
+gpu_warmup_ms=300
+if ((quick)); then
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1" [yolov3-tiny]="1")
+  repeat=([mnist.1]=30 [mnist.64]=5 [yolo.1]=3 [yolo.8]=2 [yolo.64]=3)
+  slow_repeat=([mnist.1]=3 [mnist.64]=1 [yolo.1]=1 [yolo.8]=1)
+  slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=0 [yolo.8]=0)
+  rounds=1
+fi
+if ((gpu)); then
+  # An idle host, and one call of the device tool: one process per configuration, naive's Tiny YOLO timed once.
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64")
+  slow_repeat[yolo.1]=1 slow_warmup[yolo.1]=0
+  rounds=1
+  peers=(torch-cuda torch-cuda-jit)
+fi
+
+kind_of() { [[ $1 == mnist ]] && echo mnist || echo yolo; }
+input_of() { echo "$work/$(kind_of "$1").b$2.npy"; }
+weights_of() { [[ $1 == mnist ]] && echo data/mnist || echo "$work/$1.weights"; }
+# model_args MODEL: sets model_flags to model_benchmark's flags for MODEL.
+model_args() {
+  if [[ $1 == mnist ]]; then model_flags=(--mnist data/mnist); else model_flags=(--cfg "data/darknet/$1.cfg" --random-weights "$SEED"); fi
+}
+model_path() { [[ $1 == mnist ]] && echo mnist || echo "data/darknet/$1.cfg"; }
+
+# The OpenBLAS kernel choice as given, and the other one: OPENBLAS_CORETYPE=Haswell forces the AVX2 kernels.
+blas_env_given=${OPENBLAS_CORETYPE:-}
+if [[ -n $blas_env_given ]]; then blas_env_other=(env -u OPENBLAS_CORETYPE); else blas_env_other=(env OPENBLAS_CORETYPE=Haswell); fi
+
+failures=0
+# record TAGS COMMAND...: appends the command's JSON lines to the results with TAGS added to each.
+record() {
+  local tags=$1
+  shift
+  local output
+  if output=$("$@" 2>>"$work/stderr.log"); then
+    # shellcheck disable=SC2001  # a tag for every line of the output
+    [[ -z $output ]] || sed "s/^{/{$tags, /" <<<"$output" >>"$results"
+  else
+    log "FAILED: $*"
+    echo "FAILED: $*" >>"$work/failures.log"
+    failures=$((failures + 1))
+  fi
+}
+
+# corgy ROUND MODEL BATCH BACKEND THREADS [ENV] [PIN]: one model_benchmark process.
+corgy() {
+  local round=$1 model=$2 batch=$3 backend=$4 threads=$5 blas_env=${6:-given} pin=${7:-}
+  local key
+  key=$(kind_of "$model").$batch
+  local warmup=2 warmup_ms=0 reps=${repeat[$key]}
+  if [[ $backend == naive || $backend == vulkan-cpu ]]; then
+    warmup=${slow_warmup[$key]} reps=${slow_repeat[$key]}
+  fi
+  [[ $backend == vulkan:* && $gpu == 1 ]] && warmup_ms=$gpu_warmup_ms
+  [[ $backend == vulkan-cpu ]] && backend=vulkan:$lavapipe_index
+  local prefix=(env)
+  [[ $blas_env == other ]] && prefix=("${blas_env_other[@]}")
+  [[ -n $pin ]] && prefix+=(taskset -c "$pin")
+  local name=corgy-$model-b$batch-${backend/:/}-t$threads-$blas_env${pin:+-pin}
+  local output=()
+  ((round == 1)) && output=(--output "$work/out/$name")
+  model_args "$model"
+  record "\"framework\": \"corgy\", \"round\": $round, \"blas_env\": \"$blas_env\", \"pinned\": \"$pin\"" \
+    "${prefix[@]}" "$bin/model_benchmark" "${model_flags[@]}" --input "$(input_of "$model" "$batch")" \
+    --backend "$backend" --threads "$threads" --warmup "$warmup" --warmup-ms "$warmup_ms" --repeat "$reps" \
+    "${output[@]}"
+}
+
+# peer ROUND PEER MODEL BATCH: one process of a peer, at 1 and 2 threads (CPU peers).
+peer() {
+  local round=$1 peer=$2 model=$3 batch=$4
+  local key
+  key=$(kind_of "$model").$batch
+  local reps=${repeat[$key]} warmup=2 warmup_ms=0
+  [[ $key == yolo.8 ]] && warmup=1
+  [[ $peer == torch-cuda* ]] && warmup_ms=$gpu_warmup_ms
+  local reference=$work/out/corgy-$model-b$batch-$reference_config
+  local common=(--model "$(model_path "$model")" --input "$(input_of "$model" "$batch")" --reference "$reference"
+    --repeat "$reps" --warmup "$warmup" --warmup-ms "$warmup_ms")
+  local threads=(1 2)
+  [[ $peer == torch-cuda* ]] && threads=(0)
+  [[ $peer == darknet ]] && threads=(1)  # single-threaded
+  local tags="\"framework\": \"$peer\", \"round\": $round"
+  if [[ $peer == onnxruntime ]]; then
+    record "$tags" node benchmarks/onnxruntime_benchmark.js --onnx "$work/$model.onnx" "${common[@]}" \
+      --threads "${threads[@]}"
+  else
+    record "$tags" "$python" benchmarks/peer_benchmark.py run --peer "$peer" --weights "$(weights_of "$model")" \
+      --onnx "$work/$model.onnx" "${common[@]}" --threads "${threads[@]}"
+  fi
+}
+
+# --- inputs, weights, the ONNX exports -------------------------------------------------------------------------
+started=$(date -u +%s)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+log "work folder $work; load average $load_start"
+read -ra mnist_batches <<<"${batches[mnist]}"
+read -ra yolo_batches <<<"${batches[yolov2-tiny-voc]}"
+"$python" benchmarks/make_inputs.py "$work" --mnist-batches "${mnist_batches[@]}" --yolo-batches "${yolo_batches[@]}"
+for model in yolov2-tiny-voc yolov3-tiny; do
+  model_args "$model"
+  "$bin/model_benchmark" "${model_flags[@]}" --write-weights "$work/$model.weights"
+done
+if ((!gpu)); then
+  for model in "${models[@]}"; do
+    "$python" benchmarks/peer_benchmark.py export-onnx --model "$(model_path "$model")" \
+      --weights "$(weights_of "$model")" --out "$work/$model.onnx" 2>>"$work/stderr.log"
+  done
+fi
+
+devices=$("$bin/model_benchmark" --list-devices 2>>"$work/stderr.log" || echo "[]")
+echo "$devices" >"$work/vulkan-devices.json"
+# Vulkan devices: lavapipe (a CPU) is slow, timed like naive; a GPU like blas.
+lavapipe_index=$("$python" -c 'import json,sys; print(" ".join(str(d["index"]) for d in json.load(sys.stdin) if d["type"] == "CPU"))' <<<"$devices")
+gpu_indices=$("$python" -c 'import json,sys; print(" ".join(str(d["index"]) for d in json.load(sys.stdin) if d["type"] != "CPU"))' <<<"$devices")
+lavapipe_index=${lavapipe_index%% *}
+if ((gpu)); then lavapipe_index=""; fi
+
+# --- the roofline ------------------------------------------------------------------------------------------------
+log "roofline"
+record "\"framework\": \"roofline\", \"blas_env\": \"given\"" "$bin/roofline_benchmark" --repeat 10
+((gpu)) || record "\"framework\": \"roofline\", \"blas_env\": \"other\"" "${blas_env_other[@]}" \
+  "$bin/roofline_benchmark" --repeat 10
+
+# --- corgy and the peers, round by round (the fast configurations in fresh processes each round) -------------------
+fast_backends() {  # ROUND MODEL BATCH
+  if ((gpu)) && [[ $3 == 64 && $2 != mnist ]]; then
+    :  # Tiny YOLO at batch 64 only on the GPU: the CPU backends would take a minute per configuration
+  elif ((gpu)); then
+    corgy "$1" "$2" "$3" blas 1 given 2
+    corgy "$1" "$2" "$3" blas 2 given 2,3
+    corgy "$1" "$2" "$3" blas 0
+  else
+    corgy "$1" "$2" "$3" blas 1
+    corgy "$1" "$2" "$3" blas 0
+    corgy "$1" "$2" "$3" blas 1 other
+    corgy "$1" "$2" "$3" blas 0 other
+  fi
+  for index in $gpu_indices; do corgy "$1" "$2" "$3" "vulkan:$index" 0; done
+}
+
+slow_backends() {  # MODEL BATCH
+  if ((gpu)) && [[ $1 != mnist && $2 != 1 ]]; then return; fi  # naive batch 8+ would take the GPU call's time
+  corgy 1 "$1" "$2" naive 1
+  [[ -z $lavapipe_index ]] || ((quick && $2 != 1)) || corgy 1 "$1" "$2" vulkan-cpu 0
+}
+
+# The corgy run whose outputs the peers must match (written in round 1).
+reference_config=blas-t1-given
+if ((gpu)); then
+  first_gpu=${gpu_indices%% *}
+  reference_config=vulkan$first_gpu-t0-given
+fi
+for round in $(seq 1 "$rounds"); do
+  for model in "${models[@]}"; do
+    for batch in ${batches[$model]}; do
+      log "round $round: $model batch $batch (load $(cut -d' ' -f1 /proc/loadavg))"
+      fast_backends "$round" "$model" "$batch"
+      for p in "${peers[@]}"; do
+        [[ $batch == 64 && $model != mnist && $p != torch-cuda* ]] && continue
+        # darknet: its own cfgs only, and one round (a second or more per forward, one thread)
+        [[ $p == darknet && ($model == mnist || $round != 1) ]] && continue
+        peer "$round" "$p" "$model" "$batch"
+      done
+      ((round == 1)) && slow_backends "$model" "$batch"
+      echo "{\"framework\": \"load\", \"round\": $round, \"loadavg\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}" >>"$results"
+    done
+  done
+done
+
+# Do corgy's backends agree with each other? (The peers were checked against corgy before they were timed.)
+"$python" benchmarks/compare_outputs.py "$work/out" >>"$results"
+
+# --- what this was run on ----------------------------------------------------------------------------------------
+"$python" benchmarks/machine_info.py --command "$command_line" --started "$started" --load-start "$load_start" \
+  --blas-env-given "${blas_env_given:-unset}" --blas-env-other "${blas_env_other[*]}" --quick "$quick" \
+  --devices "$work/vulkan-devices.json" ${compiler:+--compiler "$compiler"} >"$work/machine.json"
+log "done in $(($(date -u +%s) - started)) s; $failures failures; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if ((gpu)); then
+  out=${OUT:-$work}
+  cat "$work/machine.json" "$results" >"$out/gpu-machine.jsonl"
+  cp "$work/stderr.log" "$out/gpu-stderr.log" 2>/dev/null || true
+  exit 0
+fi
+report_out=$work/report
+splice=()
+if ((docs && !quick)); then
+  report_out=docs/benchmarks
+  splice=(--splice docs/benchmarks.md)
+fi
+mkdir -p "$report_out"
+cat "$work/machine.json" "$results" >"$report_out/cpu-machine.jsonl"
+"$python" benchmarks/report.py --cpu "$report_out/cpu-machine.jsonl" --gpu docs/benchmarks/gpu-machine.jsonl \
+  --out "$report_out" "${splice[@]}"
+log "tables and charts in $report_out"

@@ -1,0 +1,176 @@
+"""corgy's benchmark networks rebuilt in PyTorch from the same files, for the peer benchmarks (benchmarks/run.sh).
+
+- darknet_model(cfg, weights): a darknet .cfg + .weights as a torch.nn.Module whose forward returns the raw input
+  of each [region] / [yolo] layer in cfg order, as corgy's DarknetModel::forward and corgy-run --output do. Only
+  the layer types of data/darknet's Tiny YOLO cfgs are read: [convolutional] (batch norm folded with darknet's
+  formula, as corgy folds it), [maxpool] (darknet's padding), [route], [upsample], [region], [yolo].
+- mnist_model(directory): corgy's MNIST network (corgy/models/mnist.h) with the .npy weights of data/mnist;
+  forward returns the logits, as model_benchmark --output writes them.
+"""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def read_cfg(path):
+    """The sections of a darknet cfg as [(type, {key: value})], comments and whitespace dropped."""
+    sections = []
+    with open(path) as cfg:
+        for line in cfg:
+            line = line.split("#")[0].split(";")[0].replace(" ", "").replace("\t", "").strip()
+            if not line:
+                continue
+            if line.startswith("["):
+                sections.append((line[1:-1], {}))
+            else:
+                key, value = line.split("=", 1)
+                sections[-1][1][key] = value
+    if not sections or sections[0][0] != "net":
+        raise ValueError(f"{path}: the first section must be [net]")
+    return sections
+
+
+class WeightReader:
+    """Reads the parameters of a darknet .weights file in order (layout: docs/darknet.md)."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            major, minor, _ = np.frombuffer(f.read(12), np.int32)
+            wide_seen = major * 10 + minor >= 2 and major < 1000 and minor < 1000
+            f.read(8 if wide_seen else 4)
+            self.values = np.frombuffer(f.read(), np.float32)
+        self.path, self.offset = path, 0
+
+    def take(self, count):
+        if self.offset + count > self.values.size:
+            raise ValueError(f"{self.path}: ends inside the parameters of the cfg")
+        part = self.values[self.offset:self.offset + count]
+        self.offset += count
+        return part
+
+    def check_consumed(self):
+        if self.offset != self.values.size:
+            raise ValueError(f"{self.path}: {self.values.size - self.offset} parameters more than the cfg needs")
+
+
+def convolution(options, in_channels, weights):
+    """A [convolutional] as an nn.Conv2d with batch norm folded in (darknet: scale * (x - mean) /
+    (sqrt(variance) + 1e-6) + bias), and its activation."""
+    filters, size = int(options["filters"]), int(options["size"])
+    stride = int(options.get("stride", 1))
+    padding = size // 2 if int(options.get("pad", 0)) else int(options.get("padding", 0))
+    if int(options.get("groups", 1)) != 1:
+        raise ValueError("grouped [convolutional] is not needed by the benchmark cfgs")
+    bias = weights.take(filters).copy()
+    if int(options.get("batch_normalize", 0)):
+        scale, mean, variance = weights.take(filters), weights.take(filters), weights.take(filters)
+        factor = scale / (np.sqrt(variance) + np.float32(1e-6))
+        bias = bias - mean * factor
+    else:
+        factor = np.ones(filters, np.float32)
+    kernel = weights.take(filters * in_channels * size * size).reshape(filters, in_channels, size, size)
+    conv = torch.nn.Conv2d(in_channels, filters, size, stride, padding, bias=True)
+    with torch.no_grad():
+        conv.weight.copy_(torch.from_numpy(kernel * factor[:, None, None, None]))
+        conv.bias.copy_(torch.from_numpy(bias.astype(np.float32)))
+    activation = options.get("activation", "logistic")
+    if activation not in ("leaky", "linear"):
+        raise ValueError(f"activation {activation} is not needed by the benchmark cfgs")
+    return conv, activation == "leaky"
+
+
+class DarknetNet(torch.nn.Module):
+    """The layers of a darknet cfg; each step is (kind, module or parameters, inputs)."""
+
+    def __init__(self, cfg_path, weights_path):
+        super().__init__()
+        sections = read_cfg(cfg_path)
+        net = sections[0][1]
+        channels, height, width = int(net["channels"]), int(net["height"]), int(net["width"])
+        self.input_shape = (channels, height, width)
+        weights = WeightReader(weights_path)
+        self.convs = torch.nn.ModuleList()
+        self.steps, self.heads = [], []
+        shapes = []  # (C, H, W) of each cfg layer's output
+        for kind, options in sections[1:]:
+            index = len(shapes)
+            previous = shapes[-1] if shapes else self.input_shape
+            if kind in ("convolutional", "conv"):
+                conv, leaky = convolution(options, previous[0], weights)
+                self.convs.append(conv)
+                self.steps.append(("conv", (len(self.convs) - 1, leaky), [index - 1]))
+                size, stride, pad = conv.kernel_size[0], conv.stride[0], conv.padding[0]
+                shapes.append((conv.out_channels, (previous[1] + 2 * pad - size) // stride + 1,
+                               (previous[2] + 2 * pad - size) // stride + 1))
+            elif kind in ("maxpool", "max"):
+                size, stride = int(options["size"]), int(options.get("stride", 1))
+                padding = int(options.get("padding", size - 1))
+                out_h = (previous[1] + padding - size) // stride + 1
+                out_w = (previous[2] + padding - size) // stride + 1
+                top, left = padding // 2, padding // 2
+                # Only the padding that a window reaches is added (none for 2x2 / 2 on even sizes).
+                bottom = max(0, (out_h - 1) * stride + size - previous[1] - top)
+                right = max(0, (out_w - 1) * stride + size - previous[2] - left)
+                self.steps.append(("maxpool", (size, stride, (left, right, top, bottom)), [index - 1]))
+                shapes.append((previous[0], out_h, out_w))
+            elif kind == "route":
+                sources = [int(v) if int(v) >= 0 else index + int(v) for v in options["layers"].split(",")]
+                self.steps.append(("route", None, sources))
+                shapes.append((sum(shapes[s][0] for s in sources), shapes[sources[0]][1], shapes[sources[0]][2]))
+            elif kind == "upsample":
+                stride = int(options.get("stride", 2))
+                self.steps.append(("upsample", stride, [index - 1]))
+                shapes.append((previous[0], previous[1] * stride, previous[2] * stride))
+            elif kind in ("region", "yolo"):
+                self.heads.append(index - 1)
+                self.steps.append(("head", None, [index - 1]))
+                shapes.append(previous)
+            else:
+                raise ValueError(f"{cfg_path}: [{kind}] is not needed by the benchmark cfgs")
+        weights.check_consumed()
+
+    def forward(self, x):
+        outputs = []
+        for kind, parameters, sources in self.steps:
+            inputs = [outputs[s] if s >= 0 else x for s in sources]
+            if kind == "conv":
+                conv_index, leaky = parameters
+                y = self.convs[conv_index](inputs[0])
+                outputs.append(F.leaky_relu(y, 0.1) if leaky else y)
+            elif kind == "maxpool":
+                size, stride, padding = parameters
+                y = F.pad(inputs[0], padding, value=float("-inf")) if any(padding) else inputs[0]
+                outputs.append(F.max_pool2d(y, size, stride))
+            elif kind == "route":
+                outputs.append(inputs[0] if len(inputs) == 1 else torch.cat(inputs, 1))
+            elif kind == "upsample":
+                outputs.append(F.interpolate(inputs[0], scale_factor=parameters, mode="nearest"))
+            else:
+                outputs.append(inputs[0])
+        return tuple(outputs[h] for h in self.heads)
+
+
+class MnistNet(torch.nn.Module):
+    """conv 5x5 1->32 pad 2, ReLU, max 2x2; conv 5x5 32->64 pad 2, ReLU, max 2x2; linear 3136->10 (logits)."""
+
+    def __init__(self, directory):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 32, 5, padding=2)
+        self.conv2 = torch.nn.Conv2d(32, 64, 5, padding=2)
+        self.fc1 = torch.nn.Linear(3136, 10)
+        with torch.no_grad():
+            for name, parameter in self.named_parameters():
+                parameter.copy_(torch.from_numpy(np.load(f"{directory}/{name}.npy")))
+        self.input_shape = (1, 28, 28)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return (self.fc1(torch.flatten(x, 1)),)
+
+
+def load_model(model, weights):
+    """`model` is "mnist" (weights: the directory of its .npy files) or a darknet cfg (weights: its .weights)."""
+    net = MnistNet(weights) if model == "mnist" else DarknetNet(model, weights)
+    return net.eval()
