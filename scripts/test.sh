@@ -28,8 +28,8 @@ check_installed_package() {
   work=$(mktemp -d /tmp/corgy-install.XXXXXX)
   trap "rm -rf -- '$work'" EXIT  # expanded now: the local is gone when the step's subshell exits
   cmake --install "$CORGY_RELEASE_DIR" --prefix "$work/prefix"
-  # Private dependencies must not leak into the installed headers: users need neither OpenBLAS nor fmt nor OpenMP.
-  if grep -rnE '#include [<"](cblas|openblas|fmt/|omp\.h)' "$work/prefix/include"; then
+  # Private dependencies must not leak into the installed headers: users need neither OpenBLAS nor fmt nor nlohmann-json.
+  if grep -rnE '#include [<"](cblas|openblas|fmt/|nlohmann/|omp\.h)' "$work/prefix/include"; then
     echo "installed headers include a private dependency (above)" >&2
     return 1
   fi

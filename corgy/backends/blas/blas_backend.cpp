@@ -1,25 +1,26 @@
 #include "corgy/backends/blas/blas_backend.h"
 
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/fused_activation.h"
 #include "corgy/backends/blas/im2col.h"
+#include "corgy/backends/blas/thread_team.h"
 #include "corgy/error.h"
 
 namespace corgy {
 
 namespace {
 
+using blas::TeamMember;
 using blas::with_activation;
 
 /// Below this many floats per thread a loop is not worth splitting (a team wake-up costs a few microseconds).
@@ -102,6 +103,39 @@ void softmax_block(const float* input, float* output, int channels, std::size_t 
   }
 }
 
+/// Smallest GEMM (in multiply-adds) worth a thread of its own; below it, waking the team costs more than it saves.
+constexpr double kMinMultiplyAddsPerThread = double{1 << 18};
+
+/// Threads worth using for a GEMM of m x n x k multiply-adds.
+int gemm_threads(int max_threads, int m, int n, int k) {
+  const double work = static_cast<double>(m) * n * k;
+  return static_cast<int>(std::clamp(work / kMinMultiplyAddsPerThread, 1.0, static_cast<double>(max_threads)));
+}
+
+/// c[m x n] = op(a) x op(b), row-major, computed by a team: each member runs a single-threaded OpenBLAS sgemm on its
+/// own slice of c's rows (or columns, when c is wider than tall), then the team meets at a barrier.
+///
+/// Why not OpenBLAS's own threads: they would be a second pool beside the team's, and OpenBLAS's idle threads
+/// busy-wait, taking cores from the team's loops between GEMMs. With OpenBLAS single-threaded, one team does it all.
+void team_sgemm(const TeamMember& member, bool transpose_a, bool transpose_b, int m, int n, int k, const float* a,
+                int lda, const float* b, int ldb, float* c, int ldc) {
+  const bool split_rows = m >= n;
+  // Column slices start at multiples of 16 floats so that each member's stores stay aligned for the SIMD kernels.
+  const TeamMember::Range slice = member.share(static_cast<std::size_t>(split_rows ? m : n), split_rows ? 1 : 16);
+  const int begin = static_cast<int>(slice.begin);
+  const int end = static_cast<int>(slice.end);
+  if (begin < end) {
+    const std::size_t offset = slice.begin;
+    const float* a_slice = split_rows ? a + (transpose_a ? offset : offset * lda) : a;
+    const float* b_slice = split_rows ? b : b + (transpose_b ? offset * ldb : offset);
+    float* c_slice = split_rows ? c + offset * ldc : c + offset;
+    cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
+                split_rows ? end - begin : m, split_rows ? n : end - begin, k, 1.0f, a_slice, lda, b_slice, ldb, 0.0f,
+                c_slice, ldc);
+  }
+  member.sync();
+}
+
 /// The im2col + GEMM convolution of one (image, group): weights [group_out_channels x depth] times columns
 /// [depth x pixels] gives that group's output channels, already in NCHW order.
 struct GemmConv {
@@ -123,12 +157,13 @@ struct GemmConv {
     return input + (static_cast<std::size_t>(image) * in_channels + group * group_in_channels) * in_plane_size;
   }
 
-  /// The one GEMM of (image, group); OpenBLAS runs it on its own threads.
-  void multiply(const float* weights, const float* columns, float* output, int image, int group) const {
+  /// The one GEMM of (image, group), shared among the team.
+  void multiply(const TeamMember& member, const float* weights, const float* columns, float* output, int image,
+                int group) const {
     const std::size_t first_channel = static_cast<std::size_t>(image) * out_channels + group * group_out_channels;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, group_out_channels, pixels, depth, 1.0f,
-                weights + static_cast<std::size_t>(group) * group_out_channels * depth, depth, columns, pixels, 0.0f,
-                output + first_channel * pixels, pixels);
+    team_sgemm(member, false, false, group_out_channels, pixels, depth,
+               weights + static_cast<std::size_t>(group) * group_out_channels * depth, depth, columns, pixels,
+               output + first_channel * pixels, pixels);
   }
 
   int in_channels;
@@ -141,39 +176,18 @@ struct GemmConv {
   bool image_is_columns;
 };
 
-/// Runs gemm() on thread 0 of the calling OpenMP team while the team's other threads sleep in the kernel (C++20
-/// atomic wait) until it is done. Every thread of the team calls this with the same `gemm_index`: 0, 1, ... for the
-/// GEMMs of one parallel region, counted in `gemms_done`.
-///
-/// Why: OpenBLAS runs a GEMM on its own threads, not OpenMP's, and libgomp's idle workers busy-wait for
-/// milliseconds after a parallel loop before they sleep (GOMP_SPINCOUNT). A GEMM called between two parallel
-/// loops would share its cores with spinning workers and run up to twice as long; called from inside the region,
-/// with the workers asleep, it has the cores to itself.
-template <typename Gemm>
-void run_gemm_on_thread_zero(std::atomic<int>& gemms_done, int gemm_index, const Gemm& gemm) {
-  if (omp_get_thread_num() == 0) {
-    gemm();
-    gemms_done.fetch_add(1, std::memory_order_release);
-    gemms_done.notify_all();
-    return;
-  }
-  for (int done = gemms_done.load(std::memory_order_acquire); done <= gemm_index;
-       done = gemms_done.load(std::memory_order_acquire)) {
-    gemms_done.wait(done, std::memory_order_acquire);
-  }
-}
-
 /// planes[c][i] = activation(planes[c][i] + bias[c]) for `channels` planes of `plane_size`; bias may be null.
-/// Inside an OpenMP parallel region the channels are shared among the team, outside one the caller does them all.
-void add_channel_bias_and_activate(Activation activation, const float* bias, int channels, std::size_t plane_size,
-                                   float* planes) {
+/// The channels are shared among the team.
+void add_channel_bias_and_activate(const TeamMember& member, Activation activation, const float* bias, int channels,
+                                   std::size_t plane_size, float* planes) {
   if (!bias && activation.kind == ActivationKind::none) return;
   with_activation(activation, [&](const auto& activate) {
-#pragma omp for schedule(static)
-    for (int c = 0; c < channels; ++c) {
+    const TeamMember::Range mine = member.share(static_cast<std::size_t>(channels));
+    for (std::size_t c = mine.begin; c < mine.end; ++c) {
       blas::add_bias_and_activate(planes + c * plane_size, plane_size, bias ? bias[c] : 0.0f, activate);
     }
   });
+  member.sync();
 }
 
 }  // namespace
@@ -184,15 +198,16 @@ void BlasBackend::set_threads(int threads) {
   if (threads < 0) {
     throw Error("BlasBackend: thread count must be >= 0 (0 = all cores), got " + std::to_string(threads));
   }
-  threads_ = threads > 0 ? threads : std::max(1, omp_get_num_procs());
-  claim_blas_threads();
+  threads_ = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  team_ = std::make_unique<blas::ThreadTeam>(threads_);
+  keep_openblas_single_threaded();
 }
 
 int BlasBackend::threads_for(std::size_t elements) const {
   return static_cast<int>(std::clamp<std::size_t>(elements / kMinElementsPerThread, 1, threads_));
 }
 
-void BlasBackend::claim_blas_threads() const { openblas_set_num_threads(threads_); }
+void BlasBackend::keep_openblas_single_threaded() const { openblas_set_num_threads(1); }
 
 float* BlasBackend::column_buffer(std::size_t count) {
   if (columns_.size() < count) columns_.resize(count);
@@ -205,37 +220,37 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
   const Shape& out = output.shape();
   const float* bias_values = bias ? bias->data() : nullptr;
   if (blas::is_depthwise(desc)) {
-    blas::depthwise_conv2d(desc, in, input.data(), weights.data(), bias_values, out, output.data(),
-                           threads_for(output.count()));
+    parallel_for(threads_for(output.count()), static_cast<std::size_t>(out.n) * out.c, [&](std::size_t plane) {
+      blas::depthwise_conv2d_plane(desc, in, input.data(), weights.data(), bias_values, out, output.data(), plane);
+    });
     return;
   }
   const GemmConv conv(desc, in, out);
   float* columns = conv.image_is_columns ? nullptr : column_buffer(conv.column_count());
-  claim_blas_threads();
-  std::atomic<int> gemms_done{0};
-  // Every thread walks all (image, group) pairs: im2col's rows and the epilogue's channels are shared among the
-  // team, and each GEMM runs on thread 0 while the others sleep.
-#pragma omp parallel num_threads(threads_)
-  for (int n = 0; n < out.n; ++n) {
-    for (int group = 0; group < desc.groups; ++group) {
-      const float* group_input = conv.group_input(input.data(), n, group);
-      if (!conv.image_is_columns) {
-        blas::im2col(group_input, conv.group_in_channels, in.h, in.w, desc, out.h, out.w, columns);
+  keep_openblas_single_threaded();
+  const int team = std::max(threads_for(std::max(conv.column_count(), out.image_count())),
+                            gemm_threads(threads_, conv.group_out_channels, conv.pixels, conv.depth));
+  // Every member walks all (image, group) pairs: im2col's rows, each GEMM's slices and the epilogue's channels are
+  // shared among the team.
+  team_->run(team, [&](const TeamMember& member) {
+    for (int n = 0; n < out.n; ++n) {
+      for (int group = 0; group < desc.groups; ++group) {
+        const float* group_input = conv.group_input(input.data(), n, group);
+        if (!conv.image_is_columns) {
+          blas::im2col(member, group_input, conv.group_in_channels, in.h, in.w, desc, out.h, out.w, columns);
+        }
+        conv.multiply(member, weights.data(), conv.image_is_columns ? group_input : columns, output.data(), n, group);
       }
-      run_gemm_on_thread_zero(gemms_done, n * desc.groups + group, [&] {
-        conv.multiply(weights.data(), conv.image_is_columns ? group_input : columns, output.data(), n, group);
-      });
+      add_channel_bias_and_activate(member, desc.activation, bias_values, out.c, out.plane_count(),
+                                    output.data() + n * out.image_count());
     }
-    add_channel_bias_and_activate(desc.activation, bias_values, out.c, out.plane_count(),
-                                  output.data() + n * out.image_count());
-  }
+  });
 }
 
 void BlasBackend::pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
-#pragma omp parallel for num_threads(threads_for(input.count())) schedule(static)
-  for (int plane = 0; plane < out.n * out.c; ++plane) {
+  parallel_for(threads_for(input.count()), static_cast<std::size_t>(out.n * out.c), [&](std::size_t plane) {
     const float* source = input.data() + plane * in.plane_count();
     float* target = output.data() + plane * out.plane_count();
     if (desc.kind == PoolKind::max) {
@@ -243,7 +258,7 @@ void BlasBackend::pool2d(const Pool2dDesc& desc, const Variable& input, Variable
     } else {
       average_pool_plane(desc, source, in, target, out);
     }
-  }
+  });
 }
 
 void BlasBackend::activation(Activation activation, const Variable& input, Variable& output) {
@@ -251,8 +266,8 @@ void BlasBackend::activation(Activation activation, const Variable& input, Varia
   float* target = output.data();
   const auto count = static_cast<std::ptrdiff_t>(input.count());
   with_activation(activation, [&](const auto& activate) {
-#pragma omp parallel for num_threads(threads_for(input.count())) schedule(static)
-    for (std::ptrdiff_t i = 0; i < count; ++i) target[i] = activate(source[i]);
+    parallel_for(threads_for(input.count()), static_cast<std::size_t>(count),
+                 [&](std::size_t i) { target[i] = activate(source[i]); });
   });
 }
 
@@ -263,82 +278,74 @@ void BlasBackend::linear(const Variable& input, const Variable& weights, const V
   const int out_features = weights.shape().rows();
   const float* bias_values = bias ? bias->data() : nullptr;
   const bool has_epilogue = bias || activation.kind != ActivationKind::none;
-  claim_blas_threads();
-  std::atomic<int> gemms_done{0};
-#pragma omp parallel num_threads(threads_)
-  {
+  keep_openblas_single_threaded();
+  team_->run(gemm_threads(threads_, batch, out_features, in_features), [&](const TeamMember& member) {
     // The whole batch in one GEMM: input [batch x in] times weights [out x in] transposed.
-    run_gemm_on_thread_zero(gemms_done, 0, [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out_features, in_features, 1.0f, input.data(),
-                  in_features, weights.data(), in_features, 0.0f, output.data(), out_features);
-    });
+    team_sgemm(member, false, true, batch, out_features, in_features, input.data(), in_features, weights.data(),
+               in_features, output.data(), out_features);
     if (has_epilogue) {
       with_activation(activation, [&](const auto& activate) {
-#pragma omp for schedule(static)
-        for (int n = 0; n < batch; ++n) {
-          float* row = output.data() + static_cast<std::size_t>(n) * out_features;
+        const TeamMember::Range mine = member.share(static_cast<std::size_t>(batch));
+        for (std::size_t n = mine.begin; n < mine.end; ++n) {
+          float* row = output.data() + n * out_features;
           for (int o = 0; o < out_features; ++o) row[o] = activate(row[o] + (bias_values ? bias_values[o] : 0.0f));
         }
       });
     }
-  }
+  });
 }
 
 void BlasBackend::softmax(const Variable& input, Variable& output) {
   const Shape& shape = input.shape();
   const int pixels = shape.h * shape.w;
   const int blocks_per_image = (pixels + kSoftmaxBlock - 1) / kSoftmaxBlock;
-#pragma omp parallel for num_threads(threads_for(input.count())) schedule(static)
-  for (int task = 0; task < shape.n * blocks_per_image; ++task) {
+  parallel_for(threads_for(input.count()), static_cast<std::size_t>(shape.n * blocks_per_image), [&](std::size_t task) {
     const std::size_t image_offset = task / blocks_per_image * shape.image_count();
-    const int first_pixel = task % blocks_per_image * kSoftmaxBlock;
+    const int first_pixel = static_cast<int>(task % blocks_per_image) * kSoftmaxBlock;
     softmax_block(input.data() + image_offset, output.data() + image_offset, shape.c, shape.plane_count(), first_pixel,
                   std::min(kSoftmaxBlock, pixels - first_pixel));
-  }
+  });
 }
 
 void BlasBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
                                  Variable& output) {
   const Shape& shape = input.shape();
   const std::size_t plane_size = shape.plane_count();
-#pragma omp parallel for num_threads(threads_for(input.count())) schedule(static)
-  for (int plane = 0; plane < shape.n * shape.c; ++plane) {
+  parallel_for(threads_for(input.count()), static_cast<std::size_t>(shape.n * shape.c), [&](std::size_t plane) {
     const float channel_scale = scale.data()[plane % shape.c];
     const float channel_shift = shift.data()[plane % shape.c];
     const float* source = input.data() + plane * plane_size;
     float* target = output.data() + plane * plane_size;
     for (std::size_t i = 0; i < plane_size; ++i) target[i] = source[i] * channel_scale + channel_shift;
-  }
+  });
 }
 
 void BlasBackend::upsample_nearest(int scale, const Variable& input, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
-#pragma omp parallel for num_threads(threads_for(output.count())) schedule(static)
-  for (int plane = 0; plane < out.n * out.c; ++plane) {
+  parallel_for(threads_for(output.count()), static_cast<std::size_t>(out.n * out.c), [&](std::size_t plane) {
     const float* source_plane = input.data() + plane * in.plane_count();
     float* target = output.data() + plane * out.plane_count();
     for (int y = 0; y < out.h; ++y, target += out.w) {
       const float* source = source_plane + static_cast<std::size_t>(y / scale) * in.w;
       for (int x = 0; x < out.w; ++x) target[x] = source[x / scale];
     }
-  }
+  });
 }
 
 void BlasBackend::concat_channels(std::span<const Variable* const> inputs, Variable& output) {
   const Shape& shape = output.shape();
   const std::size_t plane_size = shape.plane_count();
-#pragma omp parallel for num_threads(threads_for(output.count())) schedule(static)
-  for (int plane = 0; plane < shape.n * shape.c; ++plane) {
+  parallel_for(threads_for(output.count()), static_cast<std::size_t>(shape.n * shape.c), [&](std::size_t plane) {
     // Find which input holds this output channel, and its channel there.
-    int channel = plane % shape.c;
+    int channel = static_cast<int>(plane % shape.c);
     std::size_t source_index = 0;
     while (channel >= inputs[source_index]->shape().c) channel -= inputs[source_index++]->shape().c;
     const Variable& source = *inputs[source_index];
     const std::size_t source_plane = static_cast<std::size_t>(plane / shape.c) * source.shape().c + channel;
     std::memcpy(output.data() + plane * plane_size, source.data() + source_plane * plane_size,
                 plane_size * sizeof(float));
-  }
+  });
 }
 
 void BlasBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
@@ -347,8 +354,8 @@ void BlasBackend::add(const Variable& a, const Variable& b, Activation activatio
   float* target = output.data();
   const auto count = static_cast<std::ptrdiff_t>(a.count());
   with_activation(activation, [&](const auto& activate) {
-#pragma omp parallel for num_threads(threads_for(a.count())) schedule(static)
-    for (std::ptrdiff_t i = 0; i < count; ++i) target[i] = activate(left[i] + right[i]);
+    parallel_for(threads_for(a.count()), static_cast<std::size_t>(count),
+                 [&](std::size_t i) { target[i] = activate(left[i] + right[i]); });
   });
 }
 
@@ -356,13 +363,10 @@ void BlasBackend::matmul(const Variable& a, bool transpose_a, const Variable& b,
   const int rows = c.shape().rows();
   const int cols = c.shape().cols();
   const int inner = transpose_a ? a.shape().rows() : a.shape().cols();
-  claim_blas_threads();
-  std::atomic<int> gemms_done{0};
-  // A region only so that idle OpenMP workers sleep while OpenBLAS runs (see run_gemm_on_thread_zero).
-#pragma omp parallel num_threads(threads_)
-  run_gemm_on_thread_zero(gemms_done, 0, [&] {
-    cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, rows,
-                cols, inner, 1.0f, a.data(), a.shape().cols(), b.data(), b.shape().cols(), 0.0f, c.data(), cols);
+  keep_openblas_single_threaded();
+  team_->run(gemm_threads(threads_, rows, cols, inner), [&](const TeamMember& member) {
+    team_sgemm(member, transpose_a, transpose_b, rows, cols, inner, a.data(), a.shape().cols(), b.data(),
+               b.shape().cols(), c.data(), cols);
   });
 }
 

@@ -24,27 +24,23 @@ void accumulate_tap(const float* input, const Shape& in_shape, const Conv2dDesc&
 
 }  // namespace
 
-void depthwise_conv2d(const Conv2dDesc& desc, const Shape& in_shape, const float* input, const float* weights,
-                      const float* bias, const Shape& out_shape, float* output, int threads) {
+void depthwise_conv2d_plane(const Conv2dDesc& desc, const Shape& in_shape, const float* input, const float* weights,
+                            const float* bias, const Shape& out_shape, float* output, std::size_t plane) {
   const int taps = desc.kernel * desc.kernel;
   const std::size_t out_plane_size = out_shape.plane_count();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int plane = 0; plane < out_shape.n * out_shape.c; ++plane) {
-    // Input and output planes pair up one to one, so the same (image, channel) index addresses both.
-    const int channel = plane % out_shape.c;
-    const float* source = input + plane * in_shape.plane_count();
-    float* target = output + plane * out_plane_size;
-    std::fill(target, target + out_plane_size, 0.0f);
-    for (int tap = 0; tap < taps; ++tap) {
-      const int y_offset = tap / desc.kernel * desc.dilation - desc.padding;
-      const int x_offset = tap % desc.kernel * desc.dilation - desc.padding;
-      accumulate_tap(source, in_shape, desc, weights[channel * taps + tap], y_offset, x_offset, out_shape, target);
-    }
-    const float channel_bias = bias ? bias[channel] : 0.0f;
-    with_activation(desc.activation, [&](const auto& activate) {
-      add_bias_and_activate(target, out_plane_size, channel_bias, activate);
-    });
+  // Input and output planes pair up one to one, so the same (image, channel) index addresses both.
+  const int channel = static_cast<int>(plane % out_shape.c);
+  const float* source = input + plane * in_shape.plane_count();
+  float* target = output + plane * out_plane_size;
+  std::fill(target, target + out_plane_size, 0.0f);
+  for (int tap = 0; tap < taps; ++tap) {
+    const int y_offset = tap / desc.kernel * desc.dilation - desc.padding;
+    const int x_offset = tap % desc.kernel * desc.dilation - desc.padding;
+    accumulate_tap(source, in_shape, desc, weights[channel * taps + tap], y_offset, x_offset, out_shape, target);
   }
+  const float channel_bias = bias ? bias[channel] : 0.0f;
+  with_activation(desc.activation,
+                  [&](const auto& activate) { add_bias_and_activate(target, out_plane_size, channel_bias, activate); });
 }
 
 }  // namespace corgy::blas

@@ -39,19 +39,20 @@ void fill_column_row(const float* plane, int height, int width, const Conv2dDesc
 
 }  // namespace
 
-void im2col(const float* image, int channels, int height, int width, const Conv2dDesc& desc, int out_h, int out_w,
-            float* columns) {
+void im2col(const TeamMember& member, const float* image, int channels, int height, int width, const Conv2dDesc& desc,
+            int out_h, int out_w, float* columns) {
   const int taps = desc.kernel * desc.kernel;
   const std::size_t plane_size = static_cast<std::size_t>(height) * width;
   const std::size_t row_size = static_cast<std::size_t>(out_h) * out_w;
-#pragma omp for schedule(static)
-  for (int row = 0; row < channels * taps; ++row) {
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(channels) * taps);
+  for (int row = static_cast<int>(mine.begin); row < static_cast<int>(mine.end); ++row) {
     const int channel = row / taps;
     const int ky = row % taps / desc.kernel;
     const int kx = row % desc.kernel;
     fill_column_row(image + channel * plane_size, height, width, desc, ky * desc.dilation - desc.padding,
                     kx * desc.dilation - desc.padding, out_h, out_w, columns + row * row_size);
   }
+  member.sync();
 }
 
 }  // namespace corgy::blas

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "corgy/backend.h"
+#include "corgy/backends/blas/thread_team.h"
 
 namespace corgy::blas {
 
@@ -16,9 +17,8 @@ ValidRange valid_outputs(int offset, int stride, int input_size, int output_size
 
 /// Writes the [channels * k * k] x [out_h * out_w] row-major column matrix of `image` (channels x height x width,
 /// contiguous planes): row (c, ky, kx) holds, for every output pixel, the input value under that kernel tap, or 0
-/// where the tap reads padding. Called inside an OpenMP parallel region, it shares the rows among the team and
-/// returns after the team's barrier; called outside one, it runs on the calling thread.
-void im2col(const float* image, int channels, int height, int width, const Conv2dDesc& desc, int out_h, int out_w,
-            float* columns);
+/// where the tap reads padding. The rows are shared among the team; returns after the team's barrier.
+void im2col(const TeamMember& member, const float* image, int channels, int height, int width, const Conv2dDesc& desc,
+            int out_h, int out_w, float* columns);
 
 }  // namespace corgy::blas
