@@ -17,6 +17,12 @@ NAME = re.compile(r"corgy-(?P<model>.+)-b(?P<batch>\d+)-(?P<config>.+)\.(?P<k>\d
 REFERENCES = ("naive-t1-given", "blas-t1-given", "blas-t1-given-pin", "blas-t0-given")
 
 
+def relative_error(actual, expected):
+    if actual.shape != expected.shape or not (np.all(np.isfinite(actual)) and np.all(np.isfinite(expected))):
+        return float("inf")  # NaN must not compare as agreement
+    return float(np.max(np.abs(actual - expected)) / max(np.max(np.abs(expected)), 1e-30))
+
+
 def main():
     runs = collections.defaultdict(lambda: collections.defaultdict(dict))
     for path in glob.glob(os.path.join(sys.argv[1], "corgy-*.npy")):
@@ -29,7 +35,7 @@ def main():
         expected = [np.load(configs[reference][k]) for k in sorted(configs[reference])]
         for config, files in sorted(configs.items()):
             actual = [np.load(files[k]) for k in sorted(files)]
-            error = max(float(np.max(np.abs(a - e)) / max(np.max(np.abs(e)), 1e-30)) for a, e in zip(actual, expected))
+            error = max(relative_error(a, e) for a, e in zip(actual, expected))
             print(json.dumps({"framework": "check", "model": model, "batch": batch, "config": config,
                               "reference": reference, "max_rel_err": error}))
 

@@ -64,6 +64,7 @@ def main():
     parser.add_argument("--quick", type=int, default=0)
     parser.add_argument("--devices", required=True)
     parser.add_argument("--compiler", help="who built the binaries, when not this machine's c++")
+    parser.add_argument("--corgy", help="corgy's version, when this is no git checkout")
     args = parser.parse_args()
     with open(args.devices) as devices:
         vulkan = json.load(devices)
@@ -79,7 +80,7 @@ def main():
         "mesa_package": package_version("mesa-vulkan-drivers"),
         "vulkan_devices": vulkan,
         "gpus": gpus(),
-        "corgy": corgy_commit(),
+        "corgy": args.corgy or corgy_commit(),
         "started_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime(args.started)),
         "minutes": round((time.time() - args.started) / 60, 1),
         "command": args.command,

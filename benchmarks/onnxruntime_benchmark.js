@@ -57,6 +57,7 @@ function relativeError(outputs, referencePrefix) {
     const expected = readNpy(`${referencePrefix}.${k}.npy`).data;
     const actual = outputs[k];
     if (actual.length !== expected.length) return Infinity;
+    if (!actual.every(Number.isFinite) || !expected.every(Number.isFinite)) return Infinity;  // NaN is no agreement
     let maxDiff = 0;
     let maxMagnitude = 1e-30;
     for (let i = 0; i < expected.length; i++) {
@@ -116,7 +117,9 @@ async function main() {
       return session.outputNames.map((name) => results[name].data);
     };
     const error = relativeError(await forward(), args.reference);
-    let result = {...base, threads, max_rel_err: error, agrees: error <= TOLERANCE};
+    // JSON has no Infinity: null stands for "no finite error" (missing, mis-sized or non-finite outputs).
+    let result = {...base, threads, max_rel_err: Number.isFinite(error) ? error : null, agrees: error <= TOLERANCE,
+      finite_checked: true};
     if (result.agrees) result = {...result, ...(await timeForwards(forward, args))};
     console.log(JSON.stringify(result));
     await session.release();

@@ -31,14 +31,19 @@ TOLERANCE = 1e-3
 
 
 def relative_error(outputs, reference_prefix):
+    """Largest |peer - corgy| over every output, relative to corgy's largest magnitude; infinite when an output is
+    missing, of another size, or not finite (NaN must not compare as agreement)."""
     worst = 0.0
     for k, output in enumerate(outputs):
         expected = np.load(f"{reference_prefix}.{k}.npy")
-        output = np.asarray(output, np.float32).reshape(expected.shape)
-        worst = max(worst, float(np.max(np.abs(output - expected)) / max(np.max(np.abs(expected)), 1e-30)))
-    if not os.path.exists(f"{reference_prefix}.{len(outputs)}.npy"):
-        return worst
-    return float("inf")  # corgy has a head more than the peer returned
+        output = np.asarray(output, np.float32)
+        if output.size != expected.size or not (np.all(np.isfinite(output)) and np.all(np.isfinite(expected))):
+            return float("inf")
+        error = np.max(np.abs(output.reshape(expected.shape) - expected)) / max(np.max(np.abs(expected)), 1e-30)
+        worst = max(worst, float(error))
+    if os.path.exists(f"{reference_prefix}.{len(outputs)}.npy"):
+        return float("inf")  # corgy has a head more than the peer returned
+    return worst
 
 
 def time_forwards(forward, warmup, warmup_ms, repeat, gpu_timer=None):
@@ -157,12 +162,20 @@ class DarknetPeer:
         self.x = np.ascontiguousarray(np.load(args.input))
         self.batch = self.x.shape[0]
         self.args, self.tempdir = args, tempfile.mkdtemp()
-        self.net = self.load(args.model)
+        with open(args.model) as cfg:
+            self.sections = darknet_reference.read_sections(cfg.read())
+        self.net = self.load(len(self.sections) - 1, "full")
 
-    def load(self, cfg_path):
-        net = self.lib.load_network(cfg_path.encode(), self.args.weights.encode(), 0)
-        self.lib.set_batch_network(net, self.batch)
-        return net
+    def load(self, layers, name):
+        """The cfg's first `layers` layers, with [net] batch = the input's (darknet sizes its buffers by it when it
+        parses the cfg; set_batch_network alone overruns them)."""
+        sections = [(kind, dict(options)) for kind, options in self.sections]
+        sections[0][1].update(batch=str(self.batch), subdivisions="1")
+        net_options = sections[0][1]
+        path = os.path.join(self.tempdir, f"{name}.cfg")
+        with open(path, "w") as f:
+            f.write(self.reference.cfg_text(sections, net_options["width"], net_options["height"], layers))
+        return self.lib.load_network(path.encode(), self.args.weights.encode(), 0)
 
     def set_threads(self, threads):
         if threads != 1:
@@ -176,18 +189,11 @@ class DarknetPeer:
 
     def head_outputs(self):
         """The raw input of each head, from the cfg cut before it (for the check)."""
-        with open(self.args.model) as cfg:
-            sections = self.reference.read_sections(cfg.read())
-        net_options = sections[0][1]
-        width, height = int(net_options["width"]), int(net_options["height"])
-        heads = [i for i, (kind, _) in enumerate(sections[1:]) if kind in ("region", "yolo")]
+        heads = [i for i, (kind, _) in enumerate(self.sections[1:]) if kind in ("region", "yolo")]
         outputs = []
         for k, head in enumerate(heads):
             expected = np.load(f"{self.args.reference}.{k}.npy", mmap_mode="r")
-            cut = os.path.join(self.tempdir, f"head{k}.cfg")
-            with open(cut, "w") as f:
-                f.write(self.reference.cfg_text(sections, width, height, head))
-            net = self.load(cut)
+            net = self.load(head, f"head{k}")
             out = self.predict(net)
             outputs.append(np.ctypeslib.as_array(out, shape=(expected.size,)).copy())
             self.lib.free_network(net)
@@ -212,7 +218,7 @@ def run(args):
         peer.set_threads(threads)
         outputs = peer.head_outputs() if hasattr(peer, "head_outputs") else peer.forward()
         error = relative_error(outputs, args.reference)
-        result = dict(base, threads=threads, max_rel_err=error, agrees=error <= TOLERANCE)
+        result = dict(base, threads=threads, max_rel_err=error, agrees=error <= TOLERANCE, finite_checked=True)
         if result["agrees"]:
             gpu_timer = peer.gpu_forward_ms if getattr(peer, "cuda", False) else None
             result.update(time_forwards(peer.forward, args.warmup, args.warmup_ms, args.repeat, gpu_timer))

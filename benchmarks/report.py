@@ -161,7 +161,7 @@ def case_title(case):
 
 def machine_header(m, title):
     i = m.info
-    lines = [f"**{title}**: {i['cpu']}, {i['cores']} cores, {i['memory_gib']} GiB; {i['os']}, kernel {i['kernel']}."]
+    lines = [f"Machine: {i['cpu']}, {i['cores']} cores, {i['memory_gib']} GiB; {i['os']}, kernel {i['kernel']}."]
     gpus = i.get("gpus")
     if gpus:
         lines.append(f"GPU: {gpus} (name, driver, memory).")
@@ -171,18 +171,26 @@ def machine_header(m, title):
     sgemm = next((r for r in m.roofline if r.get("kind") == "sgemm"), None)
     built = f"{i['compiler']}" if i.get("compiler") else ""
     lines.append(f"corgy {i['corgy']}, Release build" + (f" ({built})" if built else "") +
-                 (f"; {sgemm['config'].split(' DYNAMIC')[0]}" if sgemm else "") +
-                 (f" (Debian {i['openblas_package']})" if i.get("openblas_package") else "") +
+                 (f"; {openblas_text(sgemm, i)}" if sgemm else "") +
                  (f"; peers: {'; '.join(versions)}" if versions else "") + ".")
     env = i["openblas_coretype_given"]
     lines.append(f"OPENBLAS_CORETYPE as given: `{env}`" +
                  (f"; rows marked *other env* ran with `{i['blas_env_other']}`." if any(
                      "other env" in k[2] for k in m.corgy) else "."))
-    loads = ", ".join(m.loads)
+    one_minute = [float(load.split()[0]) for load in m.loads]
     lines.append(f"Run {i['started_utc']} UTC, {i['minutes']} minutes, `{i['command']}`; load average (1, 5, 15 min) "
                  f"{i['load_start']} at the start, {i['load_end']} at the end" +
-                 (f", during the rounds: {loads}" if loads else "") + ".")
+                 (f"; the 1-minute load between {min(one_minute):g} and {max(one_minute):g} during the run"
+                  if one_minute else "") + ".")
     return "\n".join(lines)
+
+
+def openblas_text(sgemm, info):
+    """The OpenBLAS that ran (its own version string), with the distribution's package where that is the one."""
+    version = sgemm["config"].split(" NO_LAPACKE")[0].split(" DYNAMIC")[0]
+    package = info.get("openblas_package", "")
+    same = package and version.split()[-1] in package
+    return version + (f" (package {package})" if same else "")
 
 
 def corgy_tables(m):
@@ -274,7 +282,10 @@ def peer_cell(m, case, label, corgy_row):
     row = m.peers.get(case + (label,))
     disagreeing = [r for r in m.disagreeing if (r["model"], r["batch"], r["_label"]) == case + (label,)]
     if row is None:
-        return f"disagrees ({disagreeing[0]['max_rel_err']:.1e})" if disagreeing else "–"
+        if not disagreeing:
+            return "–"
+        error = disagreeing[0]["max_rel_err"]
+        return f"disagrees ({float('inf') if error is None else error:.1e})"
     ratio = f" ({fmt_ratio(corgy_row.median / row.median)})" if corgy_row else ""
     return f"{fmt_ms(row.median)}{ratio}"
 
@@ -284,11 +295,13 @@ def peer_details(m):
               "version", "runs"]
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     errors = collections.defaultdict(float)
-    versions = {}
+    versions, unverified = {}, {}
     for r in m.records:
         if r["framework"] in PEERS:
             key = (r["model"], r["batch"], r["_label"])
-            errors[key] = max(errors[key], r["max_rel_err"])
+            error = r["max_rel_err"]
+            errors[key] = max(errors[key], float("inf") if error is None else error)
+            unverified[key] = unverified.get(key, False) or (not r.get("finite_checked") and error == 0)
             versions[key] = r["version"]
     for key in sorted(errors, key=lambda k: (list(MODELS).index(k[0]), k[1], k[2])):
         row = m.peers.get(key)
@@ -296,14 +309,18 @@ def peer_details(m):
         timing = [fmt_ms(row.median), fmt_ms(row.min), fmt_ms(row.max), fmt_ms(row.gpu),
                   fmt_rate(m.gflop[case] / row.median * 1e3)] if row else ["disagrees: not timed"] + ["–"] * 4
         runs = f"{row.processes} × {row.repeats // row.processes}" if row else "–"
-        out.append("| " + " | ".join([case_title(case), key[2]] + timing + [f"{errors[key]:.1e}", versions[key], runs])
-                   + " |")
+        error = f"{errors[key]:.1e}" + (" †" if unverified[key] else "")
+        out.append("| " + " | ".join([case_title(case), key[2]] + timing + [error, versions[key], runs]) + " |")
+    if any(unverified.values()):
+        out.append("\n† An error of exactly 0 against another implementation, from a run whose check did not yet "
+                   "reject non-finite outputs (NaN compared as 0 then): that agreement is not verified.")
     return "\n".join(out)
 
 
 def check_table(m):
     if not m.checks:
         return ""
+    reference = "vulkan" if any("cuda" in r["framework"] for r in m.records) else "blas (1 thread)"
     worst = collections.defaultdict(float)
     for c in m.checks:
         if c["config"] != c["reference"]:
@@ -311,16 +328,29 @@ def check_table(m):
     parts = [f"{err:.1e} against {ref}" for ref, err in sorted(worst.items())]
     return ("corgy's backends agree with each other: largest difference of any output, relative to the output's "
             f"largest magnitude, {', '.join(parts)} (`benchmarks/compare_outputs.py`). The peers were each checked "
-            "against corgy's blas outputs before being timed (tolerance 1e-3; 'max rel. error' in the details).")
+            f"against corgy's {reference} outputs before being timed (tolerance 1e-3; 'max rel. error' in the "
+            "details).")
 
 
 def roofline_table(m):
-    fma = {(r["isa"], r["threads"]): r["gflops"] for r in m.roofline if r.get("kind") == "fma"}
-    sgemm = [r for r in m.roofline if r.get("kind") == "sgemm"]
+    """Peaks: the best of the run's measurements (one per round), since load only lowers them."""
+    fma = collections.defaultdict(float)
+    for r in m.roofline:
+        if r.get("kind") == "fma":
+            fma[(r["isa"], r["threads"])] = max(fma[(r["isa"], r["threads"])], r["gflops"])
+    best_sgemm = {}
+    for r in m.roofline:
+        key = (r["threads"], r["blas_env"])
+        if r.get("kind") == "sgemm" and (key not in best_sgemm or r["gflops"] > best_sgemm[key]["gflops"]):
+            best_sgemm[key] = r
+    sgemm = list(best_sgemm.values())
     if not fma:
         return ""
     thread_counts = sorted({t for _, t in fma})
-    out = ["| threads | FMA peak AVX2 | FMA peak AVX-512 | sgemm 1024³ (kernels) | corgy blas, best model GFLOP/s "
+    runs = len([r for r in m.roofline if r.get("kind") == "fma" and r["threads"] == 1 and r["isa"] == "avx2"])
+    out = [f"Best of {runs} measurement{'s' if runs > 1 else ''} (one per round); sgemm: the best median of 10 "
+           "products. corgy's figure is its best model and batch at that thread count (median).\n",
+           "| threads | FMA peak AVX2 | FMA peak AVX-512 | sgemm 1024³ (kernels) | corgy blas, best model GFLOP/s "
            "| of FMA peak | of sgemm |", "|---|---|---|---|---|---|---|"]
     for threads in thread_counts:
         peak = max(v for (isa, t), v in fma.items() if t == threads)
