@@ -17,8 +17,8 @@
 #               bin/roofline_benchmark, lib/libcorgy.so*); results go to $OUT (or the work folder), and
 #               docs/benchmarks/gpu-machine.jsonl takes them back here (report.py renders them)
 #
-# Benchmark-only packages (not CI's): Debian python3-torch python3-opencv python3-onnx python3-matplotlib darknet (nodejs
-# npm when there is no npm), installed here when missing (as root), and npm onnxruntime-node, into the build folder.
+# Benchmark-only packages (not CI's): Debian python3-torch python3-opencv python3-onnx python3-matplotlib darknet
+# (and nodejs npm when there is no npm), installed when missing (as root); npm onnxruntime-node, into the build folder.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,8 +37,11 @@ while (($#)); do
     --build) build=$2; shift ;;
     --work) work=$2; shift ;;
     --prebuilt) prebuilt=$2; shift ;;
-    *) echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] | --gpu-machine --prebuilt DIR" >&2
-       exit 2 ;;
+    *)
+      echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs]" >&2
+      echo "       benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR]" >&2
+      exit 2
+      ;;
   esac
   shift
 done
@@ -98,9 +101,9 @@ if ((!gpu)); then
 fi
 
 # --- what runs -----------------------------------------------------------------------------------------------
-# Per model and batch: timed forwards of a fast backend / of naive and lavapipe (untimed warm-ups first; naive's
-# batch 8 takes over a minute per forward, so it is timed once, cold: its first forward costs the same, see the
-# first_ms column of batch 1).
+# Timed forwards per model and batch: `repeat` for the fast configurations (after 2 untimed warm-ups, 1 at batch
+# 8), `slow_repeat` after `slow_warmup` for naive and lavapipe. Naive's batch 8 takes over a minute a forward, so
+# it is timed once, cold: the first forward costs no more than the others (the 'first ms' column of batch 1).
 models=(mnist yolov2-tiny-voc yolov3-tiny)
 declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8")
 declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10)
@@ -129,13 +132,18 @@ input_of() { echo "$work/$(kind_of "$1").b$2.npy"; }
 weights_of() { [[ $1 == mnist ]] && echo data/mnist || echo "$work/$1.weights"; }
 # model_args MODEL: sets model_flags to model_benchmark's flags for MODEL.
 model_args() {
-  if [[ $1 == mnist ]]; then model_flags=(--mnist data/mnist); else model_flags=(--cfg "data/darknet/$1.cfg" --random-weights "$SEED"); fi
+  if [[ $1 == mnist ]]; then
+    model_flags=(--mnist data/mnist)
+  else
+    model_flags=(--cfg "data/darknet/$1.cfg" --random-weights "$SEED")
+  fi
 }
 model_path() { [[ $1 == mnist ]] && echo mnist || echo "data/darknet/$1.cfg"; }
 
 # The OpenBLAS kernel choice as given, and the other one: OPENBLAS_CORETYPE=Haswell forces the AVX2 kernels.
 blas_env_given=${OPENBLAS_CORETYPE:-}
-if [[ -n $blas_env_given ]]; then blas_env_other=(env -u OPENBLAS_CORETYPE); else blas_env_other=(env OPENBLAS_CORETYPE=Haswell); fi
+blas_env_other=(env OPENBLAS_CORETYPE=Haswell)
+[[ -z $blas_env_given ]] || blas_env_other=(env -u OPENBLAS_CORETYPE)
 
 failures=0
 # record TAGS COMMAND...: appends the command's JSON lines to the results with TAGS added to each.
@@ -223,8 +231,12 @@ fi
 devices=$("$bin/model_benchmark" --list-devices 2>>"$work/stderr.log" || echo "[]")
 echo "$devices" >"$work/vulkan-devices.json"
 # Vulkan devices: lavapipe (a CPU) is slow, timed like naive; a GPU like blas.
-lavapipe_index=$("$python" -c 'import json,sys; print(" ".join(str(d["index"]) for d in json.load(sys.stdin) if d["type"] == "CPU"))' <<<"$devices")
-gpu_indices=$("$python" -c 'import json,sys; print(" ".join(str(d["index"]) for d in json.load(sys.stdin) if d["type"] != "CPU"))' <<<"$devices")
+device_indices() {  # the indices of the Vulkan devices whose type is (or, with "!=", is not) "CPU"
+  local test="d['type'] $1 'CPU'"
+  "$python" -c "import json, sys; print(' '.join(str(d['index']) for d in json.load(sys.stdin) if $test))" <<<"$devices"
+}
+lavapipe_index=$(device_indices "==")
+gpu_indices=$(device_indices "!=")
 lavapipe_index=${lavapipe_index%% *}
 if ((gpu)); then lavapipe_index=""; fi
 
@@ -278,7 +290,8 @@ for round in $(seq 1 "$rounds"); do
         peer "$round" "$p" "$model" "$batch"
       done
       ((round == 1)) && slow_backends "$model" "$batch"
-      echo "{\"framework\": \"load\", \"round\": $round, \"loadavg\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}" >>"$results"
+      load=$(cut -d' ' -f1-3 /proc/loadavg)
+      echo "{\"framework\": \"load\", \"round\": $round, \"loadavg\": \"$load\"}" >>"$results"
     done
   done
 done
