@@ -49,6 +49,14 @@ struct Pool2dDesc {
   int output_w(int w) const { return (w + pad_left + pad_right - kernel_w) / stride_w + 1; }
 };
 
+/// One entry of a profiled forward (Backend::set_profiling): what computed part of a layer, and how long it took.
+/// A layer may have several entries (a GPU backend records one per dispatch).
+struct OpProfile {
+  int layer = -1;         ///< Sequential's layer index (Backend::begin_layer), -1 outside a model's forward
+  std::string algorithm;  ///< e.g. "im2col + OpenBLAS sgemm", "winograd F(4x4, 3x3)", "gemm_tiled 64x64x16"
+  double ms = 0.0;        ///< CPU backends: wall time; GPU backends: device time from timestamp queries
+};
+
 /// The operations a backend implements. Shapes are validated by the layers before these are called;
 /// a backend may assume them consistent. Each call writes all of `output`.
 ///
@@ -78,10 +86,23 @@ class Backend {
   virtual void begin_forward() {}
   virtual void end_forward() {}
 
+  /// Profiling (model_benchmark --profile): while on, the backend records what computes each layer and how long
+  /// it takes. Sequential calls begin_layer(i) before the operations of layer i and begin_layer(-1) after the
+  /// last; take_profile() returns the entries recorded since the previous call and forgets them. Off by default;
+  /// a backend that cannot profile returns no entries.
+  virtual void set_profiling(bool enabled) { (void)enabled; }
+  virtual void begin_layer(int index) { (void)index; }
+  virtual std::vector<OpProfile> take_profile() { return {}; }
+
   /// output = activation(conv(input, weights) + bias). input (N, Cin, H, W), weights OIHW
   /// (Cout, Cin/groups, k, k), bias (1, 1, 1, Cout) or null, output (N, Cout, Ho, Wo).
   virtual void conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                       Variable& output) = 0;
+  /// A convolution whose output only a max pool reads, as one operation (Sequential fuses such pairs; see
+  /// corgy/model/fusion.h): output = maxpool(activation(conv(input, weights) + bias)), (N, Cin, H, W) ->
+  /// (N, Cout, Hp, Wp). `pool` is a max pool over the convolution's (N, Cout, Ho, Wo) output.
+  virtual void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
+                              const Variable& weights, const Variable* bias, Variable& output) = 0;
   /// Max or average pooling, (N, C, H, W) -> (N, C, Ho, Wo).
   virtual void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) = 0;
   /// Element-wise activation; input and output have the same shape and may be the same Variable.
@@ -111,6 +132,8 @@ std::vector<std::string> available_backends();
 
 /// Creates a backend by name: "naive", "blas", "vulkan" or "auto" (the best that works here; says on stderr
 /// what it chose and why). "vulkan:<index>" or "vulkan:<part of the name>" picks a device (vulkan_devices()).
+/// "blas:im2col" computes every convolution as im2col + OpenBLAS sgemm (corgy's baseline), where "blas" picks the
+/// fastest algorithm per layer.
 /// Throws corgy::Error for an unknown or unavailable name.
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
 

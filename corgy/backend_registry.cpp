@@ -57,6 +57,9 @@ std::unique_ptr<Backend> make_auto_backend(const BackendOptions& options) {
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   if (name == "naive") return std::make_unique<NaiveBackend>();
   if (name == "blas") return std::make_unique<BlasBackend>(options.threads);
+  if (name == "blas:im2col") {
+    return std::make_unique<BlasBackend>(BlasOptions{options.threads, BlasConvolution::im2col});
+  }
   if (name == "auto") return make_auto_backend(options);
   if (name == "vulkan" || name.starts_with(vulkan_prefix)) {
 #if CORGY_HAS_VULKAN
@@ -66,7 +69,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
     throw Error(fmt::format("backend '{}' is not available: corgy was built without Vulkan (CORGY_VULKAN=OFF)", name));
 #endif
   }
-  throw Error(fmt::format("unknown backend '{}': expected one of naive, blas, vulkan, vulkan:<device>, auto", name));
+  throw Error(fmt::format(
+      "unknown backend '{}': expected one of naive, blas, blas:im2col, vulkan, vulkan:<device>, auto", name));
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {

@@ -24,6 +24,7 @@
 #include "corgy/layers/batchnorm.h"
 #include "corgy/layers/concat.h"
 #include "corgy/layers/conv2d.h"
+#include "corgy/layers/conv2d_maxpool.h"
 #include "corgy/layers/flatten.h"
 #include "corgy/layers/leaky_relu.h"
 #include "corgy/layers/linear.h"

@@ -107,6 +107,47 @@ void add_pool_cases(std::vector<LayerCase>& cases) {
                    }});
 }
 
+// A convolution followed by a max pool: Sequential fuses the pair into one conv2d_maxpool operation.
+void add_conv_maxpool_cases(std::vector<LayerCase>& cases) {
+  struct FusedShape {
+    Shape input;
+    Conv2dOptions conv;
+    MaxPool2d pool;
+  };
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  const std::vector<FusedShape> shapes = {
+      {{1, 3, 13, 13},
+       {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .activation = leaky},
+       MaxPool2d({.kernel = 2})},
+      {{2, 8, 13, 13}, {.in_channels = 8, .out_channels = 12, .kernel = 3, .padding = 1}, MaxPool2d::darknet(2, 1)},
+      {{2, 7, 26, 26},
+       {.in_channels = 7, .out_channels = 17, .kernel = 3, .padding = 1, .activation = leaky},
+       MaxPool2d::darknet(2, 2)},
+      {{3, 5, 17, 15},
+       {.in_channels = 5, .out_channels = 6, .kernel = 3, .stride = 2},
+       MaxPool2d({.kernel = 3, .stride = 2, .padding = 1})},
+      {{1, 8, 12, 12},
+       {.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 8},
+       MaxPool2d({.kernel = 2})},
+      {{3, 6, 10, 10}, {.in_channels = 6, .out_channels = 9, .kernel = 1}, MaxPool2d({.kernel = 2})},
+      {{2, 1, 28, 28},
+       {.in_channels = 1, .out_channels = 32, .kernel = 5, .padding = 2, .activation = Activation::relu()},
+       MaxPool2d({.kernel = 2})},
+      {{2, 8, 11, 11},
+       {.in_channels = 8, .out_channels = 6, .kernel = 3, .padding = 1, .groups = 2},
+       MaxPool2d::darknet(2, 2)},
+      {{1, 4, 9, 9}, {.in_channels = 4, .out_channels = 5, .kernel = 3, .dilation = 2}, MaxPool2d({.global = true})},
+  };
+  for (const FusedShape& s : shapes) {
+    const Conv2d conv(s.conv);
+    cases.push_back({conv.describe() + " + " + s.pool.describe() + " " + s.input.str(), s.input,
+                     [options = s.conv, pool = s.pool](Sequential& model) {
+                       model.add(Conv2d(options));
+                       model.add(MaxPool2d(pool));
+                     }});
+  }
+}
+
 void add_elementwise_cases(std::vector<LayerCase>& cases) {
   for (Shape input : {Shape{1, 3, 7, 5}, Shape{3, 2, 9, 9}}) {
     const std::string shape = " " + input.str();
@@ -170,6 +211,7 @@ std::vector<LayerCase> all_cases() {
   std::vector<LayerCase> cases;
   add_conv_cases(cases);
   add_pool_cases(cases);
+  add_conv_maxpool_cases(cases);
   add_elementwise_cases(cases);
   add_linear_cases(cases);
   add_multi_input_cases(cases);

@@ -13,6 +13,7 @@ std::vector<int> find_owners(const std::vector<PlanEntry>& entries) {
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const int source = entries[i].is_view ? entries[i].inputs.at(0) : static_cast<int>(i);
     owner[i] = (entries[i].is_view && source >= 0) ? owner[source] : source;
+    if (entries[i].skipped) owner[i] = -1;
   }
   return owner;
 }
@@ -43,6 +44,10 @@ MemoryPlan plan_memory(const std::vector<PlanEntry>& entries) {
   plan.buffer_of_layer.assign(entries.size(), -1);
   std::vector<int> holder;  // per buffer: the owner layer whose output it holds now, or -1 when free
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].skipped) {
+      plan.buffer_of_layer[i] = MemoryPlan::no_buffer;
+      continue;
+    }
     if (owner[i] != static_cast<int>(i)) {
       plan.buffer_of_layer[i] = owner[i] < 0 ? -1 : plan.buffer_of_layer[owner[i]];
       continue;

@@ -13,10 +13,14 @@ struct PlanEntry {
   std::vector<int> inputs;  // producer layers; -1 is the model input
   bool is_view = false;     // the output is its first input seen with another shape
   bool keep = false;        // must survive to the end of the forward (a model output)
+  bool skipped = false;     // computed inside another layer's operation (a fused convolution): needs no buffer
 };
 
 struct MemoryPlan {
-  /// Buffer index of each layer's output; -1 for a view of the model input.
+  static constexpr int model_input_view = -1;
+  static constexpr int no_buffer = -2;
+  /// Buffer index of each layer's output; model_input_view for a view of the model input, no_buffer for a
+  /// skipped layer.
   std::vector<int> buffer_of_layer;
   /// Floats each buffer must hold.
   std::vector<std::size_t> buffer_sizes;

@@ -4,6 +4,7 @@
 
 #include "corgy/backends/naive/naive_backend.h"
 #include "corgy/error.h"
+#include "corgy/model/fusion.h"
 #include "corgy/model/memory_plan.h"
 
 namespace corgy {
@@ -65,6 +66,11 @@ void Sequential::set_backend(std::unique_ptr<Backend> backend) {
 
 void Sequential::set_backend(const std::string& name, int threads) { set_backend(make_backend(name, threads)); }
 
+void Sequential::set_fusion(bool enabled) {
+  fusion_ = enabled;
+  planned_input_ = {};
+}
+
 Layer& Sequential::layer(int index) {
   if (index < 0 || index >= size()) throw Error(fmt::format("no layer {} in a model of {} layers", index, size()));
   return *nodes_[index].layer;
@@ -121,20 +127,53 @@ std::string Sequential::summary(const Shape& input) const {
   return text;
 }
 
+void Sequential::plan_steps(std::vector<bool>& skipped) {
+  steps_.clear();
+  fused_layers_.clear();
+  skipped.assign(nodes_.size(), false);
+  std::vector<int> fused_into(nodes_.size(), -1);  // per pool layer: the fused_layers_ entry that computes it
+  if (fusion_) {
+    std::vector<FusionNode> view;
+    for (int i = 0; i < size(); ++i) {
+      view.push_back({nodes_[i].layer.get(), nodes_[i].inputs, nodes_[i].keep || i + 1 == size()});
+    }
+    for (ConvMaxPoolFusion& fusion : find_conv_maxpool_fusions(view)) {
+      skipped[fusion.conv] = true;
+      fused_into[fusion.pool] = static_cast<int>(fused_layers_.size());
+      fused_layers_.push_back(std::move(fusion.fused));
+    }
+  }
+  for (int i = 0; i < size(); ++i) {
+    if (skipped[i]) continue;
+    const int fused = fused_into[i];
+    if (fused < 0) {
+      steps_.push_back({i, nodes_[i].layer.get(), nodes_[i].inputs});
+    } else {
+      const int conv = nodes_[i].inputs[0];  // the fused layer reads what the convolution read
+      steps_.push_back({i, fused_layers_[fused].get(), nodes_[conv].inputs});
+    }
+  }
+}
+
 void Sequential::plan(const Shape& input) {
   shapes_ = infer_shapes(input);
   const std::vector<Shape>& shapes = shapes_;
+  std::vector<bool> skipped;
+  plan_steps(skipped);
   std::vector<PlanEntry> entries;
   for (int i = 0; i < size(); ++i) {
-    entries.push_back({shapes[i].count(), nodes_[i].inputs, nodes_[i].layer->is_view(), nodes_[i].keep});
+    entries.push_back({shapes[i].count(), nodes_[i].inputs, nodes_[i].layer->is_view(), nodes_[i].keep, skipped[i]});
   }
+  // A step reads its own inputs, which for a fused step are the skipped layer's: their lifetimes must reach it.
+  for (const Step& step : steps_) entries[step.layer].inputs = step.inputs;
   const MemoryPlan memory = plan_memory(entries);
   buffers_.clear();
   for (std::size_t count : memory.buffer_sizes) buffers_.emplace_back(Shape::vector(static_cast<int>(count)));
   outputs_.clear();
   for (int i = 0; i < size(); ++i) {
     const int buffer = memory.buffer_of_layer[i];
-    // Views of the model input are rebound at every forward, since the input is the caller's.
+    // Views of the model input are rebound at every forward, since the input is the caller's; skipped layers
+    // have no output of their own.
     outputs_.push_back(buffer < 0 ? Variable() : buffers_[buffer].view(shapes[i]));
   }
   tell_backend_device_only(memory);
@@ -165,16 +204,17 @@ const Variable& Sequential::forward(const Variable& input) {
   std::vector<const Variable*> in;
   backend_->begin_forward();
   try {
-    for (int i = 0; i < size(); ++i) {
-      const Node& node = nodes_[i];
+    for (const Step& step : steps_) {
       in.clear();
-      for (int source : node.inputs) in.push_back(source == model_input ? &input : &outputs_[source]);
-      if (node.layer->is_view()) {
-        outputs_[i] = in[0]->view(shapes_[i]);
+      for (int source : step.inputs) in.push_back(source == model_input ? &input : &outputs_[source]);
+      if (step.run->is_view()) {
+        outputs_[step.layer] = in[0]->view(shapes_[step.layer]);
         continue;
       }
-      with_layer_context(i, *node.layer, [&] { node.layer->forward(*backend_, in, outputs_[i]); });
+      backend_->begin_layer(step.layer);
+      with_layer_context(step.layer, *step.run, [&] { step.run->forward(*backend_, in, outputs_[step.layer]); });
     }
+    backend_->begin_layer(-1);
   } catch (...) {
     backend_->end_forward();
     throw;

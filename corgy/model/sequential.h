@@ -57,7 +57,16 @@ class Sequential {
   void set_backend(const std::string& name, int threads = 0);
   Backend& backend() { return *backend_; }
   /// Call after changing a layer's weights once the model has run, so the backend gets the new values.
-  void weights_changed() { weights_uploaded_ = false; }
+  void weights_changed() {
+    weights_uploaded_ = false;
+    planned_input_ = {};  // fused layers view the weights and bias storage: rebuild them
+  }
+
+  /// Whether a forward fuses each convolution with the max pool that alone reads its output into one backend
+  /// operation (corgy/model/fusion.h), so the convolution's output is never written out. On by default; the
+  /// results are the same either way up to rounding.
+  void set_fusion(bool enabled);
+  bool fusion() const { return fusion_; }
 
   /// Runs the network on `input` (N, C, H, W) and returns the last layer's output. Throws corgy::Error,
   /// naming the layer, when a shape does not fit.
@@ -90,7 +99,16 @@ class Sequential {
     bool keep = false;
   };
 
+  /// One call of a forward: a layer, or a fused layer that also computes the layers it replaces.
+  struct Step {
+    int layer;                // the output this step writes
+    const Layer* run;         // nodes_[layer].layer, or a fused layer from fused_layers_
+    std::vector<int> inputs;  // what `run` reads
+  };
+
   void plan(const Shape& input);
+  /// The steps of a forward with fusion applied (when on), and which layers no step computes on its own.
+  void plan_steps(std::vector<bool>& skipped);
   /// Backend::set_device_only with the buffers that hold no output the caller can read.
   void tell_backend_device_only(const MemoryPlan& memory);
   [[noreturn]] void throw_wrong_layer_type(int index) const;
@@ -99,6 +117,9 @@ class Sequential {
   std::unique_ptr<Backend> backend_;
   Shape planned_input_{};
   bool weights_uploaded_ = false;
+  bool fusion_ = true;
+  std::vector<Step> steps_;
+  std::vector<std::unique_ptr<Layer>> fused_layers_;
   std::vector<Shape> shapes_;
   std::vector<Variable> outputs_;
   std::vector<Variable> buffers_;

@@ -192,7 +192,13 @@ void add_channel_bias_and_activate(const TeamMember& member, Activation activati
 
 }  // namespace
 
-BlasBackend::BlasBackend(int threads) { set_threads(threads); }
+BlasBackend::BlasBackend(int threads) : BlasBackend(BlasOptions{.threads = threads}) {}
+
+BlasBackend::BlasBackend(const BlasOptions& options) : convolution_(options.convolution) {
+  set_threads(options.threads);
+}
+
+std::string BlasBackend::name() const { return convolution_ == BlasConvolution::im2col ? "blas:im2col" : "blas"; }
 
 void BlasBackend::set_threads(int threads) {
   if (threads < 0) {
@@ -220,12 +226,14 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
   const Shape& out = output.shape();
   const float* bias_values = bias ? bias->data() : nullptr;
   if (blas::is_depthwise(desc)) {
+    profiler_.note("direct depthwise loop");
     parallel_for(threads_for(output.count()), static_cast<std::size_t>(out.n) * out.c, [&](std::size_t plane) {
       blas::depthwise_conv2d_plane(desc, in, input.data(), weights.data(), bias_values, out, output.data(), plane);
     });
     return;
   }
   const GemmConv conv(desc, in, out);
+  profiler_.note(conv.image_is_columns ? "OpenBLAS sgemm (1x1: no im2col)" : "im2col + OpenBLAS sgemm");
   float* columns = conv.image_is_columns ? nullptr : column_buffer(conv.column_count());
   keep_openblas_single_threaded();
   const int team = std::max(threads_for(std::max(conv.column_count(), out.image_count())),
@@ -247,7 +255,18 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
   });
 }
 
+void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
+                                 const Variable& weights, const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape conv_shape{in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)};
+  if (conv_output_scratch_.capacity() < conv_shape.count()) conv_output_scratch_ = Variable(conv_shape);
+  Variable conv_output = conv_output_scratch_.view(conv_shape);
+  conv2d(conv, input, weights, bias, conv_output);
+  pool2d(pool, conv_output, output);
+}
+
 void BlasBackend::pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) {
+  profiler_.note(desc.kind == PoolKind::max ? "max pool loop" : "average pool loop");
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   parallel_for(threads_for(input.count()), static_cast<std::size_t>(out.n * out.c), [&](std::size_t plane) {
@@ -262,6 +281,7 @@ void BlasBackend::pool2d(const Pool2dDesc& desc, const Variable& input, Variable
 }
 
 void BlasBackend::activation(Activation activation, const Variable& input, Variable& output) {
+  profiler_.note("activation loop");
   const float* source = input.data();
   float* target = output.data();
   const auto count = static_cast<std::ptrdiff_t>(input.count());
@@ -273,6 +293,7 @@ void BlasBackend::activation(Activation activation, const Variable& input, Varia
 
 void BlasBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
                          Variable& output) {
+  profiler_.note("OpenBLAS sgemm");
   const int batch = input.shape().n;
   const int in_features = weights.shape().cols();
   const int out_features = weights.shape().rows();
@@ -296,6 +317,7 @@ void BlasBackend::linear(const Variable& input, const Variable& weights, const V
 }
 
 void BlasBackend::softmax(const Variable& input, Variable& output) {
+  profiler_.note("softmax loop");
   const Shape& shape = input.shape();
   const int pixels = shape.h * shape.w;
   const int blocks_per_image = (pixels + kSoftmaxBlock - 1) / kSoftmaxBlock;
@@ -309,6 +331,7 @@ void BlasBackend::softmax(const Variable& input, Variable& output) {
 
 void BlasBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
                                  Variable& output) {
+  profiler_.note("channel affine loop");
   const Shape& shape = input.shape();
   const std::size_t plane_size = shape.plane_count();
   parallel_for(threads_for(input.count()), static_cast<std::size_t>(shape.n * shape.c), [&](std::size_t plane) {
@@ -321,6 +344,7 @@ void BlasBackend::channel_affine(const Variable& input, const Variable& scale, c
 }
 
 void BlasBackend::upsample_nearest(int scale, const Variable& input, Variable& output) {
+  profiler_.note("upsample loop");
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   parallel_for(threads_for(output.count()), static_cast<std::size_t>(out.n * out.c), [&](std::size_t plane) {
@@ -334,6 +358,7 @@ void BlasBackend::upsample_nearest(int scale, const Variable& input, Variable& o
 }
 
 void BlasBackend::concat_channels(std::span<const Variable* const> inputs, Variable& output) {
+  profiler_.note("channel copies");
   const Shape& shape = output.shape();
   const std::size_t plane_size = shape.plane_count();
   parallel_for(threads_for(output.count()), static_cast<std::size_t>(shape.n * shape.c), [&](std::size_t plane) {
@@ -349,6 +374,7 @@ void BlasBackend::concat_channels(std::span<const Variable* const> inputs, Varia
 }
 
 void BlasBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
+  profiler_.note("add loop");
   const float* left = a.data();
   const float* right = b.data();
   float* target = output.data();
@@ -360,6 +386,7 @@ void BlasBackend::add(const Variable& a, const Variable& b, Activation activatio
 }
 
 void BlasBackend::matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) {
+  profiler_.note("OpenBLAS sgemm");
   const int rows = c.shape().rows();
   const int cols = c.shape().cols();
   const int inner = transpose_a ? a.shape().rows() : a.shape().cols();

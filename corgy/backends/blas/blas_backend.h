@@ -10,22 +10,43 @@
 
 #include "corgy/backend.h"
 #include "corgy/backends/blas/thread_team.h"
+#include "corgy/backends/cpu/cpu_profiler.h"
 
 namespace corgy {
+
+/// How BlasBackend computes convolutions.
+enum class BlasConvolution {
+  automatic,  ///< the fastest algorithm for each layer, chosen when the layer first runs at an input shape
+  im2col,     ///< im2col + OpenBLAS sgemm for every convolution: corgy's baseline (backend name "blas:im2col")
+};
+
+struct BlasOptions {
+  /// The team that runs every loop and shares each GEMM (0 = all cores).
+  int threads = 0;
+  BlasConvolution convolution = BlasConvolution::automatic;
+};
 
 /// Not safe to call from several threads at once: the im2col buffer is per instance (use one backend per thread).
 class BlasBackend final : public Backend {
  public:
   /// threads: the team that runs every loop and shares each GEMM (0 = all cores).
   explicit BlasBackend(int threads = 0);
+  explicit BlasBackend(const BlasOptions& options);
 
-  std::string name() const override { return "blas"; }
+  /// "blas", or "blas:im2col" when every convolution is forced onto im2col + OpenBLAS.
+  std::string name() const override;
   /// Sets the team size (0 = all cores). Throws corgy::Error if negative.
   void set_threads(int threads) override;
   int threads() const override { return threads_; }
 
+  void set_profiling(bool enabled) override { profiler_.set_enabled(enabled); }
+  void begin_layer(int index) override { profiler_.begin_layer(index); }
+  std::vector<OpProfile> take_profile() override { return profiler_.take(); }
+
   void conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
               Variable& output) override;
+  void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input, const Variable& weights,
+                      const Variable* bias, Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
   void activation(Activation activation, const Variable& input, Variable& output) override;
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
@@ -57,8 +78,11 @@ class BlasBackend final : public Backend {
   }
 
   int threads_ = 1;
+  BlasConvolution convolution_ = BlasConvolution::automatic;
   std::unique_ptr<blas::ThreadTeam> team_;
   std::vector<float> columns_;
+  Variable conv_output_scratch_;
+  cpu::CpuProfiler profiler_;
 };
 
 }  // namespace corgy

@@ -37,6 +37,19 @@ void NaiveBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Vari
   }
 }
 
+void NaiveBackend::begin_layer(int index) {
+  profiler_.begin_layer(index);
+  if (index >= 0) profiler_.note("direct loops");
+}
+
+void NaiveBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
+                                  const Variable& weights, const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  Variable conv_output(Shape{in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)});
+  conv2d(conv, input, weights, bias, conv_output);
+  pool2d(pool, conv_output, output);
+}
+
 void NaiveBackend::pool2d(const Pool2dDesc& d, const Variable& input, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "corgy/backend.h"
+#include "corgy/backends/cpu/cpu_profiler.h"
 
 namespace corgy {
 
@@ -10,8 +11,15 @@ class NaiveBackend final : public Backend {
  public:
   std::string name() const override { return "naive"; }
 
+  void set_profiling(bool enabled) override { profiler_.set_enabled(enabled); }
+  void begin_layer(int index) override;
+  std::vector<OpProfile> take_profile() override { return profiler_.take(); }
+
   void conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
               Variable& output) override;
+  /// The convolution into a temporary, then the pool: the definition the fused paths are checked against.
+  void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input, const Variable& weights,
+                      const Variable* bias, Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
   void activation(Activation activation, const Variable& input, Variable& output) override;
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
@@ -22,6 +30,9 @@ class NaiveBackend final : public Backend {
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
+
+ private:
+  cpu::CpuProfiler profiler_;
 };
 
 }  // namespace corgy

@@ -17,12 +17,22 @@ struct Runtime {
         pipelines(context),
         recorder(context, tensors, stats) {}
 
+  /// A device-only tensor of `shape` for an intermediate that no layer owns (a fused convolution's output). One
+  /// storage serves every use; the recorder puts barriers between the dispatches that share it.
+  Variable scratch_tensor(const Shape& shape) {
+    if (scratch_storage.capacity() < shape.count())
+      scratch_storage = Variable(Shape::vector(static_cast<int>(shape.count())));
+    tensors.add_device_only(scratch_storage.storage()->id());
+    return scratch_storage.view(shape);
+  }
+
   VulkanOptions options;
   Context context;
   TensorBuffers tensors;
   PipelineCache pipelines;
   VulkanStats stats;
   CommandRecorder recorder;
+  Variable scratch_storage;
 };
 
 /// Workgroups for a grid-stride loop over `elements` with the element-wise kernels' workgroup size.

@@ -57,6 +57,8 @@ class TensorBuffers {
 
   /// Replaces the set of storages that are device-only intermediates.
   void set_device_only(std::span<const std::uint64_t> storage_ids);
+  /// Adds one storage to that set (the backend's own scratch tensors; the next set_device_only drops it).
+  void add_device_only(std::uint64_t storage_id) { device_only_.insert(storage_id); }
   /// Copies `tensor` into a device-local buffer, through a staging buffer whose copy the next forward sends first.
   void upload_constant(const Variable& tensor);
   bool has_pending_constants() const { return !pending_constants_.empty(); }

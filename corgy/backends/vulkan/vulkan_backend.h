@@ -104,6 +104,8 @@ class VulkanBackend final : public Backend {
 
   void conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
               Variable& output) override;
+  void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input, const Variable& weights,
+                      const Variable* bias, Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
   void activation(Activation activation, const Variable& input, Variable& output) override;
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,

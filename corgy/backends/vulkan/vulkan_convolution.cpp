@@ -1,6 +1,7 @@
 // The VulkanBackend operations built on gemm_tiled.comp: convolution (im2col + GEMM with bias and activation
 // fused into the GEMM's output), fully connected layers and matmul; and the direct depthwise convolution.
 #include "corgy/backends/vulkan/gemm_dispatch.h"
+#include "corgy/backends/vulkan/runtime.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 
 namespace corgy {
@@ -98,6 +99,18 @@ void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Var
       p.b_group_stride = rows * pixels;
     }
     vulkan::record_gemm(runtime, call);
+  });
+}
+
+void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
+                                   const Variable& weights, const Variable* bias, Variable& output) {
+  as_forward([&] {
+    // Not fused yet: the convolution into a device-only scratch tensor, then the pool's own dispatch.
+    const Shape& in = input.shape();
+    Variable conv_output =
+        runtime_->scratch_tensor({in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)});
+    conv2d(conv, input, weights, bias, conv_output);
+    pool2d(pool, conv_output, output);
   });
 }
 

@@ -1,0 +1,37 @@
+// CpuProfiler: the per-layer profile of a CPU backend (Backend::set_profiling), timed with a wall clock.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "corgy/backend.h"
+
+namespace corgy::cpu {
+
+/// A CPU backend's operations have finished when they return, so the wall time from one begin_layer() to the next
+/// is the time of that layer's operations. The backend names what computed them with note().
+class CpuProfiler {
+ public:
+  void set_enabled(bool enabled);
+  bool enabled() const { return enabled_; }
+  /// Closes the open entry and opens one for layer `index` (none for -1).
+  void begin_layer(int index);
+  /// Describes what computes the open entry's layer; several notes are joined with " + ". No-op when disabled.
+  void note(std::string_view algorithm);
+  /// The entries recorded since the last call (an open entry is closed first).
+  std::vector<OpProfile> take();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void close_open_entry();
+
+  bool enabled_ = false;
+  bool open_ = false;
+  Clock::time_point started_{};
+  OpProfile current_;
+  std::vector<OpProfile> entries_;
+};
+
+}  // namespace corgy::cpu
