@@ -7,75 +7,44 @@
 //   model_benchmark --mnist data/mnist --input digits.npy --backend vulkan:0 --repeat 50
 //   model_benchmark --cfg FILE --random-weights SEED --write-weights FILE   (the .weights the peers load)
 //   model_benchmark --list-devices                                         (Vulkan devices, JSON)
+//   model_benchmark ... --profile      (then a table: each layer's algorithm, ms, GFLOP/s and % of the FMA peak)
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <fstream>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "corgy/backends/cpu/fma_peak.h"
 #include "corgy/corgy.h"
+#include "corgy/model/profile.h"
 #if CORGY_HAS_VULKAN
 #include "corgy/backends/vulkan/vulkan_backend.h"
 #endif
 
 namespace {
 
-constexpr const char* usage =
-    R"(usage: model_benchmark (--cfg FILE --random-weights SEED | --mnist DIR) --input FILE.npy
-                       --backend NAME [--threads N] [--repeat N] [--warmup N] [--warmup-ms MS] [--output PREFIX]
-       model_benchmark --cfg FILE --random-weights SEED --write-weights FILE
-       model_benchmark --list-devices
-
-  --input FILE.npy   float32 NCHW input; its N is the batch
-  --backend NAME     naive, blas, vulkan, vulkan:<index> or vulkan:<part of the device name>
-  --threads N        CPU threads of the CPU backends, 0 = all cores (default 0)
-  --repeat N         timed forwards (default 10)
-  --warmup N         untimed forwards first, at least N (default 1) ...
-  --warmup-ms MS     ... and until MS milliseconds have passed (default 0; a GPU needs ~200 to reach its clock)
-  --output PREFIX    after timing, write the raw head inputs (darknet) or the logits (MNIST) as PREFIX.<k>.npy
-  --write-weights F  write the deterministic random .weights of --random-weights for the cfg to F and exit
-)";
-
-using Flags = std::map<std::string, std::string>;
-
-Flags parse_flags(int argc, char** argv) {
-  Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "--list-devices") {
-      flags[flag] = "1";
-    } else if (flag.starts_with("--") && i + 1 < argc) {
-      flags[flag] = argv[++i];
-    } else {
-      throw corgy::Error(fmt::format("unexpected argument '{}'\n{}", flag, usage));
-    }
-  }
-  return flags;
-}
-
-int int_flag(const Flags& flags, const std::string& name, int fallback, int minimum) {
-  const auto it = flags.find(name);
-  if (it == flags.end()) return fallback;
-  int value = 0;
-  const std::string& text = it->second;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (status != std::errc() || end != text.data() + text.size() || value < minimum) {
-    throw corgy::Error(fmt::format("{} expects an integer >= {}, got '{}'", name, minimum, text));
-  }
-  return value;
-}
-
-const std::string& required(const Flags& flags, const std::string& name) {
-  const auto it = flags.find(name);
-  if (it == flags.end()) throw corgy::Error(fmt::format("{} is required\n{}", name, usage));
-  return it->second;
-}
+/// The command line.
+struct Options {
+  std::string cfg;
+  std::optional<std::uint32_t> random_weights;
+  std::string mnist;
+  std::string input;
+  std::string backend;
+  int threads = 0;
+  int repeat = 10;
+  int warmup = 1;
+  int warmup_ms = 0;
+  std::string output;
+  std::string write_weights;
+  bool list_devices = false;
+  bool profile = false;
+};
 
 /// A JSON string literal; device and file names are the only free text written.
 std::string json_string(const std::string& text) {
@@ -152,7 +121,7 @@ std::string device_of([[maybe_unused]] corgy::Backend& backend) {
                        vulkan->zero_copy() ? ", zero-copy" : ", staging");
   }
 #endif
-  if (backend.name() == "blas") return fmt::format("OpenBLAS {}", openblas_get_corename());
+  if (backend.name().starts_with("blas")) return fmt::format("OpenBLAS {}", openblas_get_corename());
   return "CPU";
 }
 
@@ -171,19 +140,16 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-Timings time_forwards(Network& network, const corgy::Variable& input, const Flags& flags) {
-  const int min_warmups = int_flag(flags, "--warmup", 1, 0);
-  const double warmup_ms = int_flag(flags, "--warmup-ms", 0, 0);
-  const int repeat = int_flag(flags, "--repeat", 10, 1);
+Timings time_forwards(Network& network, const corgy::Variable& input, const Options& options) {
   Timings timings;
   const auto warmup_start = Clock::now();
-  while (timings.warmups < min_warmups || ms_since(warmup_start) < warmup_ms) {
+  while (timings.warmups < options.warmup || ms_since(warmup_start) < options.warmup_ms) {
     const auto start = Clock::now();
     timings.outputs = network.forward(input);
     if (timings.warmups++ == 0) timings.first_ms = ms_since(start);
   }
   corgy::Backend& backend = network.sequential().backend();
-  for (int i = 0; i < repeat; ++i) {
+  for (int i = 0; i < options.repeat; ++i) {
     const auto start = Clock::now();
     timings.outputs = network.forward(input);
     timings.wall_ms.push_back(ms_since(start));
@@ -197,20 +163,42 @@ void write_outputs(const std::vector<const corgy::Variable*>& outputs, const std
   for (std::size_t k = 0; k < outputs.size(); ++k) corgy::save_npy(fmt::format("{}.{}.npy", prefix, k), *outputs[k]);
 }
 
-void print_result(const Flags& flags, Network& network, const corgy::Variable& input, const Timings& timings) {
+std::string model_name(const Options& options) { return options.mnist.empty() ? options.cfg : "mnist"; }
+
+void print_result(const Options& options, Network& network, const corgy::Variable& input, const Timings& timings) {
   corgy::Backend& backend = network.sequential().backend();
   const Summary wall = summarize(timings.wall_ms);
   const Summary gpu = summarize(timings.gpu_ms);
   const double gflop = network.sequential().flops(input.shape()) / 1e9;
-  const std::string model = flags.contains("--mnist") ? "mnist" : flags.at("--cfg");
   fmt::print(
       "{{\"model\": {}, \"batch\": {}, \"backend\": {}, \"device\": {}, \"threads\": {}, \"warmups\": {}, "
       "\"repeat\": {}, \"first_ms\": {:.4f}, \"median_ms\": {:.4f}, \"min_ms\": {:.4f}, \"max_ms\": {:.4f}, "
       "\"gpu_median_ms\": {:.4f}, \"gpu_min_ms\": {:.4f}, \"gpu_max_ms\": {:.4f}, \"gflop\": {:.6f}, "
       "\"gflops\": {:.3f}}}\n",
-      json_string(model), input.shape().n, json_string(flags.at("--backend")), json_string(device_of(backend)),
+      json_string(model_name(options)), input.shape().n, json_string(options.backend), json_string(device_of(backend)),
       backend.threads(), timings.warmups, timings.wall_ms.size(), timings.first_ms, wall.median, wall.min, wall.max,
       gpu.median, gpu.min, gpu.max, gflop, gflop / (wall.median / 1e3));
+}
+
+/// Profiles `repeat` more forwards and prints the per-layer table, against the FMA peak of as many threads as the
+/// backend uses (measured now, the best of several tries).
+void print_profile(const Options& options, Network& network, const corgy::Variable& input) {
+  corgy::Sequential& model = network.sequential();
+  const std::vector<corgy::LayerProfile> rows = corgy::profile_forward(model, input, options.repeat);
+  if (rows.empty()) {
+    fmt::print("backend {} does not profile\n", model.backend().name());
+    return;
+  }
+  const corgy::CpuIsa isa = corgy::widest_cpu_isa();
+  const int threads = std::max(1, model.backend().threads());
+  double peak = 0.0;
+  std::string label = "unknown (no AVX2)";
+  if (isa != corgy::CpuIsa::generic) {
+    peak = corgy::fma_peak_gflops(isa, threads, 5, 5'000'000);
+    label = fmt::format("{} FMA peak of {} thread{}, measured now: {:.1f} GFLOP/s", corgy::isa_name(isa), threads,
+                        threads == 1 ? "" : "s", peak);
+  }
+  fmt::print("{}", corgy::format_profile(rows, peak, label));
 }
 
 void list_devices() {
@@ -225,51 +213,87 @@ void list_devices() {
   fmt::print("[{}]\n", list);
 }
 
-void write_random_weights(const Flags& flags) {
-  const corgy::DarknetModel net = corgy::build_darknet_model(corgy::read_darknet_cfg(required(flags, "--cfg")));
-  const auto seed = static_cast<std::uint32_t>(int_flag(flags, "--random-weights", 0, 0));
-  const std::vector<std::byte> bytes = corgy::random_darknet_weights(net, seed);
-  const std::string& path = flags.at("--write-weights");
-  std::ofstream file(path, std::ios::binary);
+void write_random_weights(const Options& options) {
+  const corgy::DarknetModel net = corgy::build_darknet_model(corgy::read_darknet_cfg(options.cfg));
+  const std::vector<std::byte> bytes = corgy::random_darknet_weights(net, *options.random_weights);
+  std::ofstream file(options.write_weights, std::ios::binary);
   file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!file.flush()) throw corgy::Error(fmt::format("{}: cannot write {} bytes", path, bytes.size()));
+  if (!file.flush()) throw corgy::Error(fmt::format("{}: cannot write {} bytes", options.write_weights, bytes.size()));
 }
 
-std::unique_ptr<Network> make_network(const Flags& flags) {
-  if (flags.contains("--mnist")) return std::make_unique<MnistNetwork>(flags.at("--mnist"));
-  const auto seed = static_cast<std::uint32_t>(int_flag(flags, "--random-weights", 0, 0));
-  required(flags, "--random-weights");
-  return std::make_unique<DarknetNetwork>(required(flags, "--cfg"), seed);
+std::unique_ptr<Network> make_network(const Options& options) {
+  if (!options.mnist.empty()) return std::make_unique<MnistNetwork>(options.mnist);
+  return std::make_unique<DarknetNetwork>(options.cfg, *options.random_weights);
 }
 
-int run(int argc, char** argv) {
-  const Flags flags = parse_flags(argc, argv);
-  if (flags.contains("--help")) {
-    fmt::print("{}", usage);
-    return 0;
-  }
-  if (flags.contains("--list-devices")) {
+void define_options(CLI::App& app, Options& options) {
+  app.description(
+      "Times whole-model forwards on one backend (warm-up, then timed forwards: median / min / max, GFLOP/s, GPU "
+      "time on Vulkan) and prints one JSON object on stdout.");
+  CLI::Option* cfg = app.add_option("--cfg", options.cfg, "darknet cfg of the model (with --random-weights)")
+                         ->check(CLI::ExistingFile);
+  CLI::Option* seed =
+      app.add_option("--random-weights", options.random_weights, "seed of the deterministic random darknet weights");
+  CLI::Option* mnist = app.add_option("--mnist", options.mnist, "folder of the trained MNIST model (data/mnist)")
+                           ->check(CLI::ExistingDirectory);
+  cfg->needs(seed);
+  cfg->excludes(mnist);
+  app.add_option("--input", options.input, "float32 NCHW input (.npy); its N is the batch")->check(CLI::ExistingFile);
+  app.add_option("--backend", options.backend,
+                 "naive, blas, blas:im2col, vulkan, vulkan:<index> or vulkan:<part of the device name>");
+  app.add_option("--threads", options.threads, "CPU threads of the CPU backends, 0 = all cores")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--repeat", options.repeat, "timed forwards")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--warmup", options.warmup, "untimed forwards first, at least this many ...")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--warmup-ms", options.warmup_ms,
+                 "... and until this many milliseconds have passed (a GPU needs ~200)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--output", options.output,
+                 "after timing, write the raw head inputs (darknet) or the logits (MNIST) as PREFIX.<k>.npy");
+  app.add_flag("--profile", options.profile,
+               "after timing, profile --repeat more forwards and print each layer's algorithm, ms, GFLOP/s and % of "
+               "the FMA peak");
+  app.add_option("--write-weights", options.write_weights,
+                 "write the deterministic random .weights of --random-weights for --cfg to this file and exit")
+      ->needs(cfg);
+  app.add_flag("--list-devices", options.list_devices, "print the Vulkan devices as JSON and exit");
+}
+
+int run(const Options& options) {
+  if (options.list_devices) {
     list_devices();
     return 0;
   }
-  if (flags.contains("--write-weights")) {
-    write_random_weights(flags);
+  if (!options.write_weights.empty()) {
+    write_random_weights(options);
     return 0;
   }
-  const std::unique_ptr<Network> network = make_network(flags);
-  network->sequential().set_backend(required(flags, "--backend"), int_flag(flags, "--threads", 0, 0));
-  const corgy::Variable input = corgy::load_npy(required(flags, "--input"));
-  const Timings timings = time_forwards(*network, input, flags);
-  print_result(flags, *network, input, timings);
-  if (flags.contains("--output")) write_outputs(timings.outputs, flags.at("--output"));
+  if (options.cfg.empty() && options.mnist.empty())
+    throw corgy::Error("a model is required: --cfg FILE or --mnist DIR");
+  if (options.input.empty() || options.backend.empty()) throw corgy::Error("--input and --backend are required");
+  const std::unique_ptr<Network> network = make_network(options);
+  network->sequential().set_backend(options.backend, options.threads);
+  const corgy::Variable input = corgy::load_npy(options.input);
+  const Timings timings = time_forwards(*network, input, options);
+  print_result(options, *network, input, timings);
+  if (!options.output.empty()) write_outputs(timings.outputs, options.output);
+  if (options.profile) print_profile(options, *network, input);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"model_benchmark"};
+  Options options;
+  define_options(app, options);
+  CLI11_PARSE(app, argc, argv);
   try {
-    return run(argc, argv);
+    return run(options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "model_benchmark: {}\n", e.what());
     return 1;

@@ -6,7 +6,6 @@
 //   roofline_benchmark [--sgemm-size N] [--repeat R]
 #include <cblas.h>
 #include <fmt/format.h>
-#include <immintrin.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -17,45 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include "corgy/backends/cpu/fma_peak.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-/// Independent accumulators per thread: enough to cover the FMA latency (4-5 cycles) on two FMA pipes.
-constexpr int kChains = 12;
-constexpr std::int64_t kFmaIterations = 20'000'000;
-
-__attribute__((target("avx2,fma"))) float fma_chains_avx2(std::int64_t iterations) {
-  __m256 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
-  const __m256 a = _mm256_set1_ps(0.999999f);
-  const __m256 b = _mm256_set1_ps(1e-7f);
-  for (std::int64_t k = 0; k < iterations; ++k) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  }
-  __m256 sum = acc[0];
-  for (int i = 1; i < kChains; ++i) sum = _mm256_add_ps(sum, acc[i]);
-  return _mm256_cvtss_f32(sum);
-}
-
-__attribute__((target("avx512f"))) float fma_chains_avx512(std::int64_t iterations) {
-  __m512 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
-  const __m512 a = _mm512_set1_ps(0.999999f);
-  const __m512 b = _mm512_set1_ps(1e-7f);
-  for (std::int64_t k = 0; k < iterations; ++k) {
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  }
-  __m512 sum = acc[0];
-  for (int i = 1; i < kChains; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  float lanes[16];  // not _mm512_reduce_add_ps: GCC 12 warns inside it (-Wuninitialized)
-  _mm512_storeu_ps(lanes, sum);
-  float total = 0.0f;
-  for (const float lane : lanes) total += lane;
-  return total;
-}
 
 /// CPUs this process may run on.
 int usable_cpus() {
@@ -63,23 +30,6 @@ int usable_cpus() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return static_cast<int>(std::thread::hardware_concurrency());
   return CPU_COUNT(&set);
-}
-
-/// GFLOP/s of `threads` threads each running `chains` for kFmaIterations; the best of `repeat` tries, since a
-/// peak is what is asked for and every disturbance only lowers it.
-double fma_peak(float (*chains)(std::int64_t), int lanes, int threads, int repeat) {
-  std::vector<float> sink(static_cast<std::size_t>(threads));
-  double best_seconds = 1e30;
-  for (int r = 0; r < repeat; ++r) {
-    const auto start = Clock::now();
-    std::vector<std::thread> workers;
-    for (int t = 0; t < threads; ++t) workers.emplace_back([&, t] { sink[t] = chains(kFmaIterations); });
-    for (std::thread& worker : workers) worker.join();
-    best_seconds = std::min(best_seconds, seconds_since(start));
-  }
-  if (std::all_of(sink.begin(), sink.end(), [](float v) { return v == 0.0f; })) std::abort();  // keeps the work
-  const double flop = 2.0 * lanes * kChains * static_cast<double>(kFmaIterations) * threads;
-  return flop / best_seconds / 1e9;
 }
 
 struct SgemmTiming {
@@ -110,13 +60,10 @@ int int_argument(int argc, char** argv, const std::string& name, int fallback) {
 }
 
 void print_fma_peaks(int threads) {
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    fmt::print("{{\"kind\": \"fma\", \"isa\": \"avx2\", \"threads\": {}, \"gflops\": {:.2f}}}\n", threads,
-               fma_peak(fma_chains_avx2, 8, threads, 5));
-  }
-  if (__builtin_cpu_supports("avx512f")) {
-    fmt::print("{{\"kind\": \"fma\", \"isa\": \"avx512\", \"threads\": {}, \"gflops\": {:.2f}}}\n", threads,
-               fma_peak(fma_chains_avx512, 16, threads, 5));
+  for (const corgy::CpuIsa isa : {corgy::CpuIsa::avx2, corgy::CpuIsa::avx512}) {
+    if (!corgy::cpu_has(isa)) continue;
+    fmt::print("{{\"kind\": \"fma\", \"isa\": \"{}\", \"threads\": {}, \"gflops\": {:.2f}}}\n", corgy::isa_name(isa),
+               threads, corgy::fma_peak_gflops(isa, threads));
   }
 }
 
@@ -138,7 +85,6 @@ int main(int argc, char** argv) {
   const int cpus = usable_cpus();
   std::vector<int> thread_counts = {1};
   if (cpus > 1) thread_counts.push_back(cpus);
-  __builtin_cpu_init();
   for (const int threads : thread_counts) print_fma_peaks(threads);
   for (const int threads : thread_counts) print_sgemm(size, threads, repeat);
   return 0;

@@ -11,7 +11,7 @@
 CORGY_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libopenblas-dev libfmt-dev libstb-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   clang-format
 )
 # The Vulkan backend: headers and loader, the GLSL compiler, and Mesa's drivers (lavapipe gives a CPU Vulkan device

@@ -1,0 +1,23 @@
+// Which SIMD instruction sets this CPU has, read with cpuid once. corgy's CPU kernels pick their variant from this,
+// never from the environment.
+#pragma once
+
+#include <string>
+
+namespace corgy {
+
+/// The instruction sets corgy's CPU kernels are written for, narrowest first.
+enum class CpuIsa {
+  generic,  ///< plain C++ (the compiler's baseline x86-64)
+  avx2,     ///< AVX2 + FMA: 8 floats per register
+  avx512,   ///< AVX-512F: 16 floats per register
+};
+
+/// True when this CPU supports `isa` (cpuid, and the OS saves the registers it needs).
+bool cpu_has(CpuIsa isa);
+/// The widest of CpuIsa this CPU supports.
+CpuIsa widest_cpu_isa();
+/// "generic", "avx2" or "avx512".
+std::string isa_name(CpuIsa isa);
+
+}  // namespace corgy
