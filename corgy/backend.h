@@ -57,6 +57,22 @@ struct OpProfile {
   double ms = 0.0;        ///< CPU backends: wall time; GPU backends: device time from timestamp queries
 };
 
+/// How Pad fills the cells outside the input: a constant, the input mirrored at its border without repeating the
+/// border (reflect: ... 2 1 | 0 1 2 3 | 2 1 ...), or the border repeated (edge: 0 0 | 0 1 2 3 | 3 3).
+enum class PadMode { constant, reflect, edge };
+
+/// Padding of each plane: (N, C, H, W) -> (N, C, top + H + bottom, left + W + right). Reflect needs every pad
+/// smaller than the input extent along its axis (as PyTorch and ONNX do).
+struct PadDesc {
+  PadMode mode = PadMode::constant;
+  int top = 0;
+  int left = 0;
+  int bottom = 0;
+  int right = 0;
+  /// The fill of PadMode::constant.
+  float value = 0.0f;
+};
+
 /// The operations a backend implements. Shapes are validated by the layers before these are called;
 /// a backend may assume them consistent. Each call writes all of `output`.
 ///
@@ -123,6 +139,12 @@ class Backend {
   virtual void concat_channels(std::span<const Variable* const> inputs, Variable& output) = 0;
   /// output = activation(a + b), all the same shape.
   virtual void add(const Variable& a, const Variable& b, Activation activation, Variable& output) = 0;
+  /// Instance normalisation: each plane (n, c) is normalised by its own mean and biased variance over (H, W),
+  /// output = activation((input - mean) / sqrt(variance + epsilon) * scale[c] + shift[c]). scale, shift (1, 1, 1, C).
+  virtual void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
+                             Activation activation, Variable& output) = 0;
+  /// Pads every plane as `desc` says: (N, C, H, W) -> (N, C, H + top + bottom, W + left + right).
+  virtual void pad(const PadDesc& desc, const Variable& input, Variable& output) = 0;
   /// c = op(a) x op(b) for matrices (1, 1, rows, cols); op transposes when the flag is set.
   virtual void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) = 0;
 };

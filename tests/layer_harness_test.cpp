@@ -163,6 +163,43 @@ void add_elementwise_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"softmax (3, 10, 1, 1)", {3, 10, 1, 1}, [](Sequential& m) { m.add(Softmax()); }});
 }
 
+void add_normalization_cases(std::vector<LayerCase>& cases) {
+  // A constant offset on the input checks that the variance is taken around the mean, without cancellation.
+  for (Shape input : {Shape{3, 5, 7, 9}, Shape{1, 4, 1, 13}, Shape{2, 3, 33, 31}, Shape{3, 2, 1, 1}}) {
+    cases.push_back({"instance_norm" + std::string(" ") + input.str(), input,
+                     [c = input.c](Sequential& m) { m.add(InstanceNorm(c)); }});
+  }
+  cases.push_back({"instance_norm eps 1e-3 relu (3, 6, 11, 5)", {3, 6, 11, 5}, [](Sequential& m) {
+                     m.add(InstanceNorm(6, 1e-3f, Activation::relu()));
+                   }});
+  cases.push_back({"conv + batchnorm + instance_norm leaky (3, 3, 9, 8)", {3, 3, 9, 8}, [](Sequential& m) {
+                     Conv2d conv({.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1});
+                     m.add(std::move(conv));
+                     m.add(BatchNorm(4));  // random scale and shift: planes of mean up to a few units
+                     m.add(InstanceNorm(4, 1e-5f, Activation::leaky_relu(0.2f)));
+                   }});
+}
+
+void add_pad_cases(std::vector<LayerCase>& cases) {
+  struct PadCase {
+    Shape input;
+    PadDesc desc;
+  };
+  const std::vector<PadCase> pads = {
+      {{3, 2, 7, 9}, {.mode = PadMode::constant, .top = 1, .left = 1, .bottom = 1, .right = 1}},
+      {{1, 3, 5, 6}, {.mode = PadMode::constant, .top = 0, .left = 2, .bottom = 3, .right = 0, .value = -1.5f}},
+      {{3, 2, 7, 9}, {.mode = PadMode::reflect, .top = 1, .left = 1, .bottom = 1, .right = 1}},
+      {{2, 3, 9, 5}, {.mode = PadMode::reflect, .top = 4, .left = 0, .bottom = 2, .right = 4}},
+      {{3, 1, 6, 7}, {.mode = PadMode::edge, .top = 2, .left = 3, .bottom = 1, .right = 5}},
+      {{1, 4, 1, 1}, {.mode = PadMode::edge, .top = 3, .left = 2, .bottom = 2, .right = 3}},
+      {{2, 5, 11, 13}, {.mode = PadMode::reflect, .top = 4, .left = 4, .bottom = 4, .right = 4}},
+  };
+  for (const PadCase& p : pads) {
+    cases.push_back(
+        {Pad(p.desc).describe() + " " + p.input.str(), p.input, [desc = p.desc](Sequential& m) { m.add(Pad(desc)); }});
+  }
+}
+
 void add_linear_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"linear 30->7 (1, 30, 1, 1)", {1, 30, 1, 1}, [](Sequential& m) {
                      m.add(Linear({.in_features = 30, .out_features = 7}));
@@ -213,6 +250,8 @@ std::vector<LayerCase> all_cases() {
   add_pool_cases(cases);
   add_conv_maxpool_cases(cases);
   add_elementwise_cases(cases);
+  add_normalization_cases(cases);
+  add_pad_cases(cases);
   add_linear_cases(cases);
   add_multi_input_cases(cases);
   return cases;

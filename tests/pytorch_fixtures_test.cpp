@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <tuple>
 
 #include "test_util.h"
 
@@ -221,6 +222,30 @@ void add_elementwise_cases(std::vector<FixtureCase>& cases) {
   cases.push_back(layer_case("upsample_nearest_x3", [] { return Upsample(3); }));
 }
 
+/// InstanceNorm with PyTorch's weight and bias; Pad in each mode, with F.pad's (left, right, top, bottom) below.
+void add_instance_norm_and_pad_cases(std::vector<FixtureCase>& cases) {
+  const std::vector<std::tuple<std::string, int, float, Activation>> norms = {
+      {"instance_norm", 4, 1e-5f, Activation::none()},
+      {"instance_norm_eps1e3_relu", 3, 1e-3f, Activation::relu()},
+  };
+  for (const auto& [name, channels, epsilon, activation] : norms) {
+    cases.push_back({name, name, [=](Sequential& model, const CaseFiles& files) {
+                       InstanceNorm norm(channels, epsilon, activation);
+                       norm.set_parameters(files.load("weight").values(), files.load("bias").values());
+                       model.add(std::move(norm));
+                       return std::vector<IntermediateCheck>{};
+                     }});
+  }
+  cases.push_back(layer_case("pad_constant", [] {
+    return Pad({.mode = PadMode::constant, .top = 3, .left = 1, .bottom = 0, .right = 2, .value = 0.5f});
+  }));
+  cases.push_back(layer_case(
+      "pad_reflect", [] { return Pad({.mode = PadMode::reflect, .top = 0, .left = 2, .bottom = 3, .right = 1}); }));
+  cases.push_back(layer_case("pad_reflect_4", [] { return Pad::uniform(4, PadMode::reflect); }));
+  cases.push_back(layer_case(
+      "pad_replicate", [] { return Pad({.mode = PadMode::edge, .top = 1, .left = 3, .bottom = 2, .right = 0}); }));
+}
+
 void add_linear_cases(std::vector<FixtureCase>& cases) {
   const LinearOptions options{.in_features = 60, .out_features = 7};
   cases.push_back({"linear_flatten", "linear_flatten",
@@ -313,6 +338,7 @@ std::vector<FixtureCase> all_cases() {
   add_batch_norm_cases(cases);
   add_pool_cases(cases);
   add_elementwise_cases(cases);
+  add_instance_norm_and_pad_cases(cases);
   add_linear_cases(cases);
   add_multi_input_cases(cases);
   add_net_cases(cases);

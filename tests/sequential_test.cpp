@@ -58,10 +58,25 @@ TEST(Sequential, InvalidLayerParametersAreRejected) {
   EXPECT_THROW(Linear({.in_features = 0, .out_features = 3}), Error);
   EXPECT_THROW(Upsample(0), Error);
   EXPECT_THROW(BatchNorm(0), Error);
+  EXPECT_THROW(InstanceNorm(0), Error);
+  EXPECT_THROW(InstanceNorm(3, -1.0f), Error);
+  EXPECT_THROW(Pad({.top = -1}), Error);
+  InstanceNorm norm(3);
+  const std::string parameters = error_of([&] { norm.set_parameters(std::vector<float>(3), std::vector<float>(2)); });
+  EXPECT_NE(parameters.find("need 3 values each, got 3 and 2"), std::string::npos) << parameters;
   Conv2d conv({.in_channels = 2, .out_channels = 2, .kernel = 3});
   const std::string weights = error_of([&] { conv.set_weights(std::vector<float>(35)); });
   EXPECT_NE(weights.find("weights need 36 values"), std::string::npos) << weights;
   EXPECT_NE(weights.find("got 35"), std::string::npos) << weights;
+}
+
+TEST(Sequential, ReflectPadMustBeSmallerThanTheInput) {
+  Sequential model;
+  model.add(Pad({.mode = PadMode::reflect, .top = 1, .left = 3, .bottom = 1, .right = 0}));
+  EXPECT_EQ(model.infer_shapes({2, 3, 2, 4})[0], (Shape{2, 3, 4, 7}));
+  const std::string error = error_of([&] { model.infer_shapes({2, 3, 2, 3}); });
+  EXPECT_NE(error.find("layer 0 (pad reflect t1 l3 b1 r0)"), std::string::npos) << error;
+  EXPECT_NE(error.find("more than 1 rows and 3 columns"), std::string::npos) << error;
 }
 
 TEST(Sequential, RoutesMustNameEarlierLayersAndFitTheLayer) {

@@ -323,6 +323,45 @@ def residual_add_leaky():
     return t
 
 
+# --- instance norm and padding ----------------------------------------------------------------------------------
+
+@case("F.instance_norm(input, weight=weight, bias=bias, eps=1e-5) (InstanceNorm2d(affine=True) in eval mode)")
+def instance_norm():
+    # An offset and a spread per plane, so that a wrong mean or variance shows.
+    x = randn(3, 4, 7, 9, scale=2.0) + randn(3, 4, 1, 1, scale=5.0)
+    t = {"input": x, "weight": uniform(4, low=0.5, high=1.5), "bias": randn(4, scale=0.5)}
+    t["output"] = F.instance_norm(f64(x), weight=f64(t["weight"]), bias=f64(t["bias"]), eps=1e-5)
+    return t
+
+
+@case("F.relu(F.instance_norm(input, weight=weight, bias=bias, eps=1e-3))")
+def instance_norm_eps1e3_relu():
+    x = randn(2, 3, 5, 4) * uniform(2, 3, 1, 1, low=0.05, high=3.0)
+    t = {"input": x, "weight": uniform(3, low=0.5, high=1.5), "bias": randn(3, scale=0.5)}
+    t["output"] = F.relu(F.instance_norm(f64(x), weight=f64(t["weight"]), bias=f64(t["bias"]), eps=1e-3))
+    return t
+
+
+@case("F.pad(input, (1, 2, 3, 0), mode='constant', value=0.5) (left, right, top, bottom)")
+def pad_constant():
+    return unary_case((2, 3, 5, 6), lambda x: F.pad(x, (1, 2, 3, 0), mode="constant", value=0.5))
+
+
+@case("F.pad(input, (2, 1, 0, 3), mode='reflect')")
+def pad_reflect():
+    return unary_case((3, 2, 5, 4), lambda x: F.pad(x, (2, 1, 0, 3), mode="reflect"))
+
+
+@case("F.pad(input, (4, 4, 4, 4), mode='reflect') (style transfer's first layer, ReflectionPad2d(4))")
+def pad_reflect_4():
+    return unary_case((1, 3, 9, 7), lambda x: F.pad(x, (4, 4, 4, 4), mode="reflect"))
+
+
+@case("F.pad(input, (3, 0, 1, 2), mode='replicate')")
+def pad_replicate():
+    return unary_case((2, 2, 4, 3), lambda x: F.pad(x, (3, 0, 1, 2), mode="replicate"))
+
+
 # --- a small network mixing the layers above --------------------------------------------------------------------
 
 class SmallNet(torch.nn.Module):

@@ -163,6 +163,66 @@ void NaiveBackend::add(const Variable& a, const Variable& b, Activation activati
   }
 }
 
+// Two passes over each plane in double: the mean, then the variance around it (no cancellation from E[x^2] - m^2).
+void NaiveBackend::instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
+                                 Activation activation, Variable& output) {
+  const Shape& s = input.shape();
+  const double cells = static_cast<double>(s.plane_count());
+  for (int n = 0; n < s.n; ++n) {
+    for (int c = 0; c < s.c; ++c) {
+      double sum = 0.0;
+      for (int y = 0; y < s.h; ++y) {
+        for (int x = 0; x < s.w; ++x) sum += input.at(n, c, y, x);
+      }
+      const double mean = sum / cells;
+      double squares = 0.0;
+      for (int y = 0; y < s.h; ++y) {
+        for (int x = 0; x < s.w; ++x) squares += (input.at(n, c, y, x) - mean) * (input.at(n, c, y, x) - mean);
+      }
+      const double factor = scale.data()[c] / std::sqrt(squares / cells + epsilon);
+      for (int y = 0; y < s.h; ++y) {
+        for (int x = 0; x < s.w; ++x) {
+          const double normalised = (input.at(n, c, y, x) - mean) * factor + shift.data()[c];
+          output.at(n, c, y, x) = apply_activation(activation, static_cast<float>(normalised));
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+/// The input row or column that output index `i` (counted from the padded border) reads, or -1 for a constant
+/// cell. `before` cells of padding precede the `size` input cells.
+int padded_source(PadMode mode, int i, int before, int size) {
+  const int j = i - before;
+  if (j >= 0 && j < size) return j;
+  switch (mode) {
+    case PadMode::constant: return -1;
+    case PadMode::reflect: return j < 0 ? -j : 2 * (size - 1) - j;
+    case PadMode::edge: return j < 0 ? 0 : size - 1;
+  }
+  return -1;
+}
+
+}  // namespace
+
+void NaiveBackend::pad(const PadDesc& desc, const Variable& input, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  for (int n = 0; n < out.n; ++n) {
+    for (int c = 0; c < out.c; ++c) {
+      for (int y = 0; y < out.h; ++y) {
+        for (int x = 0; x < out.w; ++x) {
+          const int iy = padded_source(desc.mode, y, desc.top, in.h);
+          const int ix = padded_source(desc.mode, x, desc.left, in.w);
+          output.at(n, c, y, x) = iy < 0 || ix < 0 ? desc.value : input.at(n, c, iy, ix);
+        }
+      }
+    }
+  }
+}
+
 void NaiveBackend::matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) {
   const int rows = c.shape().rows();
   const int cols = c.shape().cols();

@@ -29,6 +29,9 @@ class NaiveBackend final : public Backend {
   void upsample_nearest(int scale, const Variable& input, Variable& output) override;
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
+  void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
+                     Activation activation, Variable& output) override;
+  void pad(const PadDesc& desc, const Variable& input, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
 
  private:

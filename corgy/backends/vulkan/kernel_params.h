@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "corgy/activation.h"
+#include "corgy/backend.h"
 
 namespace corgy::vulkan {
 
@@ -86,6 +87,22 @@ struct AddParams {
   float slope;
 };
 
+struct InstanceNormParams {
+  std::uint32_t planes, channels, plane;
+  float epsilon;
+  std::uint32_t activation;
+  float slope;
+};
+
+// pad.comp numbers the modes as PadMode does.
+static_assert(static_cast<int>(PadMode::constant) == 0 && static_cast<int>(PadMode::reflect) == 1 &&
+              static_cast<int>(PadMode::edge) == 2);
+
+struct PadParams {
+  std::uint32_t count, height, width, out_height, out_width, pad_top, pad_left, mode;
+  float value;
+};
+
 /// Threads per workgroup of the element-wise kernels (their local_size_x).
 constexpr std::uint32_t elementwise_workgroup = 256;
 
@@ -112,6 +129,8 @@ inline constexpr KernelInfo channel_affine{"channel_affine", 4, sizeof(ChannelAf
 inline constexpr KernelInfo upsample_nearest{"upsample_nearest", 2, sizeof(UpsampleParams)};
 inline constexpr KernelInfo concat_copy{"concat_copy", 2, sizeof(ConcatCopyParams)};
 inline constexpr KernelInfo add{"add", 3, sizeof(AddParams)};
+inline constexpr KernelInfo instance_norm{"instance_norm", 4, sizeof(InstanceNormParams)};
+inline constexpr KernelInfo pad{"pad", 2, sizeof(PadParams)};
 }  // namespace kernels
 
 }  // namespace corgy::vulkan
