@@ -2,11 +2,12 @@
 // detection heads, or times it. The command-line interface is stable and documented in docs/corgy-run.md.
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <chrono>
-#include <map>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,55 +15,69 @@
 
 namespace {
 
-constexpr const char* usage = R"(usage: corgy-run --cfg FILE (--weights FILE | --random-weights SEED) [options]
-       corgy-run --mnist DIR [options]
+/// The command line (docs/corgy-run.md), as CLI11 parses it.
+struct Options {
+  std::string cfg;
+  std::string weights;
+  std::optional<std::uint32_t> random_weights;
+  std::string mnist;
+  std::string input;
+  std::string backend = "auto";
+  int threads = 0;
+  int batch = 0;  // 0: not given (one image, or all the images of a .npy)
+  std::string output;
+  std::optional<int> repeat;
+  int width = 0;
+  int height = 0;
+};
 
-  --cfg FILE             darknet cfg
-  --weights FILE         darknet .weights for that cfg
-  --random-weights SEED  deterministic random weights instead (see docs/darknet.md)
-  --mnist DIR            instead of a cfg: corgy's MNIST network with the weight files of DIR (e.g. data/mnist)
-  --input FILE           .npy (float32, NCHW) or an image (JPEG/PNG: letterboxed to the input size as darknet does;
-                         for MNIST read as a grey digit resized to 28 x 28); default: a mid-grey image
-  --backend NAME         naive, blas, vulkan or auto (default auto)
-  --threads N            CPU threads, 0 = all cores (default 0)
-  --batch N              run N copies of a one-image input at once (default: 1, or all images of a .npy)
-  --output PREFIX        write the raw input of each [region]/[yolo] layer, in cfg order, as PREFIX.0.npy,
-                         PREFIX.1.npy, ... (the final output when the cfg has no such layer; the logits for MNIST)
-  --repeat N             time N forwards after one warm-up; print median, min and max
-  --width W --height H   network input size instead of the cfg's
-)";
-
-std::map<std::string, std::string> parse_flags(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help") {
-      flags[flag] = "1";
-    } else if (flag.starts_with("--") && i + 1 < argc) {
-      flags[flag] = argv[++i];
-    } else {
-      throw corgy::Error(fmt::format("unexpected argument '{}'\n{}", flag, usage));
-    }
-  }
-  return flags;
-}
-
-std::string flag_or(const std::map<std::string, std::string>& flags, const std::string& name, std::string fallback) {
-  const auto it = flags.find(name);
-  return it == flags.end() ? fallback : it->second;
-}
-
-// The integer value of flag `name` (or `fallback`), at least `minimum`.
-int int_flag(const std::map<std::string, std::string>& flags, const std::string& name, int fallback, int minimum) {
-  const auto it = flags.find(name);
-  if (it == flags.end()) return fallback;
-  int value = 0;
-  const std::string& text = it->second;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (status != std::errc() || end != text.data() + text.size() || value < minimum) {
-    throw corgy::Error(fmt::format("{} expects an integer >= {}, got '{}'", name, minimum, text));
-  }
-  return value;
+void define_options(CLI::App& app, Options& options) {
+  app.description(
+      "Runs a darknet model (or corgy's MNIST network) on an input and writes the raw tensors that feed its "
+      "detection heads, or times it (docs/corgy-run.md).\n"
+      "  corgy-run --cfg FILE (--weights FILE | --random-weights SEED) [options]\n"
+      "  corgy-run --mnist DIR [options]");
+  CLI::Option* cfg = app.add_option("--cfg", options.cfg, "darknet cfg")->type_name("FILE");
+  CLI::Option* weights =
+      app.add_option("--weights", options.weights, "darknet .weights for that cfg")->type_name("FILE");
+  CLI::Option* random = app.add_option("--random-weights", options.random_weights,
+                                       "deterministic random weights instead (see docs/darknet.md)")
+                            ->type_name("SEED");
+  CLI::Option* mnist =
+      app.add_option("--mnist", options.mnist,
+                     "instead of a cfg: corgy's MNIST network with the weight files of DIR (data/mnist)")
+          ->type_name("DIR");
+  weights->excludes(random);
+  cfg->excludes(mnist);
+  weights->needs(cfg);
+  random->needs(cfg);
+  app.add_option("--input", options.input,
+                 ".npy (float32, NCHW) or an image (JPEG/PNG: letterboxed to the input size as darknet does; for "
+                 "MNIST read as a grey digit resized to 28 x 28); default: a mid-grey image")
+      ->type_name("FILE");
+  app.add_option("--backend", options.backend, "naive, blas, vulkan or auto")->type_name("NAME")->capture_default_str();
+  app.add_option("--threads", options.threads, "CPU threads, 0 = all cores")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--batch", options.batch,
+                 "run N copies of a one-image input at once (default: 1, or all images "
+                 "of a .npy)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--output", options.output,
+                 "write the raw input of each [region]/[yolo] layer, in cfg order, as PREFIX.0.npy, PREFIX.1.npy, ... "
+                 "(the final output when the cfg has no such layer; the logits for MNIST)")
+      ->type_name("PREFIX");
+  app.add_option("--repeat", options.repeat, "time N forwards after one warm-up; print median, min and max")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--width", options.width, "network input width instead of the cfg's")
+      ->type_name("W")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--height", options.height, "network input height instead of the cfg's")
+      ->type_name("H")
+      ->check(CLI::Range(1, 1 << 30));
 }
 
 // One image (1, C, H, W) repeated `batch` times along N.
@@ -90,17 +105,16 @@ class Model {
 
 class DarknetRun final : public Model {
  public:
-  explicit DarknetRun(const std::map<std::string, std::string>& flags)
-      : net_(corgy::build_darknet_model(corgy::read_darknet_cfg(flags.at("--cfg")),
-                                        {int_flag(flags, "--width", 0, 1), int_flag(flags, "--height", 0, 1)})) {
-    if (flags.contains("--weights")) {
-      corgy::load_darknet_weights(net_, flags.at("--weights"));
-    } else if (flags.contains("--random-weights")) {
-      const auto seed = static_cast<std::uint32_t>(int_flag(flags, "--random-weights", 0, 0));
+  explicit DarknetRun(const Options& options)
+      : net_(corgy::build_darknet_model(corgy::read_darknet_cfg(options.cfg), {options.width, options.height})) {
+    if (!options.weights.empty()) {
+      corgy::load_darknet_weights(net_, options.weights);
+    } else if (options.random_weights) {
+      const std::uint32_t seed = *options.random_weights;
       corgy::load_darknet_weights(net_, corgy::random_darknet_weights(net_, seed), "random weights");
       fmt::print("weights: deterministic random (seed {})\n", seed);
     } else {
-      throw corgy::Error(fmt::format("--weights or --random-weights is required\n{}", usage));
+      throw corgy::Error("--weights or --random-weights is required (--help lists the options)");
     }
   }
   std::string name() const override { return net_.cfg.source; }
@@ -133,15 +147,14 @@ class MnistRun final : public Model {
 };
 
 // The input tensor; `batch` 0 means "not given": one image, or as many as the .npy holds.
-corgy::Variable read_input(const std::map<std::string, std::string>& flags, const Model& model, int batch) {
-  if (!flags.contains("--input")) {
+corgy::Variable read_input(const std::string& path, const Model& model, int batch) {
+  if (path.empty()) {
     corgy::Shape shape = model.input_shape();
     shape.n = std::max(batch, 1);
     corgy::Variable grey(shape);
     grey.fill(0.5f);
     return grey;
   }
-  const std::string& path = flags.at("--input");
   if (!path.ends_with(".npy")) return repeat_batch(model.read_image(path), std::max(batch, 1));
   corgy::Variable tensor = corgy::load_npy(path);
   const corgy::Shape& shape = tensor.shape();
@@ -169,41 +182,48 @@ void time_forwards(Model& model, const corgy::Variable& input, int repeat) {
       median, ms.front(), ms.back(), repeat, gflop, gflop / (median / 1e3));
 }
 
-int run(int argc, char** argv) {
-  const auto flags = parse_flags(argc, argv);
-  if (flags.contains("--help") || (!flags.contains("--cfg") && !flags.contains("--mnist"))) {
-    fmt::print("{}", usage);
-    return flags.contains("--help") ? 0 : 2;
-  }
+int run(const Options& options) {
   std::unique_ptr<Model> model;
-  if (flags.contains("--mnist")) {
-    model = std::make_unique<MnistRun>(flags.at("--mnist"));
+  if (!options.mnist.empty()) {
+    model = std::make_unique<MnistRun>(options.mnist);
   } else {
-    model = std::make_unique<DarknetRun>(flags);
+    model = std::make_unique<DarknetRun>(options);
   }
-  model->sequential().set_backend(flag_or(flags, "--backend", "auto"), int_flag(flags, "--threads", 0, 0));
-  const corgy::Variable input = read_input(flags, *model, int_flag(flags, "--batch", 0, 1));
+  model->sequential().set_backend(options.backend, options.threads);
+  const corgy::Variable input = read_input(options.input, *model, options.batch);
   const corgy::Backend& backend = model->sequential().backend();
   fmt::print("model {}: input {}, backend {} ({} threads)\n", model->name(), input.shape().str(), backend.name(),
              backend.threads());
 
   const std::vector<const corgy::Variable*> outputs = model->forward(input);  // also the warm-up
-  if (flags.contains("--output")) {
+  if (!options.output.empty()) {
     for (std::size_t k = 0; k < outputs.size(); ++k) {
-      const std::string path = fmt::format("{}.{}.npy", flags.at("--output"), k);
+      const std::string path = fmt::format("{}.{}.npy", options.output, k);
       corgy::save_npy(path, *outputs[k]);
       fmt::print("wrote {} {}\n", path, outputs[k]->shape().str());
     }
   }
-  if (flags.contains("--repeat")) time_forwards(*model, input, int_flag(flags, "--repeat", 1, 1));
+  if (options.repeat) time_forwards(*model, input, *options.repeat);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app("", "corgy-run");
+  Options options;
+  define_options(app, options);
   try {
-    return run(argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;  // --help: 0; a bad flag or value: the message on stderr, 1
+  }
+  if (options.cfg.empty() && options.mnist.empty()) {
+    fmt::print("{}", app.help());
+    return 2;
+  }
+  try {
+    return run(options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "corgy-run: {}\n", e.what());
     return 1;

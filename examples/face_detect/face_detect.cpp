@@ -2,11 +2,10 @@
 // with its score and box, and writes the photo with the boxes drawn as a PNG. See docs/face-detector.md.
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -14,65 +13,52 @@
 
 namespace {
 
-constexpr const char* usage = R"(usage: face_detect [options] IMAGE...
-
-  IMAGE...          JPEG or PNG photos
-  --model FILE      TensorFlow.js weights manifest of the detector (default: data/face_api/
-                    tiny_face_detector_model-weights_manifest.json of corgy's source tree)
-  --output-dir DIR  where to write <photo name>-faces.png (default: the current folder)
-  --backend NAME    naive, blas, vulkan or auto (default auto)
-  --threads N       CPU threads, 0 = all cores (default 0)
-  --size S          network input side, a multiple of 32: 416 (default) or 608 for small faces, 128..320 for speed
-  --threshold P     report faces scoring above P (default 0.5, face-api's)
-  --repeat N        time N more detections per photo after the first and print their median (default 0)
-)";
-
-using Flags = std::map<std::string, std::string>;
-
-struct Arguments {
-  Flags flags;
+struct Options {
   std::vector<std::string> images;
+  std::string model;
+  std::string output_dir = ".";
+  std::string backend = "auto";
+  int threads = 0;
+  int size = 416;
+  float threshold = 0.5f;
+  int repeat = 0;
 };
 
-Arguments parse_arguments(int argc, char** argv) {
-  Arguments arguments;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help") {
-      arguments.flags[arg] = "1";
-    } else if (arg.starts_with("--") && i + 1 < argc) {
-      arguments.flags[arg] = argv[++i];
-    } else if (arg.starts_with("--")) {
-      throw corgy::Error(fmt::format("{} needs a value\n{}", arg, usage));
-    } else {
-      arguments.images.push_back(arg);
-    }
-  }
-  return arguments;
-}
-
-std::string flag_or(const Flags& flags, const std::string& name, const std::string& fallback) {
-  const auto it = flags.find(name);
-  return it == flags.end() ? fallback : it->second;
-}
-
-// The numeric value of flag `name` (int or float), or `fallback`; throws for text that is not a number >= minimum.
-template <class T>
-T number_flag(const Flags& flags, const std::string& name, T fallback, T minimum) {
-  const auto it = flags.find(name);
-  if (it == flags.end()) return fallback;
-  const std::string& text = it->second;
-  T value{};
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < minimum) {
-    throw corgy::Error(fmt::format("{} expects a number >= {}, got '{}'", name, minimum, text));
-  }
-  return value;
+void define_options(CLI::App& app, Options& options) {
+  app.description(
+      "Finds faces in photos with face-api's trained tiny face detector (data/face_api), prints each face with its "
+      "score and box, and writes the photo with the boxes drawn as <photo name>-faces.png.");
+  app.add_option("IMAGE", options.images, "JPEG or PNG photos")->type_name("IMAGE")->required();
+  app.add_option("--model", options.model,
+                 "TensorFlow.js weights manifest of the detector (default: data/face_api/"
+                 "tiny_face_detector_model-weights_manifest.json of corgy's source tree)")
+      ->type_name("FILE");
+  app.add_option("--output-dir", options.output_dir, "where to write <photo name>-faces.png")
+      ->type_name("DIR")
+      ->capture_default_str();
+  app.add_option("--backend", options.backend, "naive, blas, vulkan or auto")->type_name("NAME")->capture_default_str();
+  app.add_option("--threads", options.threads, "CPU threads, 0 = all cores")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--size", options.size,
+                 "network input side, a multiple of 32: 416 or 608 for small faces, 128..320 for speed")
+      ->type_name("S")
+      ->check(CLI::Range(32, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--threshold", options.threshold, "report faces scoring above P (face-api's default)")
+      ->type_name("P")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--repeat", options.repeat, "time N more detections per photo after the first and print their median")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
 }
 
 // --model, else the manifest in data/face_api of the source tree this program was built from, else ./data/face_api.
-std::string model_path(const Flags& flags) {
-  if (flags.contains("--model")) return flags.at("--model");
+std::string model_path(const std::string& model) {
+  if (!model.empty()) return model;
   const std::string manifest = "tiny_face_detector_model-weights_manifest.json";
   for (const std::string directory : {CORGY_FACE_API_DATA_DIR, "data/face_api"}) {
     const std::filesystem::path candidate = std::filesystem::path(directory) / manifest;
@@ -120,36 +106,35 @@ void detect_in(corgy::Sequential& model, const std::string& path, const corgy::F
   fmt::print("  wrote {}\n", output.string());
 }
 
-int run(int argc, char** argv) {
-  const Arguments arguments = parse_arguments(argc, argv);
-  const Flags& flags = arguments.flags;
-  if (flags.contains("--help")) {
-    fmt::print("{}", usage);
-    return 0;
-  }
-  if (arguments.images.empty()) throw corgy::Error(fmt::format("no IMAGE given\n{}", usage));
-  const corgy::FaceDetectorOptions options{.input_size = number_flag(flags, "--size", 416, 32),
-                                           .score_threshold = number_flag(flags, "--threshold", 0.5f, 0.0f)};
-  if (options.input_size % 32 != 0) throw corgy::Error(fmt::format("--size must be a multiple of 32\n{}", usage));
-  const int repeat = number_flag(flags, "--repeat", 0, 0);
-  const std::filesystem::path output_dir = flag_or(flags, "--output-dir", ".");
+int run(const Options& cli) {
+  if (cli.size % 32 != 0) throw corgy::Error(fmt::format("--size must be a multiple of 32, got {}", cli.size));
+  const corgy::FaceDetectorOptions options{.input_size = cli.size, .score_threshold = cli.threshold};
+  const std::filesystem::path output_dir = cli.output_dir;
   std::filesystem::create_directories(output_dir);
 
-  const std::string manifest = model_path(flags);
+  const std::string manifest = model_path(cli.model);
   corgy::Sequential model = corgy::load_tiny_face_detector(manifest);
-  model.set_backend(flag_or(flags, "--backend", "auto"), number_flag(flags, "--threads", 0, 0));
+  model.set_backend(cli.backend, cli.threads);
   const int side = options.input_size;
   fmt::print("{}: {:.3f} GFLOP per forward at {} x {}\n", manifest, model.flops(corgy::Shape{1, 3, side, side}) / 1e9,
              side, side);
-  for (const std::string& path : arguments.images) detect_in(model, path, options, output_dir, repeat);
+  for (const std::string& path : cli.images) detect_in(model, path, options, output_dir, cli.repeat);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app("", "face_detect");
+  Options options;
+  define_options(app, options);
   try {
-    return run(argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;  // --help: 0; a bad flag or value: the message on stderr, 1
+  }
+  try {
+    return run(options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "face_detect: {}\n", e.what());
     return 1;

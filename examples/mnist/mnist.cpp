@@ -3,11 +3,11 @@
 // are given, and the time per batch and per image.
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
-#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,66 +15,68 @@
 
 namespace {
 
-constexpr const char* usage = R"(usage: mnist [options] [IMAGE...]
-
-  IMAGE...          digit images (PNG, PGM, JPEG, ...): 28 x 28 grey, a white digit on black as in MNIST
-  --images FILE     IDX images (idx3-ubyte); without IMAGEs and --images: the held-out digits of the weights
-                    directory (heldout-images-idx3-ubyte, with heldout-labels-idx1-ubyte)
-  --labels FILE     IDX labels (idx1-ubyte) for --images: prints the accuracy
-  --weights DIR     directory of the weight files (default: data/mnist of corgy's source tree)
-  --format FORMAT   dat: weights_*.dat / bias_*.dat, conv OHWI, fc as a 7x7 OHWI conv (MPSCNN's; default)
-                    dat-oihw: the same files in PyTorch's orders (conv OIHW, fc [out][in])
-                    npy: conv1.weight.npy, conv1.bias.npy, ... (PyTorch's state_dict names and orders)
-  --backend NAME    naive, blas, vulkan or auto (default auto)
-  --threads N       CPU threads, 0 = all cores (default 0)
-  --batch N         images per forward (default 64)
-  --limit N         classify only the first N images
-  --show N          print the first N predictions (default: 10 from IDX files, every IMAGE)
-  --resize          resize IMAGEs that are not 28 x 28 instead of rejecting them
-)";
-
-using Flags = std::map<std::string, std::string>;
-
-struct Arguments {
-  Flags flags;
-  std::vector<std::string> images;
+struct Options {
+  std::vector<std::string> image_files;
+  std::string images;
+  std::string labels;
+  std::string weights;
+  std::string format = "dat";
+  std::string backend = "auto";
+  int threads = 0;
+  int batch = 64;
+  int limit = 0;
+  std::optional<int> show;
+  bool resize = false;
 };
 
-Arguments parse_arguments(int argc, char** argv) {
-  Arguments arguments;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--resize" || arg == "--help") {
-      arguments.flags[arg] = "1";
-    } else if (arg.starts_with("--") && i + 1 < argc) {
-      arguments.flags[arg] = argv[++i];
-    } else if (arg.starts_with("--")) {
-      throw corgy::Error(fmt::format("{} needs a value\n{}", arg, usage));
-    } else {
-      arguments.images.push_back(arg);
-    }
-  }
-  return arguments;
-}
-
-std::string flag_or(const Flags& flags, const std::string& name, const std::string& fallback) {
-  const auto it = flags.find(name);
-  return it == flags.end() ? fallback : it->second;
-}
-
-int count_flag(const Flags& flags, const std::string& name, int fallback, int minimum) {
-  const std::string text = flag_or(flags, name, std::to_string(fallback));
-  int value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < minimum) {
-    throw corgy::Error(fmt::format("{} must be an integer >= {}, got '{}'", name, minimum, text));
-  }
-  return value;
+void define_options(CLI::App& app, Options& options) {
+  app.description(
+      "Classifies handwritten digits with corgy's MNIST network and the weights trained by tools/train_mnist.py "
+      "(data/mnist): prints predictions, the accuracy when labels are given, and the time per batch and per image.");
+  CLI::Option* files =
+      app.add_option("IMAGE", options.image_files,
+                     "digit images (PNG, PGM, JPEG, ...): 28 x 28 grey, a white digit on black as in MNIST")
+          ->type_name("IMAGE");
+  CLI::Option* images = app.add_option("--images", options.images,
+                                       "IDX images (idx3-ubyte); without IMAGEs and --images: the held-out digits of "
+                                       "the weights directory (heldout-images-idx3-ubyte, with "
+                                       "heldout-labels-idx1-ubyte)")
+                            ->type_name("FILE");
+  files->excludes(images);
+  app.add_option("--labels", options.labels, "IDX labels (idx1-ubyte) for --images: prints the accuracy")
+      ->type_name("FILE")
+      ->needs(images);
+  app.add_option("--weights", options.weights,
+                 "directory of the weight files (default: data/mnist of corgy's source tree)")
+      ->type_name("DIR");
+  app.add_option("--format", options.format,
+                 "dat: weights_*.dat / bias_*.dat, conv OHWI, fc as a 7x7 OHWI conv (MPSCNN's); dat-oihw: the same "
+                 "files in PyTorch's orders (conv OIHW, fc [out][in]); npy: conv1.weight.npy, conv1.bias.npy, ... "
+                 "(PyTorch's state_dict names and orders)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"dat", "dat-oihw", "npy"}))
+      ->capture_default_str();
+  app.add_option("--backend", options.backend, "naive, blas, vulkan or auto")->type_name("NAME")->capture_default_str();
+  app.add_option("--threads", options.threads, "CPU threads, 0 = all cores")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--batch", options.batch, "images per forward")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--limit", options.limit, "classify only the first N images (0: all)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--show", options.show, "print the first N predictions (default: 10 from IDX files, every IMAGE)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_flag("--resize", options.resize, "resize IMAGEs that are not 28 x 28 instead of rejecting them");
 }
 
 // --weights, else data/mnist of the source tree this program was built from, else ./data/mnist.
-std::string weights_directory(const Flags& flags) {
-  if (flags.contains("--weights")) return flags.at("--weights");
+std::string weights_directory(const std::string& weights) {
+  if (!weights.empty()) return weights;
   for (const char* candidate : {CORGY_MNIST_DATA_DIR, "data/mnist"}) {
     if (std::filesystem::exists(std::filesystem::path(candidate) / "weights_conv1.dat")) return candidate;
   }
@@ -112,10 +114,10 @@ Digits read_image_files(const std::vector<std::string>& paths, bool resize) {
   return digits;
 }
 
-Digits read_idx(const Flags& flags, const std::string& weights) {
-  const bool held_out = !flags.contains("--images");
-  const std::string images_path = held_out ? weights + "/heldout-images-idx3-ubyte" : flags.at("--images");
-  const std::string labels_path = held_out ? weights + "/heldout-labels-idx1-ubyte" : flag_or(flags, "--labels", "");
+Digits read_idx(const Options& options, const std::string& weights) {
+  const bool held_out = options.images.empty();
+  const std::string images_path = held_out ? weights + "/heldout-images-idx3-ubyte" : options.images;
+  const std::string labels_path = held_out ? weights + "/heldout-labels-idx1-ubyte" : options.labels;
   Digits digits;
   digits.source = images_path;
   if (labels_path.empty()) {
@@ -226,43 +228,37 @@ void print_times(const Run& run, const corgy::Sequential& model, int batch, std:
              1000.0 * static_cast<double>(count) / run.total_ms);
 }
 
-int run(int argc, char** argv) {
-  const Arguments arguments = parse_arguments(argc, argv);
-  const Flags& flags = arguments.flags;
-  if (flags.contains("--help")) {
-    fmt::print("{}", usage);
-    return 0;
-  }
-  if (!arguments.images.empty() && flags.contains("--images")) {
-    throw corgy::Error("give either IMAGE files or --images, not both");
-  }
-  if (flags.contains("--labels") && !flags.contains("--images")) throw corgy::Error("--labels needs --images");
-  const int batch = count_flag(flags, "--batch", 64, 1);
-  const std::string weights = weights_directory(flags);
-  const std::string format = flag_or(flags, "--format", "dat");
-
-  corgy::Sequential model = corgy::load_mnist_model(weights, weight_options(format));
-  model.set_backend(flag_or(flags, "--backend", "auto"), count_flag(flags, "--threads", 0, 0));
-  Digits digits = arguments.images.empty() ? read_idx(flags, weights)
-                                           : read_image_files(arguments.images, flags.contains("--resize"));
-  keep_first(digits, count_flag(flags, "--limit", 0, 0));
+int run(const Options& options) {
+  const std::string weights = weights_directory(options.weights);
+  corgy::Sequential model = corgy::load_mnist_model(weights, weight_options(options.format));
+  model.set_backend(options.backend, options.threads);
+  Digits digits =
+      options.image_files.empty() ? read_idx(options, weights) : read_image_files(options.image_files, options.resize);
+  keep_first(digits, options.limit);
   const auto count = static_cast<std::size_t>(digits.images.shape().n);
 
-  fmt::print("mnist: weights {} ({}), backend {} ({} threads), {} digits from {}, batch {}\n", weights, format,
-             model.backend().name(), model.backend().threads(), count, digits.source, batch);
-  const Run result = classify(model, digits.images, batch);
-  print_predictions(digits, result,
-                    count_flag(flags, "--show", arguments.images.empty() ? 10 : static_cast<int>(count), 0));
+  fmt::print("mnist: weights {} ({}), backend {} ({} threads), {} digits from {}, batch {}\n", weights, options.format,
+             model.backend().name(), model.backend().threads(), count, digits.source, options.batch);
+  const Run result = classify(model, digits.images, options.batch);
+  print_predictions(digits, result, options.show.value_or(options.image_files.empty() ? 10 : static_cast<int>(count)));
   if (!digits.labels.empty()) print_accuracy(digits, result);
-  print_times(result, model, batch, count);
+  print_times(result, model, options.batch, count);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app("", "mnist");
+  Options options;
+  define_options(app, options);
   try {
-    return run(argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;  // --help: 0; a bad flag or value: the message on stderr, 1
+  }
+  try {
+    return run(options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "mnist: {}\n", e.what());
     return 1;

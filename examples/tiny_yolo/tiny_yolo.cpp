@@ -2,82 +2,81 @@
 // writes the photo with boxes and labels as a PNG. See docs/darknet.md.
 #include <fmt/format.h>
 
-#include <charconv>
+#include <CLI/CLI.hpp>
 #include <chrono>
-#include <cstdlib>
-#include <map>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "corgy/corgy.h"
 
 namespace {
 
-constexpr const char* usage =
-    R"(usage: tiny_yolo --cfg FILE (--weights FILE | --random-weights SEED) --image FILE [options]
+struct Options {
+  std::string cfg;
+  std::string weights;
+  std::optional<std::uint32_t> random_weights;
+  std::string image;
+  std::string names;
+  std::string output = "predictions.png";
+  std::string backend = "auto";
+  int threads = 0;
+  float threshold = 0.5f;
+  float nms = 0.45f;
+  bool resize = false;
+  int width = 0;
+  int height = 0;
+};
 
-  --cfg FILE             darknet cfg, e.g. data/darknet/yolov2-tiny-voc.cfg
-  --weights FILE         darknet .weights trained for that cfg
-  --random-weights SEED  deterministic random weights instead (no trained file needed; the boxes mean nothing)
-  --image FILE           JPEG or PNG photo
-  --names FILE           class names, one per line (data/darknet/voc.names, coco.names)
-  --output FILE          annotated PNG to write (default predictions.png)
-  --backend NAME         naive, blas, vulkan or auto (default auto)
-  --threads N            CPU threads, 0 = all cores (default 0)
-  --threshold P          report boxes whose class probability exceeds P (default 0.5)
-  --nms IOU              per-class NMS overlap threshold (default 0.45)
-  --resize               stretch the photo to the input size instead of darknet's letterbox
-  --width W --height H   network input size instead of the cfg's (multiples of 32)
-)";
-
-// --flag value pairs, plus the flags that take no value.
-std::map<std::string, std::string> parse_flags(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--resize" || flag == "--help") {
-      flags[flag] = "1";
-    } else if (flag.starts_with("--") && i + 1 < argc) {
-      flags[flag] = argv[++i];
-    } else {
-      throw corgy::Error(fmt::format("unexpected argument '{}'\n{}", flag, usage));
-    }
-  }
-  return flags;
-}
-
-std::string flag_or(const std::map<std::string, std::string>& flags, const std::string& name, std::string fallback) {
-  const auto it = flags.find(name);
-  return it == flags.end() ? fallback : it->second;
-}
-
-std::string required(const std::map<std::string, std::string>& flags, const std::string& name) {
-  const auto it = flags.find(name);
-  if (it == flags.end()) throw corgy::Error(fmt::format("{} is required\n{}", name, usage));
-  return it->second;
-}
-
-// The numeric value of flag `name` (int or float), or `fallback`; throws for text that is not a number >= 0.
-template <class T>
-T number_flag(const std::map<std::string, std::string>& flags, const std::string& name, T fallback) {
-  const auto it = flags.find(name);
-  if (it == flags.end()) return fallback;
-  T value{};
-  const std::string& text = it->second;
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (status != std::errc() || end != text.data() + text.size() || value < T{0}) {
-    throw corgy::Error(fmt::format("{} expects a number >= 0, got '{}'", name, text));
-  }
-  return value;
+void define_options(CLI::App& app, Options& options) {
+  app.description(
+      "Detects objects in a photo with a darknet Tiny YOLO model and writes the photo with the boxes drawn.\n"
+      "  tiny_yolo --cfg FILE (--weights FILE | --random-weights SEED) --image FILE [options]");
+  app.add_option("--cfg", options.cfg, "darknet cfg, e.g. data/darknet/yolov2-tiny-voc.cfg")
+      ->type_name("FILE")
+      ->required();
+  CLI::Option* weights =
+      app.add_option("--weights", options.weights, "darknet .weights trained for that cfg")->type_name("FILE");
+  CLI::Option* random =
+      app.add_option("--random-weights", options.random_weights,
+                     "deterministic random weights instead (no trained file needed; the boxes mean nothing)")
+          ->type_name("SEED");
+  weights->excludes(random);
+  app.add_option("--image", options.image, "JPEG or PNG photo")->type_name("FILE")->required();
+  app.add_option("--names", options.names, "class names, one per line (data/darknet/voc.names, coco.names)")
+      ->type_name("FILE");
+  app.add_option("--output", options.output, "annotated PNG to write")->type_name("FILE")->capture_default_str();
+  app.add_option("--backend", options.backend, "naive, blas, vulkan or auto")->type_name("NAME")->capture_default_str();
+  app.add_option("--threads", options.threads, "CPU threads, 0 = all cores")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--threshold", options.threshold, "report boxes whose class probability exceeds P")
+      ->type_name("P")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--nms", options.nms, "per-class NMS overlap threshold")
+      ->type_name("IOU")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_flag("--resize", options.resize, "stretch the photo to the input size instead of darknet's letterbox");
+  app.add_option("--width", options.width, "network input width instead of the cfg's (a multiple of 32)")
+      ->type_name("W")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--height", options.height, "network input height instead of the cfg's (a multiple of 32)")
+      ->type_name("H")
+      ->check(CLI::Range(0, 1 << 30));
 }
 
 // Returns a warning to show when the weights are random, empty for a trained file.
-std::string load_weights(corgy::DarknetModel& net, const std::map<std::string, std::string>& flags) {
-  if (flags.contains("--weights")) {
-    corgy::load_darknet_weights(net, flags.at("--weights"));
+std::string load_weights(corgy::DarknetModel& net, const Options& options) {
+  if (!options.weights.empty()) {
+    corgy::load_darknet_weights(net, options.weights);
     return {};
   }
-  required(flags, "--random-weights");
-  const auto seed = static_cast<std::uint32_t>(number_flag(flags, "--random-weights", 0));
+  if (!options.random_weights) throw corgy::Error("--weights or --random-weights is required (--help lists them)");
+  const std::uint32_t seed = *options.random_weights;
   corgy::load_darknet_weights(net, corgy::random_darknet_weights(net, seed), "random weights");
   return fmt::format("RANDOM WEIGHTS (seed {}): the boxes are meaningless", seed);
 }
@@ -91,28 +90,22 @@ void print_detections(const std::vector<corgy::LabeledBox>& boxes, const std::ve
   }
 }
 
-int run(int argc, char** argv) {
-  const auto flags = parse_flags(argc, argv);
-  if (flags.contains("--help")) {
-    fmt::print("{}", usage);
-    return 0;
-  }
-  const corgy::DarknetOptions size{number_flag(flags, "--width", 0), number_flag(flags, "--height", 0)};
-  corgy::DarknetModel net = corgy::build_darknet_model(corgy::read_darknet_cfg(required(flags, "--cfg")), size);
+int run(const Options& cli) {
+  const corgy::DarknetOptions size{cli.width, cli.height};
+  corgy::DarknetModel net = corgy::build_darknet_model(corgy::read_darknet_cfg(cli.cfg), size);
   if (!net.cfg.warnings.empty()) {
     fmt::print("{}: ignored {} training-only keys\n", net.cfg.source, net.cfg.warnings.size());
   }
-  const std::string random_warning = load_weights(net, flags);
+  const std::string random_warning = load_weights(net, cli);
   if (!random_warning.empty()) fmt::print("{}; this run shows the pipeline only.\n", random_warning);
-  net.model.set_backend(flag_or(flags, "--backend", "auto"), number_flag(flags, "--threads", 0));
+  net.model.set_backend(cli.backend, cli.threads);
   const std::vector<std::string> names =
-      flags.contains("--names") ? corgy::read_darknet_names(flags.at("--names")) : std::vector<std::string>{};
+      cli.names.empty() ? std::vector<std::string>{} : corgy::read_darknet_names(cli.names);
 
-  const corgy::DetectOptions options{
-      .threshold = number_flag(flags, "--threshold", 0.5f),
-      .nms = number_flag(flags, "--nms", 0.45f),
-      .fit = flags.contains("--resize") ? corgy::ImageFit::resize : corgy::ImageFit::letterbox};
-  corgy::Variable image = corgy::load_image(required(flags, "--image"), net.channels);
+  const corgy::DetectOptions options{.threshold = cli.threshold,
+                                     .nms = cli.nms,
+                                     .fit = cli.resize ? corgy::ImageFit::resize : corgy::ImageFit::letterbox};
+  corgy::Variable image = corgy::load_image(cli.image, net.channels);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<corgy::LabeledBox> boxes = corgy::detect_objects(net, image, options);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -120,8 +113,7 @@ int run(int argc, char** argv) {
   fmt::print(
       "{}: {} x {} image, network input {} x {}, backend {}: {} detections in {:.1f} ms (first run, "
       "including setup)\n",
-      flags.at("--image"), image.shape().w, image.shape().h, net.width, net.height, net.model.backend().name(),
-      boxes.size(), ms);
+      cli.image, image.shape().w, image.shape().h, net.width, net.height, net.model.backend().name(), boxes.size(), ms);
   print_detections(boxes, names);
   const int classes =
       net.heads.empty() ? 1 : std::visit([](const auto& head) { return head.classes; }, net.heads[0].params);
@@ -129,17 +121,24 @@ int run(int argc, char** argv) {
   if (!random_warning.empty()) {
     corgy::draw_label(image, 0, image.shape().h - 32, random_warning, {1, 1, 1}, {0.8f, 0, 0}, 2);
   }
-  const std::string output = flag_or(flags, "--output", "predictions.png");
-  corgy::save_png(output, image);
-  fmt::print("wrote {}\n", output);
+  corgy::save_png(cli.output, image);
+  fmt::print("wrote {}\n", cli.output);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app("", "tiny_yolo");
+  Options options;
+  define_options(app, options);
   try {
-    return run(argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;  // --help: 0; a bad flag or value: the message on stderr, 1
+  }
+  try {
+    return run(options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "tiny_yolo: {}\n", e.what());
     return 1;
