@@ -13,6 +13,8 @@ std::string Activation::str() const {
     case ActivationKind::tanh: return "tanh";
     case ActivationKind::mish: return "mish";
     case ActivationKind::swish: return "swish";
+    case ActivationKind::clipped_relu: return fmt::format("clipped_relu({})", slope);
+    case ActivationKind::hard_swish: return "hard_swish";
   }
   return "?";
 }

@@ -7,9 +7,10 @@
 
 namespace corgy {
 
-enum class ActivationKind { none, relu, leaky_relu, sigmoid, tanh, mish, swish };
+enum class ActivationKind { none, relu, leaky_relu, sigmoid, tanh, mish, swish, clipped_relu, hard_swish };
 
-/// An activation and its parameter (the negative slope of leaky ReLU; darknet's "leaky" is 0.1).
+/// An activation and its parameter: the negative slope of leaky ReLU (darknet's "leaky" is 0.1), the ceiling of
+/// clipped ReLU (6 for ReLU6).
 struct Activation {
   ActivationKind kind = ActivationKind::none;
   float slope = 0.1f;
@@ -21,6 +22,11 @@ struct Activation {
   static Activation tanh() { return {ActivationKind::tanh}; }
   static Activation mish() { return {ActivationKind::mish}; }
   static Activation swish() { return {ActivationKind::swish}; }
+  /// min(max(x, 0), ceiling): ReLU6 (MobileNet) is clipped_relu(6), ONNX's Clip(x, 0, ceiling).
+  static Activation clipped_relu(float ceiling) { return {ActivationKind::clipped_relu, ceiling}; }
+  static Activation relu6() { return clipped_relu(6.0f); }
+  /// x * min(max(x / 6 + 1/2, 0), 1) (MobileNetV3, ONNX's HardSwish).
+  static Activation hard_swish() { return {ActivationKind::hard_swish}; }
 
   bool operator==(const Activation&) const = default;
   std::string str() const;
@@ -40,6 +46,11 @@ inline float apply_activation(Activation a, float x) {
       return x * std::tanh(softplus);
     }
     case ActivationKind::swish: return x / (1.0f + std::exp(-x));
+    case ActivationKind::clipped_relu: return x > 0.0f ? (x < a.slope ? x : a.slope) : 0.0f;
+    case ActivationKind::hard_swish: {
+      const float gate = x * (1.0f / 6.0f) + 0.5f;
+      return x * (gate > 0.0f ? (gate < 1.0f ? gate : 1.0f) : 0.0f);
+    }
   }
   return x;
 }

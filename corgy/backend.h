@@ -73,6 +73,9 @@ struct PadDesc {
   float value = 0.0f;
 };
 
+/// The arithmetic of Backend::elementwise.
+enum class ElementwiseOp { add, subtract, multiply, divide };
+
 /// The operations a backend implements. Shapes are validated by the layers before these are called;
 /// a backend may assume them consistent. Each call writes all of `output`.
 ///
@@ -143,6 +146,11 @@ class Backend {
   /// output = activation((input - mean) / sqrt(variance + epsilon) * scale[c] + shift[c]). scale, shift (1, 1, 1, C).
   virtual void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
                              Activation activation, Variable& output) = 0;
+  /// output = a op b, element-wise, output of a's shape. b has a's shape, or (N, C, 1, 1) with a's N and C: one
+  /// value per plane, broadcast over H and W (a squeeze-and-excitation gate).
+  virtual void elementwise(ElementwiseOp op, const Variable& a, const Variable& b, Variable& output) = 0;
+  /// PReLU with one slope per channel: output = input where input > 0, else input * slope[c]. slope (1, 1, 1, C).
+  virtual void prelu(const Variable& input, const Variable& slope, Variable& output) = 0;
   /// Pads every plane as `desc` says: (N, C, H, W) -> (N, C, H + top + bottom, W + left + right).
   virtual void pad(const PadDesc& desc, const Variable& input, Variable& output) = 0;
   /// c = op(a) x op(b) for matrices (1, 1, rows, cols); op transposes when the flag is set.

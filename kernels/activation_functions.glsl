@@ -7,6 +7,8 @@ const uint ACTIVATION_SIGMOID = 3;
 const uint ACTIVATION_TANH = 4;
 const uint ACTIVATION_MISH = 5;
 const uint ACTIVATION_SWISH = 6;
+const uint ACTIVATION_CLIPPED_RELU = 7;  // min(max(x, 0), slope): ReLU6 with slope 6
+const uint ACTIVATION_HARD_SWISH = 8;
 
 // tanh through exp(-2|x|), which cannot overflow: some drivers return NaN from tanh() for large |x|.
 float stable_tanh(float x) {
@@ -30,6 +32,8 @@ float activate(uint kind, float slope, float x) {
     case ACTIVATION_TANH: return stable_tanh(x);
     case ACTIVATION_MISH: return x * stable_tanh(softplus(x));
     case ACTIVATION_SWISH: return x / (1.0 + exp(-x));
+    case ACTIVATION_CLIPPED_RELU: return clamp(x, 0.0, slope);
+    case ACTIVATION_HARD_SWISH: return x * clamp(x * (1.0 / 6.0) + 0.5, 0.0, 1.0);
     default: return x;
   }
 }

@@ -69,6 +69,16 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
       {{2, 4, 3, 3}, {.in_channels = 4, .out_channels = 6, .kernel = 3, .activation = Activation::swish()}},
       {{1, 64, 13, 13}, {.in_channels = 64, .out_channels = 48, .kernel = 3, .padding = 1, .activation = leaky}},
       {{1, 32, 26, 26}, {.in_channels = 32, .out_channels = 16, .kernel = 1, .stride = 2}},
+      {{3, 3, 11, 9},
+       {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .activation = Activation::clipped_relu(0.6f)}},
+      {{2, 8, 9, 7},
+       {.in_channels = 8,
+        .out_channels = 8,
+        .kernel = 3,
+        .padding = 1,
+        .groups = 8,
+        .activation = Activation::relu6()}},
+      {{3, 4, 7, 6}, {.in_channels = 4, .out_channels = 6, .kernel = 1, .activation = Activation::hard_swish()}},
   };
   for (const ConvShape& s : shapes) {
     const Conv2d layer(s.options);
@@ -159,6 +169,18 @@ void add_elementwise_cases(std::vector<LayerCase>& cases) {
     cases.push_back({"batchnorm" + shape, input, [c = input.c](Sequential& m) { m.add(BatchNorm(c)); }});
     cases.push_back({"upsample x2" + shape, input, [](Sequential& m) { m.add(Upsample(2)); }});
     cases.push_back({"upsample x3" + shape, input, [](Sequential& m) { m.add(Upsample(3)); }});
+    cases.push_back({"channel_affine" + shape, input, [c = input.c](Sequential& m) { m.add(ChannelAffine(c)); }});
+    cases.push_back({"prelu" + shape, input, [c = input.c](Sequential& m) { m.add(PReLU(c)); }});
+    // Scaled by up to 4 first, so that both clamps of clipped ReLU and hard swish are reached.
+    cases.push_back({"clipped_relu(1.5)" + shape, input, [c = input.c](Sequential& m) {
+                       m.add(ChannelAffine(c));
+                       m.add(ActivationLayer(Activation::clipped_relu(1.5f)));
+                     }});
+    cases.push_back({"hard_swish" + shape, input, [c = input.c](Sequential& m) {
+                       m.add(ChannelAffine(c));
+                       m.add(ChannelAffine(c));
+                       m.add(ActivationLayer(Activation::hard_swish()));
+                     }});
   }
   cases.push_back({"softmax (3, 10, 1, 1)", {3, 10, 1, 1}, [](Sequential& m) { m.add(Softmax()); }});
 }
@@ -244,6 +266,26 @@ void add_multi_input_cases(std::vector<LayerCase>& cases) {
                    }});
 }
 
+// Elementwise a op b: b of a's shape (a convolution of the input; a sigmoid for divide, so no quotient explodes),
+// or one value per plane (a global average of a convolution, as a squeeze-and-excitation gate).
+void add_elementwise_binary_cases(std::vector<LayerCase>& cases) {
+  for (ElementwiseOp op :
+       {ElementwiseOp::add, ElementwiseOp::subtract, ElementwiseOp::multiply, ElementwiseOp::divide}) {
+    for (bool per_plane : {false, true}) {
+      const Shape input = per_plane ? Shape{3, 5, 9, 7} : Shape{2, 4, 7, 11};
+      const std::string name =
+          fmt::format("elementwise {}{} {}", elementwise_op_name(op), per_plane ? " per plane" : "", input.str());
+      cases.push_back({name, input, [op, per_plane, c = input.c](Sequential& m) {
+                         int b = m.add(Conv2d({.in_channels = c, .out_channels = c, .kernel = 3, .padding = 1}),
+                                       {Sequential::model_input});
+                         if (op == ElementwiseOp::divide) b = m.add(Sigmoid());
+                         if (per_plane) b = m.add(AvgPool2d::global());
+                         m.add(Elementwise(op), {Sequential::model_input, b});
+                       }});
+    }
+  }
+}
+
 std::vector<LayerCase> all_cases() {
   std::vector<LayerCase> cases;
   add_conv_cases(cases);
@@ -254,6 +296,7 @@ std::vector<LayerCase> all_cases() {
   add_pad_cases(cases);
   add_linear_cases(cases);
   add_multi_input_cases(cases);
+  add_elementwise_binary_cases(cases);
   return cases;
 }
 

@@ -36,6 +36,12 @@ void randomize_parameters(Sequential& model, std::mt19937& rng) {
       Variable variance = random_variable(Shape::vector(channels), rng, 0.5f);
       for (float& v : variance.values()) v = std::abs(v) + 0.5f;
       bn->set_parameters({gamma.values(), beta.values(), mean.values(), variance.values()});
+    } else if (auto* affine = dynamic_cast<ChannelAffine*>(&model.layer(i))) {
+      const Variable scale = random_variable(Shape::vector(affine->channels()), rng, 2.0f);
+      const Variable shift = random_variable(Shape::vector(affine->channels()), rng, 1.0f);
+      affine->set_parameters(scale.values(), shift.values());
+    } else if (auto* prelu = dynamic_cast<PReLU*>(&model.layer(i))) {
+      fill_random(prelu->slopes(), rng, 0.5f);
     } else if (auto* norm = dynamic_cast<InstanceNorm*>(&model.layer(i))) {
       fill_random(norm->scale(), rng, 1.5f);
       fill_random(norm->shift(), rng, 1.0f);

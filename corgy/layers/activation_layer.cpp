@@ -11,6 +11,8 @@ std::string_view ActivationLayer::type() const {
     case ActivationKind::tanh: return "tanh";
     case ActivationKind::mish: return "mish";
     case ActivationKind::swish: return "swish";
+    case ActivationKind::clipped_relu: return "clipped_relu";
+    case ActivationKind::hard_swish: return "hard_swish";
   }
   return "activation";
 }

@@ -57,10 +57,12 @@ class BlasBackend final : public Backend {
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
-  // Defined in files of their own (instance_norm.cpp, pad.cpp), beside what they compute.
+  // Defined in files of their own (instance_norm.cpp, pad.cpp, elementwise.cpp, prelu.cpp), beside what they compute.
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
                      Activation activation, Variable& output) override;
   void pad(const PadDesc& desc, const Variable& input, Variable& output) override;
+  void elementwise(ElementwiseOp op, const Variable& a, const Variable& b, Variable& output) override;
+  void prelu(const Variable& input, const Variable& slope, Variable& output) override;
 
  private:
   /// Threads worth waking for a loop over `elements` floats: small loops stay on the calling thread, where

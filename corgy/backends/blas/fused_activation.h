@@ -25,6 +25,19 @@ struct Activate<ActivationKind::leaky_relu> {
   float operator()(float x) const { return std::max(x, 0.0f) + slope * std::min(x, 0.0f); }
 };
 
+/// ReLU6 and its kin in the branch-free form that vectorises (equal to apply_activation for every input but NaN).
+template <>
+struct Activate<ActivationKind::clipped_relu> {
+  float slope;
+  float operator()(float x) const { return std::min(std::max(x, 0.0f), slope); }
+};
+
+template <>
+struct Activate<ActivationKind::hard_swish> {
+  float slope;
+  float operator()(float x) const { return x * std::min(std::max(x * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f); }
+};
+
 /// Calls body(activate), where activate(x) == apply_activation(activation, x). The per-kind switch runs here,
 /// once per call, instead of once per element.
 template <typename Body>
@@ -37,6 +50,8 @@ void with_activation(Activation activation, Body&& body) {
     case ActivationKind::tanh: return body(Activate<ActivationKind::tanh>{activation.slope});
     case ActivationKind::mish: return body(Activate<ActivationKind::mish>{activation.slope});
     case ActivationKind::swish: return body(Activate<ActivationKind::swish>{activation.slope});
+    case ActivationKind::clipped_relu: return body(Activate<ActivationKind::clipped_relu>{activation.slope});
+    case ActivationKind::hard_swish: return body(Activate<ActivationKind::hard_swish>{activation.slope});
   }
 }
 

@@ -223,6 +223,43 @@ void NaiveBackend::pad(const PadDesc& desc, const Variable& input, Variable& out
   }
 }
 
+void NaiveBackend::elementwise(ElementwiseOp op, const Variable& a, const Variable& b, Variable& output) {
+  const Shape& s = a.shape();
+  const bool per_plane = b.shape() != s;
+  for (int n = 0; n < s.n; ++n) {
+    for (int c = 0; c < s.c; ++c) {
+      for (int y = 0; y < s.h; ++y) {
+        for (int x = 0; x < s.w; ++x) {
+          const float left = a.at(n, c, y, x);
+          const float right = per_plane ? b.at(n, c, 0, 0) : b.at(n, c, y, x);
+          float result = 0.0f;
+          switch (op) {
+            case ElementwiseOp::add: result = left + right; break;
+            case ElementwiseOp::subtract: result = left - right; break;
+            case ElementwiseOp::multiply: result = left * right; break;
+            case ElementwiseOp::divide: result = left / right; break;
+          }
+          output.at(n, c, y, x) = result;
+        }
+      }
+    }
+  }
+}
+
+void NaiveBackend::prelu(const Variable& input, const Variable& slope, Variable& output) {
+  const Shape& s = input.shape();
+  for (int n = 0; n < s.n; ++n) {
+    for (int c = 0; c < s.c; ++c) {
+      for (int y = 0; y < s.h; ++y) {
+        for (int x = 0; x < s.w; ++x) {
+          const float value = input.at(n, c, y, x);
+          output.at(n, c, y, x) = value > 0.0f ? value : value * slope.data()[c];
+        }
+      }
+    }
+  }
+}
+
 void NaiveBackend::matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) {
   const int rows = c.shape().rows();
   const int cols = c.shape().cols();

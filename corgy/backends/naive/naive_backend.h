@@ -32,6 +32,8 @@ class NaiveBackend final : public Backend {
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
                      Activation activation, Variable& output) override;
   void pad(const PadDesc& desc, const Variable& input, Variable& output) override;
+  void elementwise(ElementwiseOp op, const Variable& a, const Variable& b, Variable& output) override;
+  void prelu(const Variable& input, const Variable& slope, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
 
  private:

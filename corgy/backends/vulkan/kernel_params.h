@@ -13,7 +13,8 @@ namespace corgy::vulkan {
 static_assert(static_cast<int>(ActivationKind::none) == 0 && static_cast<int>(ActivationKind::relu) == 1 &&
               static_cast<int>(ActivationKind::leaky_relu) == 2 && static_cast<int>(ActivationKind::sigmoid) == 3 &&
               static_cast<int>(ActivationKind::tanh) == 4 && static_cast<int>(ActivationKind::mish) == 5 &&
-              static_cast<int>(ActivationKind::swish) == 6);
+              static_cast<int>(ActivationKind::swish) == 6 && static_cast<int>(ActivationKind::clipped_relu) == 7 &&
+              static_cast<int>(ActivationKind::hard_swish) == 8);
 
 inline std::uint32_t activation_kind(Activation activation) { return static_cast<std::uint32_t>(activation.kind); }
 
@@ -98,6 +99,18 @@ struct InstanceNormParams {
 static_assert(static_cast<int>(PadMode::constant) == 0 && static_cast<int>(PadMode::reflect) == 1 &&
               static_cast<int>(PadMode::edge) == 2);
 
+// elementwise.comp numbers the operations as ElementwiseOp does.
+static_assert(static_cast<int>(ElementwiseOp::add) == 0 && static_cast<int>(ElementwiseOp::subtract) == 1 &&
+              static_cast<int>(ElementwiseOp::multiply) == 2 && static_cast<int>(ElementwiseOp::divide) == 3);
+
+struct ElementwiseParams {
+  std::uint32_t count, op, b_plane, plane;
+};
+
+struct PreluParams {
+  std::uint32_t count, channels, plane;
+};
+
 struct PadParams {
   std::uint32_t count, height, width, out_height, out_width, pad_top, pad_left, mode;
   float value;
@@ -131,6 +144,8 @@ inline constexpr KernelInfo concat_copy{"concat_copy", 2, sizeof(ConcatCopyParam
 inline constexpr KernelInfo add{"add", 3, sizeof(AddParams)};
 inline constexpr KernelInfo instance_norm{"instance_norm", 4, sizeof(InstanceNormParams)};
 inline constexpr KernelInfo pad{"pad", 2, sizeof(PadParams)};
+inline constexpr KernelInfo elementwise{"elementwise", 3, sizeof(ElementwiseParams)};
+inline constexpr KernelInfo prelu{"prelu", 3, sizeof(PreluParams)};
 }  // namespace kernels
 
 }  // namespace corgy::vulkan
