@@ -202,6 +202,43 @@ void add_normalization_cases(std::vector<LayerCase>& cases) {
                    }});
 }
 
+// Reflect and edge padded convolutions run as Pad + an unpadded convolution (corgy/model/padded_conv.h).
+void add_padded_conv_cases(std::vector<LayerCase>& cases) {
+  const std::vector<std::pair<Shape, Conv2dOptions>> shapes = {
+      {{2, 3, 13, 11},
+       {.in_channels = 3, .out_channels = 5, .kernel = 9, .padding = 4, .padding_mode = PadMode::reflect}},
+      {{3, 4, 16, 15},
+       {.in_channels = 4, .out_channels = 6, .kernel = 3, .stride = 2, .padding = 1, .padding_mode = PadMode::reflect}},
+      {{1, 6, 9, 9},
+       {.in_channels = 6,
+        .out_channels = 6,
+        .kernel = 3,
+        .padding = 1,
+        .padding_mode = PadMode::reflect,
+        .groups = 3,
+        .activation = Activation::relu()}},
+      {{2, 2, 7, 8}, {.in_channels = 2, .out_channels = 3, .kernel = 5, .padding = 2, .padding_mode = PadMode::edge}},
+  };
+  for (const auto& [input, options] : shapes) {
+    cases.push_back({Conv2d(options).describe() + " " + input.str(), input,
+                     [options = options](Sequential& m) { m.add(Conv2d(options)); }});
+  }
+  // Two padded convolutions in a row with a max pool after: the temporaries share memory, and the pool must not
+  // be fused with a reflect padded convolution.
+  cases.push_back(
+      {"conv reflect + conv reflect + maxpool (2, 3, 12, 10)", {2, 3, 12, 10}, [](Sequential& m) {
+         m.add(Conv2d({.in_channels = 3,
+                       .out_channels = 4,
+                       .kernel = 3,
+                       .padding = 1,
+                       .padding_mode = PadMode::reflect,
+                       .activation = Activation::relu()}));
+         m.add(Conv2d(
+             {.in_channels = 4, .out_channels = 5, .kernel = 3, .padding = 1, .padding_mode = PadMode::reflect}));
+         m.add(MaxPool2d({.kernel = 2}));
+       }});
+}
+
 void add_pad_cases(std::vector<LayerCase>& cases) {
   struct PadCase {
     Shape input;
@@ -294,6 +331,7 @@ std::vector<LayerCase> all_cases() {
   add_elementwise_cases(cases);
   add_normalization_cases(cases);
   add_pad_cases(cases);
+  add_padded_conv_cases(cases);
   add_linear_cases(cases);
   add_multi_input_cases(cases);
   add_elementwise_binary_cases(cases);

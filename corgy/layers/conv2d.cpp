@@ -6,11 +6,13 @@
 #include <cmath>
 
 #include "corgy/error.h"
+#include "corgy/layers/pad.h"
 
 namespace corgy {
 
 Conv2d::Conv2d(const Conv2dOptions& o)
-    : desc_{o.in_channels, o.out_channels, o.kernel, o.stride, o.padding, o.dilation, o.groups, o.activation} {
+    : desc_{o.in_channels, o.out_channels, o.kernel, o.stride, o.padding, o.dilation, o.groups, o.activation},
+      padding_mode_(o.padding_mode) {
   if (o.in_channels <= 0 || o.out_channels <= 0 || o.kernel <= 0 || o.stride <= 0 || o.dilation <= 0 || o.groups <= 0 ||
       o.padding < 0) {
     throw_parameter_error(
@@ -29,8 +31,9 @@ Conv2d::Conv2d(const Conv2dOptions& o)
 
 std::string Conv2d::describe() const {
   const Conv2dDesc& d = desc_;
-  std::string text = fmt::format("conv2d {}x{}/{} pad {}, {}->{}", d.kernel, d.kernel, d.stride, d.padding,
-                                 d.in_channels, d.out_channels);
+  std::string text = fmt::format("conv2d {}x{}/{} pad {}", d.kernel, d.kernel, d.stride, d.padding);
+  if (padding_mode_ != PadMode::constant && d.padding > 0) text += fmt::format(" {}", pad_mode_name(padding_mode_));
+  text += fmt::format(", {}->{}", d.in_channels, d.out_channels);
   if (d.dilation != 1) text += fmt::format(", dilation {}", d.dilation);
   if (d.groups != 1) text += fmt::format(", groups {}", d.groups);
   if (d.activation.kind != ActivationKind::none) text += ", " + d.activation.str();
@@ -41,6 +44,9 @@ Shape Conv2d::output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   if (in.c != desc_.in_channels) {
     throw_shape_error(fmt::format("(N, {}, H, W)", desc_.in_channels), in);
+  }
+  if (padding_mode_ == PadMode::reflect && desc_.padding >= std::min(in.h, in.w)) {
+    throw_shape_error(fmt::format("an input larger than the reflected padding {} along H and W", desc_.padding), in);
   }
   const int out_h = desc_.output_size(in.h);
   const int out_w = desc_.output_size(in.w);
@@ -60,7 +66,30 @@ void Conv2d::upload(Backend& backend) const {
 }
 
 void Conv2d::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
+  if (padding_mode_ != PadMode::constant && desc_.padding > 0) {
+    // Backends convolve with zero padding only; Sequential runs this layer as Pad + without_padding().
+    throw Error(
+        fmt::format("{}: {} padding runs as a Pad layer and a convolution that a Sequential plans; "
+                    "run the layer inside a Sequential",
+                    describe(), pad_mode_name(padding_mode_)));
+  }
   backend.conv2d(desc_, *inputs[0], weights_, has_bias() ? &bias_ : nullptr, output);
+}
+
+Conv2d Conv2d::without_padding() const {
+  const Conv2dDesc& d = desc_;
+  Conv2d conv({.in_channels = d.in_channels,
+               .out_channels = d.out_channels,
+               .kernel = d.kernel,
+               .stride = d.stride,
+               .padding = 0,
+               .dilation = d.dilation,
+               .groups = d.groups,
+               .bias = false,
+               .activation = d.activation});
+  conv.weights_ = weights_.view(weights_.shape());
+  if (has_bias()) conv.bias_ = bias_.view(bias_.shape());
+  return conv;
 }
 
 double Conv2d::flops(std::span<const Shape> inputs) const {

@@ -13,6 +13,12 @@ struct Conv2dOptions {
   int kernel = 3;
   int stride = 1;
   int padding = 0;
+  /// How the `padding` border is filled: zeros (PadMode::constant, the default; PyTorch's padding_mode "zeros"),
+  /// the input mirrored without repeating its edge (PadMode::reflect, PyTorch's "reflect") or its edge repeated
+  /// (PadMode::edge, PyTorch's "replicate"). Reflect and edge run as a Pad layer into a temporary followed by this
+  /// convolution without padding (Sequential plans both; corgy/model/padded_conv.h), so every backend computes
+  /// them and no convolution kernel needs to know about them. Reflect needs padding < the input's H and W.
+  PadMode padding_mode = PadMode::constant;
   int dilation = 1;
   /// in_channels and out_channels must both divide by groups; groups == in_channels is depthwise.
   int groups = 1;
@@ -31,6 +37,7 @@ struct BatchNormParams {
 
 /// Input (N, in_channels, H, W) -> output (N, out_channels, Ho, Wo), Ho = (H + 2p - d(k-1) - 1) / s + 1.
 /// Weights OIHW (out_channels, in_channels / groups, k, k), zero until set; bias (1, 1, 1, out_channels).
+/// With a padding mode other than zeros, the layer runs only inside a Sequential (see Conv2dOptions::padding_mode).
 class Conv2d final : public Layer {
  public:
   /// Throws corgy::Error for non-positive sizes or channels that do not divide by groups.
@@ -44,6 +51,11 @@ class Conv2d final : public Layer {
   double flops(std::span<const Shape> inputs) const override;
 
   const Conv2dDesc& desc() const { return desc_; }
+  /// PadMode::constant (zeros), reflect or edge; desc().padding is the border's width in every mode.
+  PadMode padding_mode() const { return padding_mode_; }
+  /// The same convolution without padding, sharing this layer's weight and bias storage (views): what runs after
+  /// the Pad of a reflect or edge padded convolution.
+  Conv2d without_padding() const;
   Variable& weights() { return weights_; }
   const Variable& weights() const { return weights_; }
   /// Empty when the layer has no bias.
@@ -60,6 +72,7 @@ class Conv2d final : public Layer {
 
  private:
   Conv2dDesc desc_;
+  PadMode padding_mode_ = PadMode::constant;
   Variable weights_;
   Variable bias_;
 };

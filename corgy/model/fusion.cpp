@@ -20,7 +20,9 @@ std::vector<ConvMaxPoolFusion> find_conv_maxpool_fusions(const std::vector<Fusio
     const int c = nodes[p].inputs[0];
     if (c < 0 || readers[c] != 1 || nodes[c].keep) continue;
     const auto* conv = dynamic_cast<const Conv2d*>(nodes[c].layer);
-    if (!conv) continue;
+    // A reflect or edge padded convolution runs as Pad + convolution (padded_conv.h); the fused kernels pad with
+    // zeros only.
+    if (!conv || (conv->padding_mode() != PadMode::constant && conv->desc().padding > 0)) continue;
     fusions.push_back({c, static_cast<int>(p), std::make_unique<Conv2dMaxPool>(*conv, *pool)});
   }
   return fusions;

@@ -6,6 +6,7 @@
 #include "corgy/error.h"
 #include "corgy/model/fusion.h"
 #include "corgy/model/memory_plan.h"
+#include "corgy/model/padded_conv.h"
 
 namespace corgy {
 
@@ -127,11 +128,11 @@ std::string Sequential::summary(const Shape& input) const {
   return text;
 }
 
-void Sequential::plan_steps(std::vector<bool>& skipped) {
+void Sequential::plan_steps(const Shape& model_input_shape) {
   steps_.clear();
-  fused_layers_.clear();
-  skipped.assign(nodes_.size(), false);
-  std::vector<int> fused_into(nodes_.size(), -1);  // per pool layer: the fused_layers_ entry that computes it
+  planned_layers_.clear();
+  std::vector<bool> skipped(nodes_.size(), false);
+  std::vector<int> fused_into(nodes_.size(), -1);  // per pool layer: the planned_layers_ entry that computes it
   if (fusion_) {
     std::vector<FusionNode> view;
     for (int i = 0; i < size(); ++i) {
@@ -139,52 +140,69 @@ void Sequential::plan_steps(std::vector<bool>& skipped) {
     }
     for (ConvMaxPoolFusion& fusion : find_conv_maxpool_fusions(view)) {
       skipped[fusion.conv] = true;
-      fused_into[fusion.pool] = static_cast<int>(fused_layers_.size());
-      fused_layers_.push_back(std::move(fusion.fused));
+      fused_into[fusion.pool] = static_cast<int>(planned_layers_.size());
+      planned_layers_.push_back(std::move(fusion.fused));
     }
   }
   for (int i = 0; i < size(); ++i) {
     if (skipped[i]) continue;
     const int fused = fused_into[i];
-    if (fused < 0) {
-      steps_.push_back({i, nodes_[i].layer.get(), nodes_[i].inputs});
-    } else {
+    if (fused >= 0) {
       const int conv = nodes_[i].inputs[0];  // the fused layer reads what the convolution read
-      steps_.push_back({i, fused_layers_[fused].get(), nodes_[conv].inputs});
+      steps_.push_back({i, i, planned_layers_[fused].get(), nodes_[conv].inputs});
+    } else if (std::optional<PaddedConvExpansion> padded = expand_padded_conv(*nodes_[i].layer)) {
+      // Pad into a temporary slot of its own, then the convolution without padding reads that slot.
+      const int source = nodes_[i].inputs[0];
+      const Shape& input = source == model_input ? model_input_shape : shapes_[source];
+      const int temporary = static_cast<int>(shapes_.size());
+      shapes_.push_back(padded->pad->output_shape(std::span<const Shape>(&input, 1)));
+      steps_.push_back({i, temporary, padded->pad.get(), nodes_[i].inputs});
+      steps_.push_back({i, i, padded->conv.get(), {temporary}});
+      planned_layers_.push_back(std::move(padded->pad));
+      planned_layers_.push_back(std::move(padded->conv));
+    } else {
+      steps_.push_back({i, i, nodes_[i].layer.get(), nodes_[i].inputs});
     }
   }
 }
 
 void Sequential::plan(const Shape& input) {
+  planned_input_ = {};
   shapes_ = infer_shapes(input);
-  const std::vector<Shape>& shapes = shapes_;
-  std::vector<bool> skipped;
-  plan_steps(skipped);
+  plan_steps(input);
+  // The memory plan sees the steps' outputs in the order they run; a layer computed inside a fused step has none.
+  std::vector<int> entry_of_slot(shapes_.size(), -1);
   std::vector<PlanEntry> entries;
-  for (int i = 0; i < size(); ++i) {
-    entries.push_back({shapes[i].count(), nodes_[i].inputs, nodes_[i].layer->is_view(), nodes_[i].keep, skipped[i]});
+  for (const Step& step : steps_) {
+    PlanEntry entry{
+        shapes_[step.output].count(), {}, step.run->is_view(), step.output < size() && nodes_[step.output].keep};
+    for (int source : step.inputs) entry.inputs.push_back(source == model_input ? model_input : entry_of_slot[source]);
+    entry_of_slot[step.output] = static_cast<int>(entries.size());
+    entries.push_back(std::move(entry));
   }
-  // A step reads its own inputs, which for a fused step are the skipped layer's: their lifetimes must reach it.
-  for (const Step& step : steps_) entries[step.layer].inputs = step.inputs;
   const MemoryPlan memory = plan_memory(entries);
+  std::vector<int> buffer_of_slot(shapes_.size(), MemoryPlan::no_buffer);
+  for (std::size_t slot = 0; slot < shapes_.size(); ++slot) {
+    if (entry_of_slot[slot] >= 0) buffer_of_slot[slot] = memory.buffer_of_layer[entry_of_slot[slot]];
+  }
   buffers_.clear();
   for (std::size_t count : memory.buffer_sizes) buffers_.emplace_back(Shape::vector(static_cast<int>(count)));
   outputs_.clear();
-  for (int i = 0; i < size(); ++i) {
-    const int buffer = memory.buffer_of_layer[i];
-    // Views of the model input are rebound at every forward, since the input is the caller's; skipped layers
-    // have no output of their own.
-    outputs_.push_back(buffer < 0 ? Variable() : buffers_[buffer].view(shapes[i]));
+  for (std::size_t slot = 0; slot < shapes_.size(); ++slot) {
+    const int buffer = buffer_of_slot[slot];
+    // Views of the model input are rebound at every forward, since the input is the caller's; layers computed
+    // inside a fused step have no output of their own.
+    outputs_.push_back(buffer < 0 ? Variable() : buffers_[buffer].view(shapes_[slot]));
   }
-  tell_backend_device_only(memory);
+  tell_backend_device_only(buffer_of_slot);
   planned_input_ = input;
 }
 
-void Sequential::tell_backend_device_only(const MemoryPlan& memory) {
+void Sequential::tell_backend_device_only(const std::vector<int>& buffer_of_slot) {
   // The last layer's output and the kept ones are read on the host; a GPU backend may keep the rest on the device.
   std::vector<bool> read_on_host(buffers_.size(), false);
   for (int i = 0; i < size(); ++i) {
-    const int buffer = memory.buffer_of_layer[i];
+    const int buffer = buffer_of_slot[i];
     if (buffer >= 0 && (nodes_[i].keep || i + 1 == size())) read_on_host[buffer] = true;
   }
   std::vector<std::uint64_t> device_only;
@@ -208,11 +226,11 @@ const Variable& Sequential::forward(const Variable& input) {
       in.clear();
       for (int source : step.inputs) in.push_back(source == model_input ? &input : &outputs_[source]);
       if (step.run->is_view()) {
-        outputs_[step.layer] = in[0]->view(shapes_[step.layer]);
+        outputs_[step.output] = in[0]->view(shapes_[step.output]);
         continue;
       }
       backend_->begin_layer(step.layer);
-      with_layer_context(step.layer, *step.run, [&] { step.run->forward(*backend_, in, outputs_[step.layer]); });
+      with_layer_context(step.layer, *step.run, [&] { step.run->forward(*backend_, in, outputs_[step.output]); });
     }
     backend_->begin_layer(-1);
   } catch (...) {
@@ -220,7 +238,7 @@ const Variable& Sequential::forward(const Variable& input) {
     throw;
   }
   backend_->end_forward();
-  return outputs_.back();
+  return outputs_[size() - 1];
 }
 
 const Variable& Sequential::output(int layer) const {

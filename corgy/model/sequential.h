@@ -99,18 +99,21 @@ class Sequential {
     bool keep = false;
   };
 
-  /// One call of a forward: a layer, or a fused layer that also computes the layers it replaces.
+  /// One call of a forward: a layer, a fused layer that also computes the layers it replaces, or one of the
+  /// layers a padded convolution expands into (padded_conv.h).
   struct Step {
-    int layer;                // the output this step writes
-    const Layer* run;         // nodes_[layer].layer, or a fused layer from fused_layers_
-    std::vector<int> inputs;  // what `run` reads
+    int layer;                // the model's layer this step computes (or helps compute), for errors and profiles
+    int output;               // the slot it writes: `layer`, or a temporary's slot (>= size()) for a padded input
+    const Layer* run;         // nodes_[layer].layer, or a layer from planned_layers_
+    std::vector<int> inputs;  // the slots `run` reads (model_input for the model's input)
   };
 
   void plan(const Shape& input);
-  /// The steps of a forward with fusion applied (when on), and which layers no step computes on its own.
-  void plan_steps(std::vector<bool>& skipped);
+  /// The steps of a forward with fusion applied (when on) and padded convolutions expanded. Fills steps_ and
+  /// planned_layers_, and appends the shapes of the temporaries' slots to shapes_.
+  void plan_steps(const Shape& model_input_shape);
   /// Backend::set_device_only with the buffers that hold no output the caller can read.
-  void tell_backend_device_only(const MemoryPlan& memory);
+  void tell_backend_device_only(const std::vector<int>& buffer_of_slot);
   [[noreturn]] void throw_wrong_layer_type(int index) const;
 
   std::vector<Node> nodes_;
@@ -119,7 +122,8 @@ class Sequential {
   bool weights_uploaded_ = false;
   bool fusion_ = true;
   std::vector<Step> steps_;
-  std::vector<std::unique_ptr<Layer>> fused_layers_;
+  std::vector<std::unique_ptr<Layer>> planned_layers_;  // fused layers and the expansions of padded convolutions
+  // Per slot: the model's layers (0 .. size() - 1), then the temporaries the plan added.
   std::vector<Shape> shapes_;
   std::vector<Variable> outputs_;
   std::vector<Variable> buffers_;
