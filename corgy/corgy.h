@@ -24,6 +24,7 @@
 #include "corgy/layers/batchnorm.h"
 #include "corgy/layers/channel_affine.h"
 #include "corgy/layers/concat.h"
+#include "corgy/layers/conditional_instance_norm.h"
 #include "corgy/layers/conv2d.h"
 #include "corgy/layers/conv2d_maxpool.h"
 #include "corgy/layers/elementwise.h"

@@ -202,6 +202,21 @@ void add_normalization_cases(std::vector<LayerCase>& cases) {
                    }});
 }
 
+void add_conditional_instance_norm_cases(std::vector<LayerCase>& cases) {
+  // randomize_parameters gives each norm random per-style gammas and betas and a random style mix.
+  cases.push_back({"conditional_instance_norm 1 style (2, 3, 5, 7)", {2, 3, 5, 7}, [](Sequential& m) {
+                     m.add(ConditionalInstanceNorm(3, 1));
+                   }});
+  cases.push_back({"conditional_instance_norm 4 styles relu (3, 5, 9, 6)", {3, 5, 9, 6}, [](Sequential& m) {
+                     m.add(ConditionalInstanceNorm(5, 4, 1e-5f, Activation::relu()));
+                   }});
+  cases.push_back(
+      {"conv + conditional_instance_norm 3 styles sigmoid (2, 4, 17, 13)", {2, 4, 17, 13}, [](Sequential& m) {
+         m.add(Conv2d({.in_channels = 4, .out_channels = 6, .kernel = 3, .padding = 1}));
+         m.add(ConditionalInstanceNorm(6, 3, 1e-3f, Activation::sigmoid()));
+       }});
+}
+
 // Reflect and edge padded convolutions run as Pad + an unpadded convolution (corgy/model/padded_conv.h).
 void add_padded_conv_cases(std::vector<LayerCase>& cases) {
   const std::vector<std::pair<Shape, Conv2dOptions>> shapes = {
@@ -331,6 +346,7 @@ std::vector<LayerCase> all_cases() {
   add_elementwise_cases(cases);
   add_normalization_cases(cases);
   add_pad_cases(cases);
+  add_conditional_instance_norm_cases(cases);
   add_padded_conv_cases(cases);
   add_linear_cases(cases);
   add_multi_input_cases(cases);

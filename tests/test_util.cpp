@@ -45,6 +45,14 @@ void randomize_parameters(Sequential& model, std::mt19937& rng) {
     } else if (auto* norm = dynamic_cast<InstanceNorm*>(&model.layer(i))) {
       fill_random(norm->scale(), rng, 1.5f);
       fill_random(norm->shift(), rng, 1.0f);
+    } else if (auto* cin = dynamic_cast<ConditionalInstanceNorm*>(&model.layer(i))) {
+      // Random per-style parameters and a random blend of the styles.
+      const Variable gamma = random_variable(cin->gamma().shape(), rng, 1.5f);
+      const Variable beta = random_variable(cin->beta().shape(), rng, 1.0f);
+      cin->set_style_parameters(gamma.values(), beta.values());
+      Variable mix = random_variable(Shape::vector(cin->styles()), rng, 1.0f);
+      for (float& w : mix.values()) w = std::abs(w);
+      cin->set_style_weights(mix.values());
     }
   }
   model.weights_changed();
