@@ -43,6 +43,7 @@
 #include "corgy/matmul.h"
 #include "corgy/model/sequential.h"
 #include "corgy/models/mnist.h"
+#include "corgy/models/style_transfer.h"
 #include "corgy/models/tiny_face_detector.h"
 #include "corgy/shape.h"
 #include "corgy/variable.h"

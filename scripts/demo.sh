@@ -7,7 +7,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$CORGY_ROOT"
 
 # To add a demo: add its build targets here, write a function that runs it, and add a run_step line below.
-DEMO_TARGETS=(corgy_demo mnist face_detect)
+DEMO_TARGETS=(corgy_demo mnist face_detect style_transfer)
 
 demo_backends() {
   "$CORGY_RELEASE_DIR/examples/corgy_demo"
@@ -28,9 +28,22 @@ demo_faces() {
     data/face_api/sample*.png
 }
 
+# The trained multi-style network (data/style_transfer) renders the held-out photo data/style_transfer/dog.png in each
+# of its styles and in one blend, on the best backend here; the PNGs go to build/style_transfer.
+demo_style_transfer() {
+  local out="$CORGY_ROOT/build/style_transfer" program="$CORGY_RELEASE_DIR/examples/style_transfer" style
+  mkdir -p "$out"
+  for style in $("$program" --list-styles | cut -d' ' -f2); do
+    "$program" --backend auto --size 512 --style "$style" data/style_transfer/dog.png "$out/dog_$style.png"
+  done
+  "$program" --backend auto --size 512 --style 0.5,0.5,0,0 data/style_transfer/dog.png "$out/dog_blend.png"
+  echo "stylised photos: $(ls "$out"/dog_*.png | tr '\n' ' ')"
+}
+
 run_step --required "Debian packages" ensure_packages "${CORGY_PACKAGES[@]}"
 run_step --required "release build: $CORGY_RELEASE_DIR (${DEMO_TARGETS[*]})" build_release "${DEMO_TARGETS[@]}"
 run_step "demo: a small CNN built with the C++ API, on every backend" demo_backends
 run_step "demo: MNIST digits with trained weights (examples/mnist)" demo_mnist
 run_step "demo: faces in photos, face-api's trained detector (examples/face_detect)" demo_faces
+run_step "demo: a photo in four painted styles and a blend (examples/style_transfer)" demo_style_transfer
 print_summary "scripts/demo.sh"

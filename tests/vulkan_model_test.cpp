@@ -107,5 +107,28 @@ INSTANTIATE_TEST_SUITE_P(SmallNetworks, VulkanModel,
                                               std::get<1>(param_info.param));
                          });
 
+// A new style mix of the style network uploads nothing and keeps the recorded forward: each forward reads the
+// norms' mixed scale and shift, which are not constants (ConditionalInstanceNorm).
+TEST(VulkanStyleTransfer, StyleChangeUploadsNothingAndKeepsTheRecording) {
+  StyleTransferModel model({.styles = 3, .width = 4, .residual_blocks = 1});
+  std::mt19937 rng(3);
+  randomize_parameters(model.network(), rng);
+  const Variable input = random_variable({1, 3, 16, 20}, rng, 0.5f);
+  auto owned = std::make_unique<VulkanBackend>(validated_vulkan_options());
+  const VulkanStats& stats = owned->stats();
+  model.network().set_backend(std::move(owned));
+  model.set_style(std::vector<float>{1.0f, 0.0f, 0.0f});
+  const Variable before = model.stylise(input).clone();
+  const std::uint64_t uploads = stats.upload_submissions;
+  model.set_style(std::vector<float>{0.1f, 0.6f, 0.3f});
+  const Variable after = model.stylise(input).clone();
+  EXPECT_EQ(stats.upload_submissions, uploads);
+  EXPECT_EQ(stats.recordings, 1u);
+  EXPECT_EQ(stats.submissions, 2u);
+  model.network().set_backend("naive");
+  EXPECT_TRUE(outputs_match(after, model.stylise(input)));
+  EXPECT_FALSE(outputs_match(before, model.stylise(input), 1e-2));
+}
+
 }  // namespace
 }  // namespace corgy::testing
