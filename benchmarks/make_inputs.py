@@ -4,8 +4,9 @@
   mnist.b<N>.npy   the first N held-out digits of data/mnist (pixel = byte / 255), (N, 1, 28, 28)
   yolo.b<N>.npy    uniform [0, 1) noise from NumPy's PCG64 with seed 2026, (N, 3, 416, 416) (the time of a
                    forward does not depend on the pixels; the peers' outputs are checked on it)
+  style.s<S>.npy   the same noise, (1, 3, S, S), for the style network at side S
 
-Usage: make_inputs.py OUT_DIR --mnist-batches 1 64 --yolo-batches 1 8
+Usage: make_inputs.py OUT_DIR --mnist-batches 1 64 --yolo-batches 1 8 --style-sides 256 512
 """
 
 import argparse
@@ -32,6 +33,7 @@ def main():
     parser.add_argument("out_dir")
     parser.add_argument("--mnist-batches", type=int, nargs="*", default=[1, 64])
     parser.add_argument("--yolo-batches", type=int, nargs="*", default=[1, 8])
+    parser.add_argument("--style-sides", type=int, nargs="*", default=[256, 512])
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     digits = read_idx_images(os.path.join(REPO, "data", "mnist", "heldout-images-idx3-ubyte"))
@@ -40,6 +42,9 @@ def main():
     for n in args.yolo_batches:
         noise = np.random.default_rng(YOLO_SEED).random((n, 3, YOLO_SIDE, YOLO_SIDE), dtype=np.float32)
         np.save(os.path.join(args.out_dir, f"yolo.b{n}.npy"), noise)
+    for side in args.style_sides:
+        noise = np.random.default_rng(YOLO_SEED).random((1, 3, side, side), dtype=np.float32)
+        np.save(os.path.join(args.out_dir, f"style.s{side}.npy"), noise)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 //   model_benchmark --cfg data/darknet/yolov3-tiny.cfg --random-weights 1 --input x.npy --backend blas --threads 1
 //                   --repeat 20 [--warmup 2] [--warmup-ms 200] [--output PREFIX]
 //   model_benchmark --mnist data/mnist --input digits.npy --backend vulkan:0 --repeat 50
+//   model_benchmark --style-transfer data/style_transfer/weights --input photo512.npy --backend blas
 //   model_benchmark --cfg FILE --random-weights SEED --write-weights FILE   (the .weights the peers load)
 //   model_benchmark --list-devices                                         (Vulkan devices, JSON)
 //   model_benchmark ... --profile      (then a table: each layer's algorithm, ms, GFLOP/s and % of the FMA peak)
@@ -34,6 +35,7 @@ struct Options {
   std::string cfg;
   std::optional<std::uint32_t> random_weights;
   std::string mnist;
+  std::string style_transfer;
   std::string input;
   std::string backend;
   int threads = 0;
@@ -88,6 +90,25 @@ class MnistNetwork final : public Network {
 
  private:
   corgy::Sequential model_;
+};
+
+/// The trained style network of data/style_transfer, rendering an even blend of its first two styles (a blend
+/// costs what one style costs: the mix is made on the host when it is set).
+class StyleTransferNetwork final : public Network {
+ public:
+  explicit StyleTransferNetwork(const std::string& directory) : model_(corgy::StyleTransferModel::load(directory)) {
+    std::vector<float> blend(model_.style_names().size(), 0.0f);
+    blend[0] = 0.5f;
+    blend[blend.size() > 1 ? 1 : 0] += 0.5f;
+    model_.set_style(blend);
+  }
+  corgy::Sequential& sequential() override { return model_.network(); }
+  std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override {
+    return {&model_.stylise(input)};
+  }
+
+ private:
+  corgy::StyleTransferModel model_;
 };
 
 struct Summary {
@@ -163,7 +184,11 @@ void write_outputs(const std::vector<const corgy::Variable*>& outputs, const std
   for (std::size_t k = 0; k < outputs.size(); ++k) corgy::save_npy(fmt::format("{}.{}.npy", prefix, k), *outputs[k]);
 }
 
-std::string model_name(const Options& options) { return options.mnist.empty() ? options.cfg : "mnist"; }
+/// The model's name in the results: the cfg, "mnist", or "style<side>" (style256, style512) for the style network.
+std::string model_name(const Options& options, const corgy::Variable& input) {
+  if (!options.style_transfer.empty()) return fmt::format("style{}", input.shape().w);
+  return options.mnist.empty() ? options.cfg : "mnist";
+}
 
 void print_result(const Options& options, Network& network, const corgy::Variable& input, const Timings& timings) {
   corgy::Backend& backend = network.sequential().backend();
@@ -175,9 +200,9 @@ void print_result(const Options& options, Network& network, const corgy::Variabl
       "\"repeat\": {}, \"first_ms\": {:.4f}, \"median_ms\": {:.4f}, \"min_ms\": {:.4f}, \"max_ms\": {:.4f}, "
       "\"gpu_median_ms\": {:.4f}, \"gpu_min_ms\": {:.4f}, \"gpu_max_ms\": {:.4f}, \"gflop\": {:.6f}, "
       "\"gflops\": {:.3f}}}\n",
-      json_string(model_name(options)), input.shape().n, json_string(options.backend), json_string(device_of(backend)),
-      backend.threads(), timings.warmups, timings.wall_ms.size(), timings.first_ms, wall.median, wall.min, wall.max,
-      gpu.median, gpu.min, gpu.max, gflop, gflop / (wall.median / 1e3));
+      json_string(model_name(options, input)), input.shape().n, json_string(options.backend),
+      json_string(device_of(backend)), backend.threads(), timings.warmups, timings.wall_ms.size(), timings.first_ms,
+      wall.median, wall.min, wall.max, gpu.median, gpu.min, gpu.max, gflop, gflop / (wall.median / 1e3));
 }
 
 /// Profiles `repeat` more forwards and prints the per-layer table, against the FMA peak of as many threads as the
@@ -223,6 +248,7 @@ void write_random_weights(const Options& options) {
 
 std::unique_ptr<Network> make_network(const Options& options) {
   if (!options.mnist.empty()) return std::make_unique<MnistNetwork>(options.mnist);
+  if (!options.style_transfer.empty()) return std::make_unique<StyleTransferNetwork>(options.style_transfer);
   return std::make_unique<DarknetNetwork>(options.cfg, *options.random_weights);
 }
 
@@ -236,8 +262,15 @@ void define_options(CLI::App& app, Options& options) {
       app.add_option("--random-weights", options.random_weights, "seed of the deterministic random darknet weights");
   CLI::Option* mnist = app.add_option("--mnist", options.mnist, "folder of the trained MNIST model (data/mnist)")
                            ->check(CLI::ExistingDirectory);
+  CLI::Option* style =
+      app.add_option(
+             "--style-transfer", options.style_transfer,
+             "folder of the trained style network (data/style_transfer/weights); renders a blend of styles 0 and 1")
+          ->check(CLI::ExistingDirectory);
   cfg->needs(seed);
   cfg->excludes(mnist);
+  cfg->excludes(style);
+  mnist->excludes(style);
   app.add_option("--input", options.input, "float32 NCHW input (.npy); its N is the batch")->check(CLI::ExistingFile);
   app.add_option("--backend", options.backend,
                  "naive, blas, blas:im2col, vulkan, vulkan:<index> or vulkan:<part of the device name>");
@@ -252,8 +285,9 @@ void define_options(CLI::App& app, Options& options) {
                  "... and until this many milliseconds have passed (a GPU needs ~200)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--output", options.output,
-                 "after timing, write the raw head inputs (darknet) or the logits (MNIST) as PREFIX.<k>.npy");
+  app.add_option(
+      "--output", options.output,
+      "after timing, write the raw head inputs (darknet), the logits (MNIST) or the image (style) as PREFIX.<k>.npy");
   app.add_flag("--profile", options.profile,
                "after timing, profile --repeat more forwards and print each layer's algorithm, ms, GFLOP/s and % of "
                "the FMA peak");
@@ -272,8 +306,8 @@ int run(const Options& options) {
     write_random_weights(options);
     return 0;
   }
-  if (options.cfg.empty() && options.mnist.empty())
-    throw corgy::Error("a model is required: --cfg FILE or --mnist DIR");
+  if (options.cfg.empty() && options.mnist.empty() && options.style_transfer.empty())
+    throw corgy::Error("a model is required: --cfg FILE, --mnist DIR or --style-transfer DIR");
   if (options.input.empty() || options.backend.empty()) throw corgy::Error("--input and --backend are required");
   const std::unique_ptr<Network> network = make_network(options);
   network->sequential().set_backend(options.backend, options.threads);

@@ -104,41 +104,56 @@ fi
 # Timed forwards per model and batch: `repeat` for the fast configurations (after 2 untimed warm-ups, 1 at batch
 # 8), `slow_repeat` after `slow_warmup` for naive and lavapipe. Naive's batch 8 takes over a minute a forward, so
 # it is timed once, cold: the first forward costs no more than the others (the 'first ms' column of batch 1).
-models=(mnist yolov2-tiny-voc yolov3-tiny)
-declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8")
-declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10)
-declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1)
-declare -A slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=1 [yolo.8]=0)
+# The style network (data/style_transfer) runs at 256 x 256 and 512 x 512, batch 1 (models style256, style512).
+models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512)
+declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1")
+declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10 [style.1]=8)
+declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1 [style.1]=1)
+declare -A slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=1 [yolo.8]=0 [style.1]=0)
 rounds=3
 peers=(torch torch-jit opencv onnxruntime darknet)
 gpu_warmup_ms=300
 if ((quick)); then
   batches=([mnist]="1 64" [yolov2-tiny-voc]="1" [yolov3-tiny]="1")
-  repeat=([mnist.1]=30 [mnist.64]=5 [yolo.1]=3 [yolo.8]=2 [yolo.64]=3)
-  slow_repeat=([mnist.1]=3 [mnist.64]=1 [yolo.1]=1 [yolo.8]=1)
-  slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=0 [yolo.8]=0)
+  repeat=([mnist.1]=30 [mnist.64]=5 [yolo.1]=3 [yolo.8]=2 [yolo.64]=3 [style.1]=3)
+  slow_repeat=([mnist.1]=3 [mnist.64]=1 [yolo.1]=1 [yolo.8]=1 [style.1]=1)
+  slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=0 [yolo.8]=0 [style.1]=0)
   rounds=1
 fi
 if ((gpu)); then
   # An idle host, and one call of the device tool: one process per configuration, naive's Tiny YOLO timed once.
-  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64")
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1")
   slow_repeat[yolo.1]=1 slow_warmup[yolo.1]=0
   rounds=1
   peers=(torch-cuda torch-cuda-jit)
 fi
 
-kind_of() { [[ $1 == mnist ]] && echo mnist || echo yolo; }
-input_of() { echo "$work/$(kind_of "$1").b$2.npy"; }
-weights_of() { [[ $1 == mnist ]] && echo data/mnist || echo "$work/$1.weights"; }
+kind_of() {
+  case $1 in
+    mnist) echo mnist ;;
+    style*) echo style ;;
+    *) echo yolo ;;
+  esac
+}
+input_of() {  # MODEL BATCH
+  if [[ $1 == style* ]]; then echo "$work/style.s${1#style}.npy"; else echo "$work/$(kind_of "$1").b$2.npy"; fi
+}
+weights_of() {
+  case $1 in
+    mnist) echo data/mnist ;;
+    style*) echo data/style_transfer/weights ;;
+    *) echo "$work/$1.weights" ;;
+  esac
+}
 # model_args MODEL: sets model_flags to model_benchmark's flags for MODEL.
 model_args() {
-  if [[ $1 == mnist ]]; then
-    model_flags=(--mnist data/mnist)
-  else
-    model_flags=(--cfg "data/darknet/$1.cfg" --random-weights "$SEED")
-  fi
+  case $1 in
+    mnist) model_flags=(--mnist data/mnist) ;;
+    style*) model_flags=(--style-transfer data/style_transfer/weights) ;;
+    *) model_flags=(--cfg "data/darknet/$1.cfg" --random-weights "$SEED") ;;
+  esac
 }
-model_path() { [[ $1 == mnist ]] && echo mnist || echo "data/darknet/$1.cfg"; }
+model_path() { [[ $1 == mnist || $1 == style* ]] && echo "$1" || echo "data/darknet/$1.cfg"; }
 
 # The OpenBLAS kernel choice as given, and the other one: OPENBLAS_CORETYPE=Haswell forces the AVX2 kernels.
 blas_env_given=${OPENBLAS_CORETYPE:-}
@@ -216,13 +231,15 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 log "work folder $work; load average $load_start"
 read -ra mnist_batches <<<"${batches[mnist]}"
 read -ra yolo_batches <<<"${batches[yolov2-tiny-voc]}"
-"$python" benchmarks/make_inputs.py "$work" --mnist-batches "${mnist_batches[@]}" --yolo-batches "${yolo_batches[@]}"
+"$python" benchmarks/make_inputs.py "$work" --mnist-batches "${mnist_batches[@]}" --yolo-batches "${yolo_batches[@]}" \
+  --style-sides 256 512
 for model in yolov2-tiny-voc yolov3-tiny; do
   model_args "$model"
   "$bin/model_benchmark" "${model_flags[@]}" --write-weights "$work/$model.weights"
 done
 if ((!gpu)); then
   for model in "${models[@]}"; do
+    [[ $model == style* ]] && continue  # the style network is timed against PyTorch only
     "$python" benchmarks/peer_benchmark.py export-onnx --model "$(model_path "$model")" \
       --weights "$(weights_of "$model")" --out "$work/$model.onnx" 2>>"$work/stderr.log"
   done
@@ -267,8 +284,10 @@ fast_backends() {  # ROUND MODEL BATCH
 
 slow_backends() {  # MODEL BATCH
   if ((gpu)) && [[ $1 != mnist && $2 != 1 ]]; then return; fi  # naive batch 8+ would take the GPU call's time
+  if ((gpu)) && [[ $1 == style512 ]]; then return; fi          # as would naive's 80 GFLOP at 512 x 512
   corgy 1 "$1" "$2" naive 1
-  [[ -z $lavapipe_index ]] || ((quick && $2 != 1)) || corgy 1 "$1" "$2" vulkan-cpu 0
+  # lavapipe at 512 x 512 takes minutes a forward; the style network is timed on lavapipe at 256 only
+  [[ -z $lavapipe_index ]] || ((quick && $2 != 1)) || [[ $1 == style512 ]] || corgy 1 "$1" "$2" vulkan-cpu 0
 }
 
 # The corgy run whose outputs the peers must match (written in round 1).
@@ -287,6 +306,7 @@ for round in $(seq 1 "$rounds"); do
         [[ $batch == 64 && $model != mnist && $p != torch-cuda* ]] && continue
         # darknet: its own cfgs only, and one round (a second or more per forward, one thread)
         [[ $p == darknet && ($model == mnist || $round != 1) ]] && continue
+        [[ $model == style* && $p != torch* ]] && continue  # no ONNX export or darknet cfg of the style network
         peer "$round" "$p" "$model" "$batch"
       done
       ((round == 1)) && slow_backends "$model" "$batch"

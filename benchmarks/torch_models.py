@@ -6,7 +6,12 @@
   formula, as corgy folds it), [maxpool] (darknet's padding), [route], [upsample], [region], [yolo].
 - mnist_model(directory): corgy's MNIST network (corgy/models/mnist.h) with the .npy weights of data/mnist;
   forward returns the logits, as model_benchmark --output writes them.
+- style256 / style512: the style network of data/style_transfer (tools/style_transfer_net.py, the one it was
+  trained with), rendering the even blend of styles 0 and 1 that model_benchmark --style-transfer renders.
 """
+
+import os
+import sys
 
 import numpy as np
 import torch
@@ -170,7 +175,32 @@ class MnistNet(torch.nn.Module):
         return (self.fc1(torch.flatten(x, 1)),)
 
 
+class StyleNet(torch.nn.Module):
+    """The trained style network with a fixed style mix: forward(x) returns (image,)."""
+
+    def __init__(self, directory, side):
+        super().__init__()
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+        import style_transfer_net
+
+        self.net, styles = style_transfer_net.load_weights(directory)
+        blend = torch.zeros(len(styles))
+        blend[0] += 0.5
+        blend[1 if len(styles) > 1 else 0] += 0.5
+        self.register_buffer("blend", blend)
+        self.input_shape = (3, side, side)
+
+    def forward(self, x):
+        return (self.net(x, self.blend),)
+
+
 def load_model(model, weights):
-    """`model` is "mnist" (weights: the directory of its .npy files) or a darknet cfg (weights: its .weights)."""
-    net = MnistNet(weights) if model == "mnist" else DarknetNet(model, weights)
+    """`model` is "mnist" (weights: the directory of its .npy files), "style256" / "style512" (weights: the style
+    network's folder) or a darknet cfg (weights: its .weights)."""
+    if model == "mnist":
+        net = MnistNet(weights)
+    elif model.startswith("style"):
+        net = StyleNet(weights, int(model[len("style"):]))
+    else:
+        net = DarknetNet(model, weights)
     return net.eval()
