@@ -1,6 +1,7 @@
 #include "corgy/variable.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@ Storage::Storage(std::size_t count) : id_(next_storage_id++) {
     throw Error(fmt::format("out of memory: could not allocate {} bytes ({:.1f} MiB) for a Variable of {} floats",
                             bytes, static_cast<double>(bytes) / (1 << 20), count));
   }
+  if (bytes >= (std::size_t{2} << 20)) madvise(memory, bytes, MADV_HUGEPAGE);
   std::memset(memory, 0, bytes);
   data_ = static_cast<float*>(memory);
   capacity_ = bytes / sizeof(float);
