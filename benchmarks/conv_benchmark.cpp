@@ -1,14 +1,17 @@
-// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes, naive vs OpenBLAS, plus the
-// raw sgemm of the 13x13x1024->1024 layer for context. Results and commands: docs/benchmarks.md.
+// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes: naive, the blas backend's
+// baseline (im2col + OpenBLAS) and its own algorithms; the raw sgemm of the 13x13x1024->1024 layer (OpenBLAS) and
+// the micro-kernels alone on cache-resident panels, for context. Results and commands: docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "corgy/backend.h"
+#include "corgy/backends/blas/gemm_kernels.h"
 #include "corgy/variable.h"
 
 namespace {
@@ -34,7 +37,9 @@ struct BackendConfig {
   int threads;
 };
 
-constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1}, {"blas_1t", "blas", 1}, {"blas_2t", "blas", 2}};
+constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},           {"im2col_1t", "blas:im2col", 1},
+                                      {"im2col_2t", "blas:im2col", 2}, {"blas_1t", "blas", 1},
+                                      {"packed_1t", "blas:packed", 1}, {"blas_2t", "blas", 2}};
 
 /// Multiply-adds count twice: 2 * Cout * Cin * k * k * Ho * Wo.
 double conv_flops(const ConvShape& shape) {
@@ -71,7 +76,10 @@ void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
   const corgy::Variable bias = random_variable(corgy::Shape::vector(shape.out_channels), generator);
   corgy::Variable output({1, shape.out_channels, shape.size, shape.size});
 
-  // Warm-up: the first call grows the backend's column buffer and starts OpenBLAS's threads.
+  // Weights are constants, as in a model: the blas backend packs them for its algorithm at the first call.
+  backend->upload_constant(weights);
+  backend->upload_constant(bias);
+  // Warm-up: the first call plans the layer and grows the backend's buffers.
   backend->conv2d(desc, input, weights, &bias, output);
   for (auto _ : state) {
     backend->conv2d(desc, input, weights, &bias, output);
@@ -106,9 +114,29 @@ void BM_Sgemm(benchmark::State& state, int threads) {
       benchmark::Counter(2.0 * kRows * kCols * kDepth * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// A micro-kernel alone, on panels that stay in L1: the ceiling of the packed GEMM on this CPU.
+void BM_MicroKernel(benchmark::State& state, corgy::blas::GemmMicroKernel kernel) {
+  constexpr std::size_t kDepth = 128;
+  std::mt19937 generator(7);
+  const corgy::Variable a = random_variable(corgy::Shape::vector(static_cast<int>(kDepth) * kernel.mr), generator);
+  const corgy::Variable b = random_variable(corgy::Shape::vector(static_cast<int>(kDepth) * kernel.nr), generator);
+  corgy::Variable c(corgy::Shape::matrix(kernel.mr, kernel.nr));
+  constexpr int kCalls = 64;
+  for (auto _ : state) {
+    for (int i = 0; i < kCalls; ++i) kernel.run(kDepth, a.data(), b.data(), c.data(), kernel.nr, i > 0, nullptr);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kernel.mr * kernel.nr * kDepth * kCalls * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 /// Median of 5 repetitions of wall-clock time (OpenBLAS's worker threads are invisible to the CPU timer).
 void configure(benchmark::internal::Benchmark* benchmark) {
   benchmark->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5)->Repetitions(5)->ReportAggregatesOnly(true);
+  // The fastest repetition too: on a shared machine every disturbance only adds time.
+  benchmark->ComputeStatistics("min",
+                               [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
 }
 
 }  // namespace
@@ -123,6 +151,14 @@ int main(int argc, char** argv) {
   for (const int threads : {1, 2}) {
     const std::string name = "sgemm/1024x169x9216/" + std::to_string(threads) + "t";
     configure(benchmark::RegisterBenchmark(name.c_str(), BM_Sgemm, threads));
+  }
+  for (const corgy::CpuIsa isa : {corgy::CpuIsa::generic, corgy::CpuIsa::avx2, corgy::CpuIsa::avx512}) {
+    if (!corgy::cpu_has(isa)) continue;
+    const corgy::blas::GemmKernelSet& kernels = corgy::blas::gemm_kernels(isa);
+    for (const corgy::blas::GemmMicroKernel& kernel : kernels.kernels) {
+      const std::string name = std::string("micro_kernel/") + kernel.name;
+      configure(benchmark::RegisterBenchmark(name.c_str(), BM_MicroKernel, kernel));
+    }
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -57,8 +57,10 @@ std::unique_ptr<Backend> make_auto_backend(const BackendOptions& options) {
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   if (name == "naive") return std::make_unique<NaiveBackend>();
   if (name == "blas") return std::make_unique<BlasBackend>(options.threads);
-  if (name == "blas:im2col") {
-    return std::make_unique<BlasBackend>(BlasOptions{options.threads, BlasConvolution::im2col});
+  for (const auto& [suffix, convolution] :
+       {std::pair{"im2col", BlasConvolution::im2col}, std::pair{"packed", BlasConvolution::packed}}) {
+    if (name == std::string("blas:") + suffix)
+      return std::make_unique<BlasBackend>(BlasOptions{options.threads, convolution});
   }
   if (name == "auto") return make_auto_backend(options);
   if (name == "vulkan" || name.starts_with(vulkan_prefix)) {
@@ -69,8 +71,10 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
     throw Error(fmt::format("backend '{}' is not available: corgy was built without Vulkan (CORGY_VULKAN=OFF)", name));
 #endif
   }
-  throw Error(fmt::format(
-      "unknown backend '{}': expected one of naive, blas, blas:im2col, vulkan, vulkan:<device>, auto", name));
+  throw Error(
+      fmt::format("unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, vulkan, "
+                  "vulkan:<device>, auto",
+                  name));
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {

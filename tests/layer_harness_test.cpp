@@ -19,10 +19,12 @@ struct LayerCase {
 
 void PrintTo(const LayerCase& layer_case, std::ostream* os) { *os << layer_case.name; }
 
-// The backends under test: every one but the naive reference itself.
+// The backends under test: every one but the naive reference itself, and the blas backend with each of its
+// convolution algorithms forced (where one does not apply, the automatic choice runs).
 std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
+  for (const char* forced : {"blas:im2col", "blas:packed"}) names.push_back(forced);
   return names;
 }
 

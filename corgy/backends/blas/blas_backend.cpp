@@ -10,6 +10,7 @@
 #include <limits>
 #include <thread>
 
+#include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/fused_activation.h"
 #include "corgy/backends/blas/im2col.h"
@@ -194,11 +195,25 @@ void add_channel_bias_and_activate(const TeamMember& member, Activation activati
 
 BlasBackend::BlasBackend(int threads) : BlasBackend(BlasOptions{.threads = threads}) {}
 
-BlasBackend::BlasBackend(const BlasOptions& options) : convolution_(options.convolution) {
+BlasBackend::BlasBackend(const BlasOptions& options)
+    : convolution_(options.convolution), plans_(std::make_unique<blas::ConvPlanCache>()) {
   set_threads(options.threads);
 }
 
-std::string BlasBackend::name() const { return convolution_ == BlasConvolution::im2col ? "blas:im2col" : "blas"; }
+BlasBackend::~BlasBackend() = default;
+
+void BlasBackend::upload_constant(const Variable& tensor) {
+  if (!tensor.empty()) plans_->add_constant(tensor.storage()->id());
+}
+
+std::string BlasBackend::name() const {
+  switch (convolution_) {
+    case BlasConvolution::automatic: break;
+    case BlasConvolution::im2col: return "blas:im2col";
+    case BlasConvolution::packed: return "blas:packed";
+  }
+  return "blas";
+}
 
 void BlasBackend::set_threads(int threads) {
   if (threads < 0) {
@@ -222,6 +237,24 @@ float* BlasBackend::column_buffer(std::size_t count) {
 
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
+  const blas::ConvPlan* plan = plans_->find(desc, input.shape(), weights, bias, convolution_);
+  if (!plan || plan->algorithm == blas::ConvAlgorithm::im2col_openblas ||
+      plan->algorithm == blas::ConvAlgorithm::depthwise) {
+    // Weights that are not constants (a lone call) are not worth packing: the baseline reads them as they are.
+    conv2d_baseline(desc, input, weights, bias, output);
+    return;
+  }
+  profiler_.note(plan->describe());
+  const Shape& out = output.shape();
+  const int team = gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(out.plane_count()),
+                                desc.in_channels / desc.groups * desc.kernel * desc.kernel);
+  team_->run(team, [&](const TeamMember& member) {
+    blas::conv_gemm(member, *plan->kernel, desc, plan->packed, input, output, plans_->workspace);
+  });
+}
+
+void BlasBackend::conv2d_baseline(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
+                                  const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const float* bias_values = bias ? bias->data() : nullptr;

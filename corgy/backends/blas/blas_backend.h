@@ -14,10 +14,15 @@
 
 namespace corgy {
 
+namespace blas {
+class ConvPlanCache;
+}
+
 /// How BlasBackend computes convolutions.
 enum class BlasConvolution {
   automatic,  ///< the fastest algorithm for each layer, chosen when the layer first runs at an input shape
   im2col,     ///< im2col + OpenBLAS sgemm for every convolution: corgy's baseline (backend name "blas:im2col")
+  packed,     ///< our packed GEMM for every convolution it computes ("blas:packed"; tests)
 };
 
 struct BlasOptions {
@@ -32,13 +37,16 @@ class BlasBackend final : public Backend {
   /// threads: the team that runs every loop and shares each GEMM (0 = all cores).
   explicit BlasBackend(int threads = 0);
   explicit BlasBackend(const BlasOptions& options);
+  ~BlasBackend() override;
 
-  /// "blas", or "blas:im2col" when every convolution is forced onto im2col + OpenBLAS.
+  /// "blas", or "blas:<algorithm>" when convolutions are forced onto one (BlasConvolution).
   std::string name() const override;
   /// Sets the team size (0 = all cores). Throws corgy::Error if negative.
   void set_threads(int threads) override;
   int threads() const override { return threads_; }
 
+  /// Convolution weights and biases: packed for the chosen algorithm at the first forward that needs them.
+  void upload_constant(const Variable& tensor) override;
   void set_profiling(bool enabled) override { profiler_.set_enabled(enabled); }
   void begin_layer(int index) override { profiler_.begin_layer(index); }
   std::vector<OpProfile> take_profile() override { return profiler_.take(); }
@@ -73,6 +81,9 @@ class BlasBackend final : public Backend {
   void keep_openblas_single_threaded() const;
   /// The im2col scratch, grown to at least `count` floats when needed and reused across calls.
   float* column_buffer(std::size_t count);
+  /// The baseline: a direct loop for depthwise convolutions, else im2col + one OpenBLAS sgemm per image and group.
+  void conv2d_baseline(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
+                       Variable& output);
 
   /// body(i) for i in [0, total), split into contiguous shares among `threads` members of the team.
   template <typename Body>
@@ -88,6 +99,7 @@ class BlasBackend final : public Backend {
   std::unique_ptr<blas::ThreadTeam> team_;
   std::vector<float> columns_;
   Variable conv_output_scratch_;
+  std::unique_ptr<blas::ConvPlanCache> plans_;
   cpu::CpuProfiler profiler_;
 };
 

@@ -1,0 +1,47 @@
+// Convolution as our own packed GEMM with implicit im2col: the B panels are packed straight from the NCHW input,
+// so no column matrix is written, and the weights are packed once, when the layer is planned.
+#pragma once
+
+#include "corgy/backend.h"
+#include "corgy/backends/blas/packed_gemm.h"
+
+namespace corgy::blas {
+
+/// The column matrix of one image and group of a convolution ([channels * k * k] x [out_h * out_w], as im2col
+/// writes it), read from the input planes while packing.
+class Im2colB final : public BSource {
+ public:
+  /// `image`: the group's first input plane; planes are height x width, contiguous. `packer` writes rows into
+  /// panels (the kernel set's pack_im2col_row).
+  Im2colB(const Conv2dDesc& desc, const float* image, int channels, int height, int width, int out_h, int out_w,
+          Im2colRowPacker packer);
+  int depth() const override { return depth_; }
+  int columns() const override { return out_h_ * out_w_; }
+  PackedBlock pack(int k0, int kc, int n0, int nc, int nr, float* scratch) const override;
+
+ private:
+  Im2colRow row(int k) const;
+
+  const Conv2dDesc& desc_;
+  const float* image_;
+  int channels_;
+  int height_;
+  int width_;
+  int out_h_;
+  int out_w_;
+  int depth_;
+  Im2colRowPacker packer_;
+};
+
+/// A convolution's weights packed for the GEMM: one PackedA per group ([group out channels] x [in/groups * k * k]).
+struct PackedConvWeights {
+  std::vector<PackedA> groups;
+};
+PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights, const float* bias,
+                                    const GemmMicroKernel& kernel);
+
+/// output = activation(conv(input) + bias) for every image and group, by the whole team (each member calls it).
+void conv_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+               const PackedConvWeights& weights, const Variable& input, Variable& output, GemmWorkspace& workspace);
+
+}  // namespace corgy::blas

@@ -1,0 +1,74 @@
+#include "corgy/backends/blas/conv_plan.h"
+
+#include <fmt/format.h>
+
+#include "corgy/backends/blas/depthwise_conv.h"
+
+namespace corgy::blas {
+
+std::string ConvPlan::describe() const {
+  switch (algorithm) {
+    case ConvAlgorithm::im2col_openblas:
+      return desc.kernel == 1 && desc.stride == 1 && desc.padding == 0 ? "OpenBLAS sgemm (1x1: no im2col)"
+                                                                       : "im2col + OpenBLAS sgemm";
+    case ConvAlgorithm::depthwise: return "direct depthwise loop";
+    case ConvAlgorithm::packed_gemm: return fmt::format("packed sgemm {}, implicit im2col", kernel->name);
+  }
+  return "?";
+}
+
+namespace {
+
+/// The automatic choice (BlasConvolution::automatic), from measurements on Tiny YOLO's and MNIST's layers
+/// (benchmarks/conv_benchmark): our packed GEMM.
+ConvAlgorithm fastest_algorithm(const Conv2dDesc& desc) {
+  (void)desc;
+  return ConvAlgorithm::packed_gemm;
+}
+
+}  // namespace
+
+ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
+                          BlasConvolution choice) {
+  ConvPlan plan;
+  plan.desc = desc;
+  plan.input = input;
+  const float* bias_values = bias ? bias->data() : nullptr;
+  if (is_depthwise(desc)) {
+    plan.algorithm = ConvAlgorithm::depthwise;
+  } else if (choice == BlasConvolution::im2col) {
+    plan.algorithm = ConvAlgorithm::im2col_openblas;
+  } else if (choice == BlasConvolution::packed) {
+    plan.algorithm = ConvAlgorithm::packed_gemm;
+  } else {
+    plan.algorithm = fastest_algorithm(desc);
+  }
+  if (plan.algorithm == ConvAlgorithm::packed_gemm) {
+    const int pixels = desc.output_size(input.h) * desc.output_size(input.w);
+    plan.kernel = &kernel_for(gemm_kernels(), desc.out_channels / desc.groups, pixels);
+    plan.packed = pack_conv_weights(desc, weights.data(), bias_values, *plan.kernel);
+  }
+  return plan;
+}
+
+void ConvPlanCache::add_constant(std::uint64_t storage_id) {
+  constants_.insert(storage_id);
+  plans_.clear();  // a constant changed: its plan (and its packed bias, keyed by the weights) must be made again
+}
+
+const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, const Variable& weights,
+                                    const Variable* bias, BlasConvolution choice) {
+  const std::uint64_t id = weights.storage()->id();
+  if (!constants_.contains(id)) return nullptr;
+  const auto found = plans_.find(id);
+  const auto same_desc = [&](const Conv2dDesc& d) {
+    return d.in_channels == desc.in_channels && d.out_channels == desc.out_channels && d.kernel == desc.kernel &&
+           d.stride == desc.stride && d.padding == desc.padding && d.dilation == desc.dilation &&
+           d.groups == desc.groups && d.activation.kind == desc.activation.kind &&
+           d.activation.slope == desc.activation.slope;
+  };
+  if (found != plans_.end() && found->second.input == input && same_desc(found->second.desc)) return &found->second;
+  return &(plans_[id] = plan_convolution(desc, input, weights, bias, choice));
+}
+
+}  // namespace corgy::blas

@@ -1,0 +1,56 @@
+// How the blas backend computes one convolution: the algorithm chosen for it when it first runs at an input shape,
+// and the weights packed once for that algorithm.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "corgy/backend.h"
+#include "corgy/backends/blas/blas_backend.h"
+#include "corgy/backends/blas/conv_gemm.h"
+
+namespace corgy::blas {
+
+enum class ConvAlgorithm {
+  im2col_openblas,  ///< im2col, then one OpenBLAS sgemm per image and group: corgy's baseline
+  depthwise,        ///< a direct loop per channel plane (depthwise_conv.h)
+  packed_gemm,      ///< our micro-kernels on weights packed once, B packed from the input (conv_gemm.h)
+};
+
+struct ConvPlan {
+  Conv2dDesc desc;
+  Shape input;
+  ConvAlgorithm algorithm = ConvAlgorithm::im2col_openblas;
+  const GemmMicroKernel* kernel = nullptr;  // packed_gemm
+  PackedConvWeights packed;                 // packed_gemm
+
+  /// For the profile: "packed sgemm avx512 12x32, implicit im2col".
+  std::string describe() const;
+};
+
+/// The algorithm for `desc` at input shape `input`: the fastest of those that apply (a short table;
+/// docs/architecture.md explains it), or the one `choice` forces where it applies. Packs the weights it needs.
+ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
+                          BlasConvolution choice);
+
+/// The plans of one backend, keyed by the weights' storage. Only weights the backend was told are constants
+/// (Backend::upload_constant) get a plan: packing is worth it once, not at every call, and a constant's values only
+/// change when upload_constant is called again, which drops every plan.
+class ConvPlanCache {
+ public:
+  void add_constant(std::uint64_t storage_id);
+  /// The plan for this call, made at the first call with these weights, description and input shape; null when
+  /// the weights are not a constant.
+  const ConvPlan* find(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
+                       BlasConvolution choice);
+
+  GemmWorkspace workspace;
+
+ private:
+  std::unordered_set<std::uint64_t> constants_;
+  std::unordered_map<std::uint64_t, ConvPlan> plans_;
+};
+
+}  // namespace corgy::blas

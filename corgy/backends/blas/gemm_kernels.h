@@ -1,0 +1,69 @@
+// The CPU kernels of the blas backend's own GEMM: one set per instruction set, compiled in its own file with that
+// set's compiler flags (kernels/*_avx512.cpp, *_avx2.cpp, *_generic.cpp) and picked once from cpuid.
+#pragma once
+
+#include <cstddef>
+
+#include "corgy/backends/cpu/cpu_features.h"
+
+namespace corgy::blas {
+
+/// What a micro-kernel applies to its tile before storing it, on the last block of the depth.
+struct TileEpilogue {
+  const float* bias = nullptr;  ///< one value per tile row (output channel), or null
+  int activation = 0;           ///< 0 none, 1 relu, 2 leaky relu (others are applied afterwards by the driver)
+  float slope = 0.0f;           ///< leaky relu's slope
+};
+
+/// c[mr x nr] (+)= a_panel x b_panel, where a_panel holds `depth` columns of mr floats (packed A: row block,
+/// k-major) and b_panel `depth` rows of nr floats (packed B). Rows of c are `ldc` floats apart. `accumulate` adds to
+/// c's values, otherwise they are overwritten. `epilogue` (or null) is applied before the store.
+using MicroKernel = void (*)(std::size_t depth, const float* a_panel, const float* b_panel, float* c, std::size_t ldc,
+                             bool accumulate, const TileEpilogue* epilogue);
+
+/// A micro-kernel and its tile: the GEMM driver packs A in panels of `mr` rows and B in panels of `nr` columns.
+struct GemmMicroKernel {
+  CpuIsa isa = CpuIsa::generic;
+  int mr = 0;
+  int nr = 0;
+  MicroKernel run = nullptr;
+  const char* name = "";
+};
+
+/// One row (channel, ky, kx) of a convolution's column matrix, read from an input plane: output pixel (oy, ox) reads
+/// plane[oy * stride + y_offset][ox * stride + x_offset], or 0 outside the height x width plane.
+struct Im2colRow {
+  const float* plane = nullptr;
+  int height = 0;
+  int width = 0;
+  int y_offset = 0;
+  int x_offset = 0;
+  int stride = 1;
+  int out_w = 0;
+};
+
+/// Writes `count` values of `row` from output pixel `pixel` on into packed B panels of nr columns: value j goes to
+/// out[(j / nr) * panel_stride + j % nr].
+using Im2colRowPacker = void (*)(const Im2colRow& row, int pixel, int count, int nr, std::size_t panel_stride,
+                                 float* out);
+
+/// The kernels of each instruction set (defined in kernels/sgemm_<isa>.cpp), with tiles of different shapes: a GEMM
+/// uses the one that wastes least on its row and column counts (A and B are padded to whole panels).
+struct GemmKernelSet {
+  static constexpr int size = 3;
+  GemmMicroKernel kernels[size];
+  Im2colRowPacker pack_im2col_row = nullptr;
+};
+GemmKernelSet generic_gemm_kernels();
+GemmKernelSet avx2_gemm_kernels();
+GemmKernelSet avx512_gemm_kernels();
+
+/// The set for the widest instruction set this CPU has (cpuid, once), or for `isa` when asked (tests, benchmarks).
+const GemmKernelSet& gemm_kernels();
+const GemmKernelSet& gemm_kernels(CpuIsa isa);
+
+/// The kernel of `set` that computes the fewest padded elements for a GEMM of `rows` x `columns` (its tiles cover
+/// ceil(rows / mr) * mr by ceil(columns / nr) * nr); the first such kernel on a tie.
+const GemmMicroKernel& kernel_for(const GemmKernelSet& set, int rows, int columns);
+
+}  // namespace corgy::blas

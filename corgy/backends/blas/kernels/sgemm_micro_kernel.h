@@ -1,0 +1,87 @@
+// The sgemm micro-kernel, written once over a SIMD type and compiled per instruction set by the files that include
+// it (sgemm_avx512.cpp, sgemm_avx2.cpp, sgemm_generic.cpp), each with its own compiler flags.
+//
+// Include this only from such a file, and use nothing there but intrinsics and this header: an inline function of
+// a shared header (a std:: template, say) compiled with AVX-512 flags could be the copy the linker keeps for the
+// whole library, and then run on a CPU without AVX-512.
+#pragma once
+
+#include <cstddef>
+
+#include "corgy/backends/blas/gemm_kernels.h"
+
+namespace corgy::blas::kernels {
+namespace {
+
+/// The tile of C lives in MR x NV registers of Simd::lanes floats: for each step of the depth, NV loads of the B
+/// panel's row and MR broadcasts of the A panel's column feed MR x NV independent FMAs.
+template <class Simd, int MR, int NV>
+void micro_kernel(std::size_t depth, const float* a, const float* b, float* c, std::size_t ldc, bool accumulate,
+                  const TileEpilogue* epilogue) {
+  using Reg = typename Simd::Reg;
+  constexpr int lanes = Simd::lanes;
+  constexpr int nr = NV * lanes;
+  Reg acc[MR][NV];
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) acc[i][j] = Simd::zero();
+  }
+  for (std::size_t k = 0; k < depth; ++k) {
+    Reg row[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) row[j] = Simd::load(b + j * lanes);
+#pragma GCC unroll 32
+    for (int i = 0; i < MR; ++i) {
+      const Reg column = Simd::broadcast(a + i);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[i][j] = Simd::fmadd(column, row[j], acc[i][j]);
+    }
+    a += MR;
+    b += nr;
+  }
+  if (accumulate) {
+#pragma GCC unroll 32
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[i][j] = Simd::add(acc[i][j], Simd::load(c + i * ldc + j * lanes));
+    }
+  }
+  if (epilogue) {
+    if (epilogue->bias) {
+#pragma GCC unroll 32
+      for (int i = 0; i < MR; ++i) {
+        const Reg bias = Simd::broadcast(epilogue->bias + i);
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) acc[i][j] = Simd::add(acc[i][j], bias);
+      }
+    }
+    if (epilogue->activation == 1) {
+      const Reg zero = Simd::zero();
+#pragma GCC unroll 32
+      for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) acc[i][j] = Simd::max(acc[i][j], zero);
+      }
+    } else if (epilogue->activation == 2) {
+      // max(x, 0) + slope * min(x, 0): the leaky ReLU of fused_activation.h, branch-free.
+      const Reg zero = Simd::zero();
+      const Reg slope = Simd::broadcast(&epilogue->slope);
+#pragma GCC unroll 32
+      for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) {
+          acc[i][j] = Simd::fmadd(slope, Simd::min(acc[i][j], zero), Simd::max(acc[i][j], zero));
+        }
+      }
+    }
+  }
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) Simd::store(c + i * ldc + j * lanes, acc[i][j]);
+  }
+}
+
+}  // namespace
+}  // namespace corgy::blas::kernels

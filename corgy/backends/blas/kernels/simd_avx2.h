@@ -1,0 +1,65 @@
+// The SIMD operations the CPU kernel templates are written over, for AVX2 + FMA: 8 floats per register (compiled with
+// -mavx2 -mfma). Include only from kernels/*_avx2.cpp, which are compiled for this instruction set (see
+// sgemm_micro_kernel.h).
+#pragma once
+
+#include <immintrin.h>
+
+namespace corgy::blas::kernels {
+namespace {
+
+struct Avx2 {
+  using Reg = __m256;
+  static constexpr int lanes = 8;
+  static Reg zero() { return _mm256_setzero_ps(); }
+  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static Reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  static Reg set1(float x) { return _mm256_set1_ps(x); }
+  static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
+  static Reg min(Reg a, Reg b) { return _mm256_min_ps(a, b); }
+  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+
+  /// All-ones in lanes i with low <= i < high (of 8).
+  static __m256i lanes_between(int low, int high) {
+    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i above_low = _mm256_cmpgt_epi32(index, _mm256_set1_epi32(low - 1));
+    const __m256i below_high = _mm256_cmpgt_epi32(_mm256_set1_epi32(high), index);
+    return _mm256_and_si256(above_low, below_high);
+  }
+  static void fill_zero(float* target, int count) {
+    for (int i = 0; i < count; i += 8)
+      _mm256_maskstore_ps(target + i, lanes_between(0, count - i), _mm256_setzero_ps());
+  }
+  /// Stores lanes [0, count) of v.
+  static void store_first(float* p, Reg v, int count) { _mm256_maskstore_ps(p, lanes_between(0, count), v); }
+
+  /// out[s][k] = x[4 k + s] for s < 6, k < 8 (reads x[0, 34)).
+  static void deinterleave4x6(const float* x, Reg out[6]) {
+    const __m256i index = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    for (int s = 0; s < 6; ++s) out[s] = _mm256_i32gather_ps(x + s, index, 4);
+  }
+
+  /// x[4 k + b] = in[b][k] for 4 k + b < count (count <= 32).
+  static void interleave4_store(const Reg in[4], float* x, int count) {
+    alignas(32) float rows[4][8];
+    for (int b = 0; b < 4; ++b) _mm256_store_ps(rows[b], in[b]);
+    for (int i = 0; i < count; ++i) x[i] = rows[i % 4][i / 4];
+  }
+
+  /// Masked loads never touch the lanes outside [0, width), so reading the padding needs no branch.
+  static void copy_padded(const float* source, int first, int count, int width, float* target) {
+    for (int i = 0; i < count; i += 8) {
+      const int x = first + i;
+      const __m256i stored = lanes_between(0, count - i);
+      const __m256i inside = _mm256_and_si256(lanes_between(-x, width - x), stored);
+      _mm256_maskstore_ps(target + i, stored, _mm256_maskload_ps(source + x, inside));
+    }
+  }
+};
+
+}  // namespace
+}  // namespace corgy::blas::kernels

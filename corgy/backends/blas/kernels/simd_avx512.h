@@ -1,0 +1,87 @@
+// The SIMD operations the CPU kernel templates are written over, for AVX-512F: 16 floats per register (compiled with
+// -mavx512f -mfma). Include only from kernels/*_avx512.cpp, which are compiled for this instruction set (see
+// sgemm_micro_kernel.h).
+#pragma once
+
+#include <immintrin.h>
+
+// GCC 12 reports a false -Wmaybe-uninitialized inside avx512fintrin.h's _mm512_max_ps and _mm512_min_ps, which start
+// from _mm512_undefined_ps() (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace corgy::blas::kernels {
+namespace {
+
+struct Avx512 {
+  using Reg = __m512;
+  static constexpr int lanes = 16;
+  static Reg zero() { return _mm512_setzero_ps(); }
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static Reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+  static Reg set1(float x) { return _mm512_set1_ps(x); }
+  static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
+  static Reg min(Reg a, Reg b) { return _mm512_min_ps(a, b); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+
+  /// Lanes [0, count) of 16 (count may be <= 0 or > 16).
+  static __mmask16 first_lanes(int count) {
+    return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>(count <= 0 ? 0u : (1u << count) - 1u);
+  }
+  static void fill_zero(float* target, int count) {
+    for (int i = 0; i < count; i += 16) _mm512_mask_storeu_ps(target + i, first_lanes(count - i), _mm512_setzero_ps());
+  }
+  /// Stores lanes [0, count) of v.
+  static void store_first(float* p, Reg v, int count) { _mm512_mask_storeu_ps(p, first_lanes(count), v); }
+
+  /// out[s][k] = x[4 k + s] for s < 6, k < 16 (reads x[0, 80)): the columns of 16 consecutive 6x6 tiles of a row
+  /// whose tiles start 4 apart. Two rounds of two-source permutes.
+  static void deinterleave4x6(const float* x, Reg out[6]) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const Reg evens_low = _mm512_permutex2var_ps(load(x), even, load(x + 16));        // x[0], x[2], ... x[30]
+    const Reg odds_low = _mm512_permutex2var_ps(load(x), odd, load(x + 16));          // x[1], x[3], ... x[31]
+    const Reg evens_high = _mm512_permutex2var_ps(load(x + 32), even, load(x + 48));  // x[32], x[34], ...
+    const Reg odds_high = _mm512_permutex2var_ps(load(x + 32), odd, load(x + 48));
+    out[0] = _mm512_permutex2var_ps(evens_low, even, evens_high);  // x[0], x[4], ... x[60]
+    out[2] = _mm512_permutex2var_ps(evens_low, odd, evens_high);   // x[2], x[6], ...
+    out[1] = _mm512_permutex2var_ps(odds_low, even, odds_high);    // x[1], x[5], ...
+    out[3] = _mm512_permutex2var_ps(odds_low, odd, odds_high);     // x[3], x[7], ...
+    // Columns 4 and 5 are columns 0 and 1 of the next tile: shift by one lane, the last from x[64], x[65].
+    const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    const Reg tail = load(x + 64);
+    out[4] = _mm512_permutex2var_ps(out[0], next, tail);
+    out[5] = _mm512_permutex2var_ps(out[1], next, _mm512_permutexvar_ps(_mm512_set1_epi32(1), tail));
+  }
+
+  /// x[4 k + b] = in[b][k] for 4 k + b < count (count <= 64): the rows of 16 consecutive 4x4 output tiles, as the
+  /// 64 consecutive floats of one output row. The inverse of deinterleave4x6's first four columns.
+  static void interleave4_store(const Reg in[4], float* x, int count) {
+    const __m512i zip_low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i zip_high = _mm512_add_epi32(zip_low, _mm512_set1_epi32(8));
+    const Reg even_low = _mm512_permutex2var_ps(in[0], zip_low, in[2]);  // in0[0], in2[0], in0[1], in2[1], ...
+    const Reg even_high = _mm512_permutex2var_ps(in[0], zip_high, in[2]);
+    const Reg odd_low = _mm512_permutex2var_ps(in[1], zip_low, in[3]);
+    const Reg odd_high = _mm512_permutex2var_ps(in[1], zip_high, in[3]);
+    store_first(x, _mm512_permutex2var_ps(even_low, zip_low, odd_low), count);
+    store_first(x + 16, _mm512_permutex2var_ps(even_low, zip_high, odd_low), count - 16);
+    store_first(x + 32, _mm512_permutex2var_ps(even_high, zip_low, odd_high), count - 32);
+    store_first(x + 48, _mm512_permutex2var_ps(even_high, zip_high, odd_high), count - 48);
+  }
+
+  /// Masked loads never touch the lanes outside [0, width), so reading the padding needs no branch.
+  static void copy_padded(const float* source, int first, int count, int width, float* target) {
+    for (int i = 0; i < count; i += 16) {
+      const int x = first + i;
+      const __mmask16 inside = static_cast<__mmask16>(first_lanes(width - x) & ~first_lanes(-x));
+      const __m512 values = _mm512_maskz_loadu_ps(inside & first_lanes(count - i), source + x);
+      _mm512_mask_storeu_ps(target + i, first_lanes(count - i), values);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace corgy::blas::kernels

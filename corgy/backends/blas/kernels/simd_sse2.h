@@ -1,0 +1,56 @@
+// The SIMD operations the CPU kernel templates are written over, for SSE2, the x86-64 baseline: 4 floats per register.
+// Include only from kernels/*_generic.cpp, which are compiled for this instruction set (see sgemm_micro_kernel.h).
+#pragma once
+
+#include <emmintrin.h>
+
+namespace corgy::blas::kernels {
+namespace {
+
+struct Sse2 {
+  using Reg = __m128;
+  static constexpr int lanes = 4;
+  static Reg zero() { return _mm_setzero_ps(); }
+  static Reg load(const float* p) { return _mm_loadu_ps(p); }
+  static Reg broadcast(const float* p) { return _mm_set1_ps(*p); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+  static Reg add(Reg a, Reg b) { return _mm_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm_sub_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm_mul_ps(a, b); }
+  static Reg set1(float x) { return _mm_set1_ps(x); }
+  static Reg max(Reg a, Reg b) { return _mm_max_ps(a, b); }
+  static Reg min(Reg a, Reg b) { return _mm_min_ps(a, b); }
+  static void store(float* p, Reg v) { _mm_storeu_ps(p, v); }
+
+  static void fill_zero(float* target, int count) {
+    for (int i = 0; i < count; ++i) target[i] = 0.0f;
+  }
+  /// Stores lanes [0, count) of v.
+  static void store_first(float* p, Reg v, int count) {
+    alignas(16) float lanes_of_v[4];
+    _mm_store_ps(lanes_of_v, v);
+    for (int i = 0; i < count && i < 4; ++i) p[i] = lanes_of_v[i];
+  }
+
+  /// out[s][k] = x[4 k + s] for s < 6, k < 4.
+  static void deinterleave4x6(const float* x, Reg out[6]) {
+    for (int s = 0; s < 6; ++s) out[s] = _mm_setr_ps(x[s], x[4 + s], x[8 + s], x[12 + s]);
+  }
+
+  /// x[4 k + b] = in[b][k] for 4 k + b < count (count <= 16).
+  static void interleave4_store(const Reg in[4], float* x, int count) {
+    alignas(16) float rows[4][4];
+    for (int b = 0; b < 4; ++b) _mm_store_ps(rows[b], in[b]);
+    for (int i = 0; i < count; ++i) x[i] = rows[i % 4][i / 4];
+  }
+
+  static void copy_padded(const float* source, int first, int count, int width, float* target) {
+    for (int i = 0; i < count; ++i) {
+      const int x = first + i;
+      target[i] = x >= 0 && x < width ? source[x] : 0.0f;
+    }
+  }
+};
+
+}  // namespace
+}  // namespace corgy::blas::kernels

@@ -1,0 +1,195 @@
+#include "corgy/backends/blas/packed_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace corgy::blas {
+
+namespace {
+
+/// Cache budgets of the blocking (bytes): a B panel (kc x nr) stays in L1 while the kernel sweeps A's panels; an A
+/// block (mc x kc) stays in L2 while the sweep moves along B's panels.
+constexpr std::size_t kL1PanelBytes = 48 * 1024;
+constexpr std::size_t kL2BlockBytes = 512 * 1024;
+/// Columns of B packed per block, in panels.
+constexpr int kPanelsPerBlock = 64;
+
+struct Blocking {
+  int kc;         // depth per block
+  int mc_panels;  // A panels per block
+};
+
+Blocking blocking_for(const GemmMicroKernel& kernel) {
+  const int kc = std::max(16, static_cast<int>(kL1PanelBytes / (sizeof(float) * kernel.nr)));
+  const int mc_panels = std::max(1, static_cast<int>(kL2BlockBytes / (sizeof(float) * kc * kernel.mr)));
+  return {kc, mc_panels};
+}
+
+/// The activations the micro-kernels apply in registers; the others go through apply_activation afterwards.
+int kernel_activation(ActivationKind kind) {
+  switch (kind) {
+    case ActivationKind::relu: return 1;
+    case ActivationKind::leaky_relu: return 2;
+    default: return 0;
+  }
+}
+
+bool needs_activation_pass(ActivationKind kind) { return kind != ActivationKind::none && kernel_activation(kind) == 0; }
+
+/// One C tile: the kernel writes it in place when it lies wholly inside C, else through a tile-sized buffer.
+void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_panel, const float* b_panel, float* c,
+              std::size_t ldc, int rows, int cols, bool accumulate, const TileEpilogue* epilogue,
+              Activation activation) {
+  const int mr = kernel.mr;
+  const int nr = kernel.nr;
+  if (rows == mr && cols == nr) {
+    kernel.run(kc, a_panel, b_panel, c, ldc, accumulate, epilogue);
+  } else {
+    alignas(64) float tile[32 * 32] = {};
+    if (accumulate) {
+      for (int i = 0; i < rows; ++i) std::memcpy(tile + i * nr, c + i * ldc, sizeof(float) * cols);
+    }
+    kernel.run(kc, a_panel, b_panel, tile, static_cast<std::size_t>(nr), accumulate, epilogue);
+    for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * nr, sizeof(float) * cols);
+  }
+  if (epilogue && needs_activation_pass(activation.kind)) {
+    for (int i = 0; i < rows; ++i) {
+      float* row = c + i * ldc;
+      for (int j = 0; j < cols; ++j) row[j] = apply_activation(activation, row[j]);
+    }
+  }
+}
+
+/// Multiplies A's panels [panel_begin, panel_end) by one packed block of B (columns [n0, n0 + nc)) over the depth
+/// [k0, k0 + kc).
+void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, const PackedA& a, int panel_begin,
+                    int panel_end, const PackedBlock& block, int k0, int kc, int n0, int nc, float* c, std::size_t ldc,
+                    Activation activation) {
+  const int mr = kernel.mr;
+  const int nr = kernel.nr;
+  const bool accumulate = k0 > 0;
+  const bool last = k0 + kc == a.depth();
+  const int b_panels = (nc + nr - 1) / nr;
+  const auto tile = [&](int ip, int jp) {
+    const int col = n0 + jp * nr;
+    const int row = ip * mr;
+    TileEpilogue epilogue{a.bias() ? a.bias() + row : nullptr, kernel_activation(activation.kind), activation.slope};
+    run_tile(kernel, static_cast<std::size_t>(kc), a.panel(ip) + static_cast<std::size_t>(k0) * mr,
+             block.base + jp * block.panel_stride, c + row * ldc + col, ldc, std::min(mr, a.rows() - row),
+             std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr, activation);
+  };
+  if (static_cast<std::size_t>(b_panels) * kc * nr * sizeof(float) <= kL2BlockBytes) {
+    // The whole block of B stays in L2: each A panel is read once (from memory, the weights of a large layer) and
+    // used against every B panel while it is in L1.
+    for (int ip = panel_begin; ip < panel_end; ++ip) {
+      for (int jp = 0; jp < b_panels; ++jp) tile(ip, jp);
+    }
+    return;
+  }
+  // A block of A's panels stays in L2 while each B panel, in L1, is swept across it.
+  for (int m_block = panel_begin; m_block < panel_end; m_block += blocking.mc_panels) {
+    const int m_block_end = std::min(panel_end, m_block + blocking.mc_panels);
+    for (int jp = 0; jp < b_panels; ++jp) {
+      for (int ip = m_block; ip < m_block_end; ++ip) tile(ip, jp);
+    }
+  }
+}
+
+}  // namespace
+
+PackedA::PackedA(const float* a, int rows, int depth, std::size_t lda, const float* bias, int mr)
+    : rows_(rows), depth_(depth), mr_(mr) {
+  const int panel_count = panels();
+  data_ = Variable(Shape::vector(panel_count * depth * mr));
+  float* out = data_.data();
+  for (int p = 0; p < panel_count; ++p) {
+    for (int k = 0; k < depth; ++k) {
+      for (int i = 0; i < mr; ++i) {
+        const int row = p * mr + i;
+        *out++ = row < rows ? a[row * lda + k] : 0.0f;
+      }
+    }
+  }
+  if (bias) {
+    bias_ = Variable(Shape::vector(panel_count * mr));
+    std::copy(bias, bias + rows, bias_.data());
+  }
+}
+
+PackedBlock MatrixB::pack(int k0, int kc, int n0, int nc, int nr, float* scratch) const {
+  const int panels = (nc + nr - 1) / nr;
+  for (int p = 0; p < panels; ++p) {
+    const int col = n0 + p * nr;
+    const int cols = std::max(0, std::min(nr, columns_ - col));
+    float* out = scratch + static_cast<std::size_t>(p) * kc * nr;
+    for (int k = 0; k < kc; ++k, out += nr) {
+      std::memcpy(out, b_ + (k0 + k) * ld_ + col, sizeof(float) * cols);
+      std::fill(out + cols, out + nr, 0.0f);
+    }
+  }
+  return {scratch, static_cast<std::size_t>(kc) * nr};
+}
+
+PackedBlock PrepackedB::pack(int k0, int kc, int n0, int nc, int nr, float* scratch) const {
+  (void)kc;
+  (void)nc;
+  (void)scratch;
+  return {data_ + (static_cast<std::size_t>(n0 / nr) * depth_ + k0) * nr, static_cast<std::size_t>(depth_) * nr};
+}
+
+void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const PackedA& a, const BSource& b, float* c,
+                 std::size_t ldc, Activation activation, GemmWorkspace& workspace) {
+  const Blocking blocking = blocking_for(kernel);
+  const int nr = kernel.nr;
+  const int depth = a.depth();
+  const int b_panels = (b.columns() + nr - 1) / nr;
+  const int members = member.count();
+  if (b_panels >= members) {
+    // Enough columns for everyone: each member packs and multiplies its own share of B's panels.
+    const TeamMember::Range mine = member.share(static_cast<std::size_t>(b_panels));
+    if (workspace.per_member.size() < static_cast<std::size_t>(members)) {
+      member.sync();  // grown by member 0 only, while nobody uses it
+      if (member.index() == 0) workspace.per_member.resize(members);
+      member.sync();
+    }
+    std::vector<float>& scratch = workspace.per_member[member.index()];
+    const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * kPanelsPerBlock;
+    if (scratch.size() < needed) scratch.resize(needed);
+    for (int p0 = static_cast<int>(mine.begin); p0 < static_cast<int>(mine.end); p0 += kPanelsPerBlock) {
+      const int n0 = p0 * nr;
+      const int nc = std::min(std::min(static_cast<int>(mine.end) - p0, kPanelsPerBlock) * nr, b.columns() - n0);
+      for (int k0 = 0; k0 < depth; k0 += blocking.kc) {
+        const int kc = std::min(blocking.kc, depth - k0);
+        const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
+        multiply_block(kernel, blocking, a, 0, a.panels(), block, k0, kc, n0, nc, c, ldc, activation);
+      }
+    }
+    member.sync();
+    return;
+  }
+  // Fewer column panels than members: all share one packed block of B (packed by member 0 unless B comes packed)
+  // and split A's panels.
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(a.panels()));
+  const int nc = b.columns();
+  if (member.index() == 0 && !b.prepacked()) {
+    const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * b_panels;
+    if (workspace.shared.size() < needed) workspace.shared.resize(needed);
+  }
+  for (int k0 = 0; k0 < depth; k0 += blocking.kc) {
+    const int kc = std::min(blocking.kc, depth - k0);
+    PackedBlock block;
+    if (b.prepacked()) {
+      block = b.pack(k0, kc, 0, nc, nr, nullptr);
+    } else {
+      member.sync();  // everyone is done with the previous block
+      if (member.index() == 0) b.pack(k0, kc, 0, nc, nr, workspace.shared.data());
+      member.sync();
+      block = {workspace.shared.data(), static_cast<std::size_t>(kc) * nr};
+    }
+    multiply_block(kernel, blocking, a, static_cast<int>(mine.begin), static_cast<int>(mine.end), block, k0, kc, 0, nc,
+                   c, ldc, activation);
+  }
+  member.sync();
+}
+
+}  // namespace corgy::blas

@@ -1,0 +1,103 @@
+// The blas backend's own GEMM: C = A x B with A packed once (a layer's weights) and B packed block by block from
+// wherever it lives (a matrix, or an image read through implicit im2col), fed to the micro-kernels of
+// gemm_kernels.h. Bias and ReLU / leaky ReLU are applied in the kernel's registers on the last block of the depth.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "corgy/activation.h"
+#include "corgy/backends/blas/gemm_kernels.h"
+#include "corgy/backends/blas/thread_team.h"
+#include "corgy/variable.h"
+
+namespace corgy::blas {
+
+/// A row-major matrix (rows x depth) packed for a micro-kernel of `mr` rows: panel p holds rows [p*mr, p*mr + mr)
+/// as `depth` columns of mr floats (k-major), rows past the end zero. Its per-row bias is padded the same way.
+class PackedA {
+ public:
+  PackedA() = default;
+  /// `bias` (rows values) may be null.
+  PackedA(const float* a, int rows, int depth, std::size_t lda, const float* bias, int mr);
+
+  int rows() const { return rows_; }
+  int depth() const { return depth_; }
+  int mr() const { return mr_; }
+  int panels() const { return (rows_ + mr_ - 1) / mr_; }
+  const float* panel(int index) const { return data_.data() + static_cast<std::size_t>(index) * depth_ * mr_; }
+  /// rows rounded up to mr values, or null.
+  const float* bias() const { return bias_.empty() ? nullptr : bias_.data(); }
+  std::size_t bytes() const { return data_.capacity() * sizeof(float); }
+
+ private:
+  int rows_ = 0;
+  int depth_ = 0;
+  int mr_ = 0;
+  Variable data_;
+  Variable bias_;
+};
+
+/// A block of B in panels of nr columns: panel p's row k is at base + p * panel_stride + k * nr.
+struct PackedBlock {
+  const float* base = nullptr;
+  std::size_t panel_stride = 0;
+};
+
+/// Where B comes from. pack() returns rows [k0, k0 + kc) and columns [n0, n0 + nc) in panels of nr (columns past
+/// the matrix zero), written to `scratch` (room for ceil(nc / nr) * kc * nr floats) unless B is packed already.
+/// n0 is a multiple of nr.
+class BSource {
+ public:
+  virtual ~BSource() = default;
+  virtual int depth() const = 0;
+  virtual int columns() const = 0;
+  virtual PackedBlock pack(int k0, int kc, int n0, int nc, int nr, float* scratch) const = 0;
+  /// True when pack() only points into data packed already (it writes nothing and needs no scratch).
+  virtual bool prepacked() const { return false; }
+};
+
+/// A row-major matrix (depth x columns, rows `ld` apart).
+class MatrixB final : public BSource {
+ public:
+  MatrixB(const float* b, int depth, int columns, std::size_t ld) : b_(b), depth_(depth), columns_(columns), ld_(ld) {}
+  int depth() const override { return depth_; }
+  int columns() const override { return columns_; }
+  PackedBlock pack(int k0, int kc, int n0, int nc, int nr, float* scratch) const override;
+
+ private:
+  const float* b_;
+  int depth_;
+  int columns_;
+  std::size_t ld_;
+};
+
+/// B packed already in panels of nr columns over the whole depth (panel p's row k at data + (p * depth + k) * nr):
+/// Winograd's input transform writes its tiles this way.
+class PrepackedB final : public BSource {
+ public:
+  PrepackedB(const float* data, int depth, int columns) : data_(data), depth_(depth), columns_(columns) {}
+  int depth() const override { return depth_; }
+  int columns() const override { return columns_; }
+  PackedBlock pack(int k0, int kc, int n0, int nc, int nr, float* scratch) const override;
+  bool prepacked() const override { return true; }
+
+ private:
+  const float* data_;
+  int depth_;
+  int columns_;
+};
+
+/// Buffers a GEMM reuses across calls: one packed-B block per team member, and one the team shares.
+struct GemmWorkspace {
+  std::vector<std::vector<float>> per_member;
+  std::vector<float> shared;
+};
+
+/// c[a.rows() x b.columns()] (rows ldc apart) = activation(a x b + a.bias()), computed by every member of the team
+/// that calls it (each must call it; it returns after the team's barrier). Rows of c past a.rows() and columns
+/// past b.columns() are not written.
+void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const PackedA& a, const BSource& b, float* c,
+                 std::size_t ldc, Activation activation, GemmWorkspace& workspace);
+
+}  // namespace corgy::blas
