@@ -58,7 +58,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   if (name == "naive") return std::make_unique<NaiveBackend>();
   if (name == "blas") return std::make_unique<BlasBackend>(options.threads);
   for (const auto& [suffix, convolution] :
-       {std::pair{"im2col", BlasConvolution::im2col}, std::pair{"packed", BlasConvolution::packed}}) {
+       {std::pair{"im2col", BlasConvolution::im2col}, std::pair{"packed", BlasConvolution::packed},
+        std::pair{"winograd", BlasConvolution::winograd}}) {
     if (name == std::string("blas:") + suffix)
       return std::make_unique<BlasBackend>(BlasOptions{options.threads, convolution});
   }
@@ -72,7 +73,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
 #endif
   }
   throw Error(
-      fmt::format("unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, vulkan, "
+      fmt::format("unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, blas:winograd, vulkan, "
                   "vulkan:<device>, auto",
                   name));
 }

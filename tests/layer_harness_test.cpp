@@ -24,7 +24,7 @@ void PrintTo(const LayerCase& layer_case, std::ostream* os) { *os << layer_case.
 std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
-  for (const char* forced : {"blas:im2col", "blas:packed"}) names.push_back(forced);
+  for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd"}) names.push_back(forced);
   return names;
 }
 
@@ -70,6 +70,13 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
       {{1, 3, 1, 1}, {.in_channels = 3, .out_channels = 5, .kernel = 1, .activation = Activation::mish()}},
       {{2, 4, 3, 3}, {.in_channels = 4, .out_channels = 6, .kernel = 3, .activation = Activation::swish()}},
       {{1, 64, 13, 13}, {.in_channels = 64, .out_channels = 48, .kernel = 3, .padding = 1, .activation = leaky}},
+      // Winograd F(4x4, 3x3)'s cases: sizes that are not multiples of 4, channels not multiples of 8 or 16, no
+      // padding and padding 2, batch 3, enough channels for the automatic choice, a Tiny YOLO-sized layer.
+      {{3, 19, 23, 29}, {.in_channels = 19, .out_channels = 21, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{2, 16, 8, 9}, {.in_channels = 16, .out_channels = 33, .kernel = 3, .activation = Activation::relu()}},
+      {{1, 24, 30, 30},
+       {.in_channels = 24, .out_channels = 40, .kernel = 3, .padding = 2, .activation = Activation::mish()}},
+      {{1, 256, 13, 13}, {.in_channels = 256, .out_channels = 128, .kernel = 3, .padding = 1, .activation = leaky}},
       {{1, 32, 26, 26}, {.in_channels = 32, .out_channels = 16, .kernel = 1, .stride = 2}},
       {{3, 3, 11, 9},
        {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .activation = Activation::clipped_relu(0.6f)}},

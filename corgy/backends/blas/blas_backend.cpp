@@ -211,6 +211,7 @@ std::string BlasBackend::name() const {
     case BlasConvolution::automatic: break;
     case BlasConvolution::im2col: return "blas:im2col";
     case BlasConvolution::packed: return "blas:packed";
+    case BlasConvolution::winograd: return "blas:winograd";
   }
   return "blas";
 }
@@ -248,6 +249,12 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
   const Shape& out = output.shape();
   const int team = gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(out.plane_count()),
                                 desc.in_channels / desc.groups * desc.kernel * desc.kernel);
+  if (plan->algorithm == blas::ConvAlgorithm::winograd) {
+    team_->run(team, [&](const TeamMember& member) {
+      blas::winograd_conv(member, desc, plan->winograd, input, output, plans_->winograd_workspace);
+    });
+    return;
+  }
   team_->run(team, [&](const TeamMember& member) {
     blas::conv_gemm(member, *plan->kernel, desc, plan->packed, input, output, plans_->workspace);
   });

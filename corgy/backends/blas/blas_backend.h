@@ -23,6 +23,7 @@ enum class BlasConvolution {
   automatic,  ///< the fastest algorithm for each layer, chosen when the layer first runs at an input shape
   im2col,     ///< im2col + OpenBLAS sgemm for every convolution: corgy's baseline (backend name "blas:im2col")
   packed,     ///< our packed GEMM for every convolution it computes ("blas:packed"; tests)
+  winograd,   ///< Winograd F(4x4, 3x3) wherever it applies, else the automatic choice ("blas:winograd"; tests)
 };
 
 struct BlasOptions {

@@ -13,6 +13,8 @@ std::string ConvPlan::describe() const {
                                                                        : "im2col + OpenBLAS sgemm";
     case ConvAlgorithm::depthwise: return "direct depthwise loop";
     case ConvAlgorithm::packed_gemm: return fmt::format("packed sgemm {}, implicit im2col", kernel->name);
+    case ConvAlgorithm::winograd:
+      return fmt::format("winograd F(4x4,3x3), sgemm {}, {} tiles/block", kernel->name, winograd.tiles_per_block);
   }
   return "?";
 }
@@ -20,9 +22,9 @@ std::string ConvPlan::describe() const {
 namespace {
 
 /// The automatic choice (BlasConvolution::automatic), from measurements on Tiny YOLO's and MNIST's layers
-/// (benchmarks/conv_benchmark): our packed GEMM.
+/// (benchmarks/conv_benchmark): Winograd wherever it applies to more than a few channels, else our packed GEMM.
 ConvAlgorithm fastest_algorithm(const Conv2dDesc& desc) {
-  (void)desc;
+  if (winograd_applies(desc) && desc.in_channels >= 8 && desc.out_channels >= 8) return ConvAlgorithm::winograd;
   return ConvAlgorithm::packed_gemm;
 }
 
@@ -38,6 +40,8 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     plan.algorithm = ConvAlgorithm::depthwise;
   } else if (choice == BlasConvolution::im2col) {
     plan.algorithm = ConvAlgorithm::im2col_openblas;
+  } else if (choice == BlasConvolution::winograd && winograd_applies(desc)) {
+    plan.algorithm = ConvAlgorithm::winograd;
   } else if (choice == BlasConvolution::packed) {
     plan.algorithm = ConvAlgorithm::packed_gemm;
   } else {
@@ -47,6 +51,9 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     const int pixels = desc.output_size(input.h) * desc.output_size(input.w);
     plan.kernel = &kernel_for(gemm_kernels(), desc.out_channels / desc.groups, pixels);
     plan.packed = pack_conv_weights(desc, weights.data(), bias_values, *plan.kernel);
+  } else if (plan.algorithm == ConvAlgorithm::winograd) {
+    plan.winograd = plan_winograd(desc, input, weights.data(), bias_values);
+    plan.kernel = plan.winograd.kernel;
   }
   return plan;
 }

@@ -10,6 +10,7 @@
 #include "corgy/backend.h"
 #include "corgy/backends/blas/blas_backend.h"
 #include "corgy/backends/blas/conv_gemm.h"
+#include "corgy/backends/blas/winograd.h"
 
 namespace corgy::blas {
 
@@ -17,6 +18,7 @@ enum class ConvAlgorithm {
   im2col_openblas,  ///< im2col, then one OpenBLAS sgemm per image and group: corgy's baseline
   depthwise,        ///< a direct loop per channel plane (depthwise_conv.h)
   packed_gemm,      ///< our micro-kernels on weights packed once, B packed from the input (conv_gemm.h)
+  winograd,         ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
 };
 
 struct ConvPlan {
@@ -25,6 +27,7 @@ struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::im2col_openblas;
   const GemmMicroKernel* kernel = nullptr;  // packed_gemm
   PackedConvWeights packed;                 // packed_gemm
+  WinogradPlan winograd;                    // winograd
 
   /// For the profile: "packed sgemm avx512 12x32, implicit im2col".
   std::string describe() const;
@@ -47,6 +50,7 @@ class ConvPlanCache {
                        BlasConvolution choice);
 
   GemmWorkspace workspace;
+  WinogradWorkspace winograd_workspace;
 
  private:
   std::unordered_set<std::uint64_t> constants_;

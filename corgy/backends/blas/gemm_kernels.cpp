@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "corgy/backends/blas/winograd_kernels.h"
 #include "corgy/error.h"
 
 namespace corgy::blas {
@@ -11,6 +12,19 @@ const GemmKernelSet& gemm_kernels(CpuIsa isa) {
   static const GemmKernelSet generic = generic_gemm_kernels();
   static const GemmKernelSet avx2 = avx2_gemm_kernels();
   static const GemmKernelSet avx512 = avx512_gemm_kernels();
+  switch (isa) {
+    case CpuIsa::avx512: return avx512;
+    case CpuIsa::avx2: return avx2;
+    case CpuIsa::generic: break;
+  }
+  return generic;
+}
+
+const WinogradKernelSet& winograd_kernels(CpuIsa isa) {
+  if (!cpu_has(isa)) throw Error(fmt::format("blas: this CPU cannot run the {} Winograd kernels", isa_name(isa)));
+  static const WinogradKernelSet generic = generic_winograd_kernels();
+  static const WinogradKernelSet avx2 = avx2_winograd_kernels();
+  static const WinogradKernelSet avx512 = avx512_winograd_kernels();
   switch (isa) {
     case CpuIsa::avx512: return avx512;
     case CpuIsa::avx2: return avx2;

@@ -1,0 +1,193 @@
+#include "corgy/backends/blas/winograd.h"
+
+#include <algorithm>
+#include <array>
+
+#include "corgy/backends/blas/winograd_kernels.h"
+
+namespace corgy::blas {
+
+namespace {
+
+/// Weights of up to this size are re-read for every block of tiles; larger ones are read once per forward, all tiles
+/// in one block, whatever the block's size (Tiny YOLO's 13x13 layers: 75 and 151 MB of transformed weights).
+constexpr double kSmallWeightsBytes = 2.0 * (1 << 20);
+/// The transformed tiles and products of one block: about what stays in L2 plus a share of L3 ...
+constexpr double kBlockBytes = 2.0 * (1 << 20);
+/// ... or, for large weights, at most this.
+constexpr double kLargestBlockBytes = 64.0 * (1 << 20);
+
+/// The output tiles of a forward: per image tiles_h x tiles_w, numbered image by image, row by row.
+struct TileGrid {
+  int images;
+  int tiles_h;
+  int tiles_w;
+  int per_image() const { return tiles_h * tiles_w; }
+  int total() const { return images * per_image(); }
+};
+
+TileGrid tile_grid(const Shape& output) {
+  return {output.n, (output.h + kWinogradOutputTile - 1) / kWinogradOutputTile,
+          (output.w + kWinogradOutputTile - 1) / kWinogradOutputTile};
+}
+
+Shape output_shape(const Conv2dDesc& desc, const Shape& input) {
+  return {input.n, desc.out_channels, desc.output_size(input.h), desc.output_size(input.w)};
+}
+
+/// U = G g G^T for one 3x3 filter, in double precision (36 values, row-major 6x6).
+void transform_filter(const float* g, double u[kWinogradPoints]) {
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  double gg[6][3];  // G g
+  for (int i = 0; i < 6; ++i) {
+    for (int c = 0; c < 3; ++c) gg[i][c] = G[i][0] * g[c] + G[i][1] * g[3 + c] + G[i][2] * g[6 + c];
+  }
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 6; ++j) u[i * 6 + j] = gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2];
+  }
+}
+
+int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+/// Calls body(t, n, ty, tx, count) for the runs of tiles [first, first + count) that lie in one tile row.
+template <class Body>
+void for_each_tile_run(const TileGrid& grid, int first, int count, const Body& body) {
+  for (int t = first; t < first + count;) {
+    const int n = t / grid.per_image();
+    const int ty = t % grid.per_image() / grid.tiles_w;
+    const int tx = t % grid.tiles_w;
+    const int run = std::min(grid.tiles_w - tx, first + count - t);
+    body(t, n, ty, tx, run);
+    t += run;
+  }
+}
+
+int kernel_activation(ActivationKind kind) {
+  return kind == ActivationKind::relu ? 1 : kind == ActivationKind::leaky_relu ? 2 : 0;
+}
+
+}  // namespace
+
+bool winograd_applies(const Conv2dDesc& desc) {
+  return desc.kernel == 3 && desc.stride == 1 && desc.dilation == 1 && desc.groups == 1;
+}
+
+WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const float* weights, const float* bias) {
+  const int cin = desc.in_channels;
+  const int cout = desc.out_channels;
+  const TileGrid grid = tile_grid(output_shape(desc, input));
+  const double per_tile = sizeof(float) * kWinogradPoints * static_cast<double>(cin + cout);
+  const double weight_bytes = sizeof(float) * kWinogradPoints * static_cast<double>(cin) * cout;
+  const double budget = weight_bytes > kSmallWeightsBytes ? kLargestBlockBytes : kBlockBytes;
+  int block = std::clamp(static_cast<int>(budget / per_tile), 1, grid.total());
+
+  WinogradPlan plan;
+  plan.kernel = &kernel_for(gemm_kernels(), cout, block);
+  if (block < grid.total()) block = std::max(plan.kernel->nr, block / plan.kernel->nr * plan.kernel->nr);
+  plan.tiles_per_block = std::min(block, grid.total());
+
+  // U for every filter, point-major ([point][cout][cin]), then each point's matrix packed for the kernel.
+  std::vector<float> u(static_cast<std::size_t>(kWinogradPoints) * cout * cin);
+  const std::size_t point_size = static_cast<std::size_t>(cout) * cin;
+  for (int o = 0; o < cout; ++o) {
+    for (int i = 0; i < cin; ++i) {
+      double filter[kWinogradPoints];
+      transform_filter(weights + (static_cast<std::size_t>(o) * cin + i) * 9, filter);
+      for (int p = 0; p < kWinogradPoints; ++p) {
+        u[p * point_size + static_cast<std::size_t>(o) * cin + i] = static_cast<float>(filter[p]);
+      }
+    }
+  }
+  for (int p = 0; p < kWinogradPoints; ++p) {
+    plan.points.emplace_back(u.data() + p * point_size, cout, cin, static_cast<std::size_t>(cin), nullptr,
+                             plan.kernel->mr);
+  }
+  plan.bias.assign(cout, 0.0f);
+  if (bias) std::copy(bias, bias + cout, plan.bias.begin());
+  return plan;
+}
+
+void winograd_conv(const TeamMember& member, const Conv2dDesc& desc, const WinogradPlan& plan, const Variable& input,
+                   Variable& output, WinogradWorkspace& workspace) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const TileGrid grid = tile_grid(out);
+  const int cin = desc.in_channels;
+  const int cout = desc.out_channels;
+  const GemmMicroKernel& kernel = *plan.kernel;
+  const int nr = kernel.nr;
+  const int block = plan.tiles_per_block;
+  const int columns = round_up(block, nr);  // of the packed tiles and of each product row
+  // Points lie a few cache lines more than a multiple of 4 KiB apart, so the 36 streams of stores do not all map
+  // to the same cache sets.
+  constexpr std::size_t kPointPadding = 48;
+  const std::size_t tiles_point_stride = static_cast<std::size_t>(cin) * columns + kPointPadding;
+  const std::size_t products_point_stride = static_cast<std::size_t>(cout) * columns + kPointPadding;
+  if (member.index() == 0) {
+    constexpr std::size_t kSlack = 64;  // the output transform reads whole registers past a row's last tile
+    const std::size_t tiles_size = kWinogradPoints * tiles_point_stride;
+    const std::size_t products_size = kWinogradPoints * products_point_stride + kSlack;
+    if (workspace.tiles.size() < tiles_size) workspace.tiles.resize(tiles_size);
+    if (workspace.products.size() < products_size) workspace.products.resize(products_size);
+    if (workspace.gemm.size() < static_cast<std::size_t>(member.count())) workspace.gemm.resize(member.count());
+  }
+  member.sync();
+
+  const WinogradKernelSet& transforms = winograd_kernels(kernel.isa);
+  const TeamMember solo(0, 1, nullptr);  // each member runs its own GEMMs
+  const int activation = kernel_activation(desc.activation.kind);
+  for (int first = 0; first < grid.total(); first += block) {
+    const int count = std::min(block, grid.total() - first);
+    // 1. Input tiles B^T d B, by channel.
+    const TeamMember::Range channels = member.share(static_cast<std::size_t>(cin));
+    for (int c = static_cast<int>(channels.begin); c < static_cast<int>(channels.end); ++c) {
+      const WinogradPackedTiles packed{workspace.tiles.data() + static_cast<std::size_t>(c) * nr, tiles_point_stride,
+                                       static_cast<std::size_t>(cin) * nr, nr};
+      for_each_tile_run(grid, first, count, [&](int t, int n, int ty, int tx, int run) {
+        const WinogradInputPlane plane{input.data() + (static_cast<std::size_t>(n) * in.c + c) * in.plane_count(), in.h,
+                                       in.w, desc.padding};
+        transforms.input(plane, ty, tx, run, packed, t - first);
+      });
+    }
+    member.sync();
+    // 2. The 36 GEMMs [cout x cin] x [cin x count], by point.
+    const TeamMember::Range points = member.share(kWinogradPoints);
+    for (int p = static_cast<int>(points.begin); p < static_cast<int>(points.end); ++p) {
+      const PrepackedB tiles(workspace.tiles.data() + p * tiles_point_stride, cin, count);
+      packed_gemm(solo, kernel, plan.points[p], tiles, workspace.products.data() + p * products_point_stride,
+                  static_cast<std::size_t>(columns), Activation::none(), workspace.gemm[member.index()]);
+    }
+    member.sync();
+    // 3. Output tiles A^T M A with bias and activation, by output channel.
+    const TeamMember::Range channels_out = member.share(static_cast<std::size_t>(cout));
+    for (int o = static_cast<int>(channels_out.begin); o < static_cast<int>(channels_out.end); ++o) {
+      const WinogradProducts products{workspace.products.data() + static_cast<std::size_t>(o) * columns,
+                                      products_point_stride};
+      for_each_tile_run(grid, first, count, [&](int t, int n, int ty, int tx, int run) {
+        const WinogradOutputPlane plane{output.data() + (static_cast<std::size_t>(n) * out.c + o) * out.plane_count(),
+                                        out.h,
+                                        out.w,
+                                        plan.bias[o],
+                                        activation,
+                                        desc.activation.slope};
+        transforms.output(products, t - first, plane, ty, tx, run);
+      });
+    }
+    member.sync();
+  }
+  if (activation == 0 && desc.activation.kind != ActivationKind::none) {
+    const TeamMember::Range planes = member.share(static_cast<std::size_t>(out.n) * out.c);
+    float* data = output.data();
+    for (std::size_t i = planes.begin * out.plane_count(); i < planes.end * out.plane_count(); ++i) {
+      data[i] = apply_activation(desc.activation, data[i]);
+    }
+    member.sync();
+  }
+}
+
+}  // namespace corgy::blas
