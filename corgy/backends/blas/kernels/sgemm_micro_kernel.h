@@ -28,6 +28,9 @@ void micro_kernel(std::size_t depth, const float* a, const float* b, float* c, s
     for (int j = 0; j < NV; ++j) acc[i][j] = Simd::zero();
   }
   for (std::size_t k = 0; k < depth; ++k) {
+    // A (the weights) streams from memory in the GEMMs of 13x13 layers: ask for it ~40 steps (about a DRAM latency
+    // of work) ahead; the hardware prefetcher alone sustained ~12 of the 35 GB/s one core reads.
+    __builtin_prefetch(a + 40 * MR, 0, 3);
     Reg row[NV];
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) row[j] = Simd::load(b + j * lanes);
