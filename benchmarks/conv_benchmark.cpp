@@ -37,10 +37,14 @@ struct BackendConfig {
   int threads;
 };
 
-constexpr BackendConfig kConfigs[] = {
-    {"naive", "naive", 1},  {"im2col_1t", "blas:im2col", 1},     {"im2col_2t", "blas:im2col", 2},
-    {"blas_1t", "blas", 1}, {"winograd_1t", "blas:winograd", 1}, {"packed_1t", "blas:packed", 1},
-    {"blas_2t", "blas", 2}};
+constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
+                                      {"im2col_1t", "blas:im2col", 1},
+                                      {"im2col_2t", "blas:im2col", 2},
+                                      {"blas_1t", "blas", 1},
+                                      {"winograd_1t", "blas:winograd", 1},
+                                      {"winograd2_1t", "blas:winograd2x2", 1},
+                                      {"packed_1t", "blas:packed", 1},
+                                      {"blas_2t", "blas", 2}};
 
 /// Multiply-adds count twice: 2 * Cout * Cin * k * k * Ho * Wo.
 double conv_flops(const ConvShape& shape) {

@@ -59,7 +59,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   if (name == "blas") return std::make_unique<BlasBackend>(options.threads);
   for (const auto& [suffix, convolution] :
        {std::pair{"im2col", BlasConvolution::im2col}, std::pair{"packed", BlasConvolution::packed},
-        std::pair{"winograd", BlasConvolution::winograd}}) {
+        std::pair{"winograd", BlasConvolution::winograd}, std::pair{"winograd2x2", BlasConvolution::winograd2x2}}) {
     if (name == std::string("blas:") + suffix)
       return std::make_unique<BlasBackend>(BlasOptions{options.threads, convolution});
   }
@@ -73,7 +73,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
 #endif
   }
   throw Error(
-      fmt::format("unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, blas:winograd, vulkan, "
+      fmt::format("unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, blas:winograd, "
+                  "blas:winograd2x2, vulkan, "
                   "vulkan:<device>, auto",
                   name));
 }

@@ -24,7 +24,8 @@ void PrintTo(const LayerCase& layer_case, std::ostream* os) { *os << layer_case.
 std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
-  for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd"}) names.push_back(forced);
+  for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2"})
+    names.push_back(forced);
   return names;
 }
 

@@ -1,6 +1,7 @@
 #include "corgy/backends/blas/blas_backend.h"
 
 #include <cblas.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include "corgy/backends/blas/conv_bands.h"
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/fused_activation.h"
@@ -212,6 +214,7 @@ std::string BlasBackend::name() const {
     case BlasConvolution::im2col: return "blas:im2col";
     case BlasConvolution::packed: return "blas:packed";
     case BlasConvolution::winograd: return "blas:winograd";
+    case BlasConvolution::winograd2x2: return "blas:winograd2x2";
   }
   return "blas";
 }
@@ -245,19 +248,41 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
     conv2d_baseline(desc, input, weights, bias, output);
     return;
   }
-  profiler_.note(plan->describe());
-  const Shape& out = output.shape();
-  const int team = gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(out.plane_count()),
-                                desc.in_channels / desc.groups * desc.kernel * desc.kernel);
-  if (plan->algorithm == blas::ConvAlgorithm::winograd) {
+  run_plan(*plan, nullptr, input, output.shape(), output);
+}
+
+void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input,
+                           const Shape& conv_output, Variable& output) {
+  const Conv2dDesc& desc = plan.desc;
+  const int team =
+      std::max(threads_for(conv_output.count()),
+               gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(conv_output.plane_count()),
+                            desc.in_channels / desc.groups * desc.kernel * desc.kernel));
+  const int band_rows = blas::band_rows_for(plan, conv_output, team);
+  if (band_rows > 0) {
+    profiler_.note(plan.describe() + fmt::format(", bands of {} rows", band_rows) + (pool ? " + fused max pool" : ""));
+    if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
     team_->run(team, [&](const TeamMember& member) {
-      blas::winograd_conv(member, desc, plan->winograd, input, output, plans_->winograd_workspace);
+      blas::conv_in_bands(member, plan, band_rows, pool, input, conv_output, output,
+                          plans_->band_buffers[member.index()]);
     });
     return;
   }
+  profiler_.note(plan.describe());
+  Variable conv_result;
+  if (pool) {
+    if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
+    conv_result = conv_output_scratch_.view(conv_output);
+  }
+  Variable& target = pool ? conv_result : output;
   team_->run(team, [&](const TeamMember& member) {
-    blas::conv_gemm(member, *plan->kernel, desc, plan->packed, input, output, plans_->workspace);
+    if (plan.algorithm == blas::ConvAlgorithm::winograd) {
+      blas::winograd_conv(member, desc, plan.winograd, input, target, plans_->winograd_workspace);
+    } else {
+      blas::conv_gemm(member, *plan.kernel, desc, plan.packed, input, target, plans_->workspace);
+    }
   });
+  if (pool) pool2d(*pool, conv_result, output);
 }
 
 void BlasBackend::conv2d_baseline(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
@@ -299,6 +324,12 @@ void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool,
                                  const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape conv_shape{in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)};
+  const blas::ConvPlan* plan = plans_->find(conv, in, weights, bias, convolution_);
+  if (plan &&
+      (plan->algorithm == blas::ConvAlgorithm::packed_gemm || plan->algorithm == blas::ConvAlgorithm::winograd)) {
+    run_plan(*plan, &pool, input, conv_shape, output);
+    return;
+  }
   if (conv_output_scratch_.capacity() < conv_shape.count()) conv_output_scratch_ = Variable(conv_shape);
   Variable conv_output = conv_output_scratch_.view(conv_shape);
   conv2d(conv, input, weights, bias, conv_output);

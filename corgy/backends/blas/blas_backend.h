@@ -16,14 +16,16 @@ namespace corgy {
 
 namespace blas {
 class ConvPlanCache;
-}
+struct ConvPlan;
+}  // namespace blas
 
 /// How BlasBackend computes convolutions.
 enum class BlasConvolution {
-  automatic,  ///< the fastest algorithm for each layer, chosen when the layer first runs at an input shape
-  im2col,     ///< im2col + OpenBLAS sgemm for every convolution: corgy's baseline (backend name "blas:im2col")
-  packed,     ///< our packed GEMM for every convolution it computes ("blas:packed"; tests)
-  winograd,   ///< Winograd F(4x4, 3x3) wherever it applies, else the automatic choice ("blas:winograd"; tests)
+  automatic,    ///< the fastest algorithm for each layer, chosen when the layer first runs at an input shape
+  im2col,       ///< im2col + OpenBLAS sgemm for every convolution: corgy's baseline (backend name "blas:im2col")
+  packed,       ///< our packed GEMM for every convolution it computes ("blas:packed"; tests)
+  winograd,     ///< Winograd F(4x4, 3x3) wherever it applies, else the automatic choice ("blas:winograd"; tests)
+  winograd2x2,  ///< Winograd F(2x2, 3x3) likewise ("blas:winograd2x2"; tests)
 };
 
 struct BlasOptions {
@@ -85,6 +87,10 @@ class BlasBackend final : public Backend {
   /// The baseline: a direct loop for depthwise convolutions, else im2col + one OpenBLAS sgemm per image and group.
   void conv2d_baseline(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                        Variable& output);
+  /// A planned convolution (packed GEMM or Winograd), with `pool` (or null) applied to its `conv_output`-shaped result:
+  /// in bands when its weights are small, else as one team-shared computation.
+  void run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input, const Shape& conv_output,
+                Variable& output);
 
   /// body(i) for i in [0, total), split into contiguous shares among `threads` members of the team.
   template <typename Body>

@@ -52,6 +52,22 @@ PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights
   return packed;
 }
 
+void conv_gemm_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
+                    const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
+                    std::size_t channel_stride, std::vector<float>& scratch) {
+  const Shape& in = input.shape();
+  const int in_per_group = desc.in_channels / desc.groups;
+  const int out_per_group = desc.out_channels / desc.groups;
+  const Im2colRowPacker packer = gemm_kernels(kernel.isa).pack_im2col_row;
+  for (int g = 0; g < desc.groups; ++g) {
+    const float* image = input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group) * in.plane_count();
+    const Im2colB columns(desc, image, in_per_group, in.h, in.w, output.h, output.w, packer);
+    packed_gemm_columns(kernel, weights.groups[g], columns, y0 * output.w, y1 * output.w,
+                        target + static_cast<std::size_t>(g) * out_per_group * channel_stride, channel_stride,
+                        desc.activation, scratch);
+  }
+}
+
 void conv_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
                const PackedConvWeights& weights, const Variable& input, Variable& output, GemmWorkspace& workspace) {
   const Im2colRowPacker packer = gemm_kernels(kernel.isa).pack_im2col_row;

@@ -40,6 +40,12 @@ struct PackedConvWeights {
 PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights, const float* bias,
                                     const GemmMicroKernel& kernel);
 
+/// Rows [y0, y1) of image n's output, every channel, by the calling thread alone: channel c's row y goes to
+/// target + c * channel_stride + (y - y0) * out_w.
+void conv_gemm_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
+                    const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
+                    std::size_t channel_stride, std::vector<float>& scratch);
+
 /// output = activation(conv(input) + bias) for every image and group, by the whole team (each member calls it).
 void conv_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
                const PackedConvWeights& weights, const Variable& input, Variable& output, GemmWorkspace& workspace);

@@ -38,6 +38,14 @@ struct ConvPlan {
 ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
                           BlasConvolution choice);
 
+/// One thread's buffers for computing bands of a convolution's output (conv_bands.h): the band a max pool reads,
+/// and the algorithms' own.
+struct BandBuffers {
+  std::vector<float> conv_rows;
+  std::vector<float> gemm_scratch;
+  WinogradBandBuffers winograd;
+};
+
 /// The plans of one backend, keyed by the weights' storage. Only weights the backend was told are constants
 /// (Backend::upload_constant) get a plan: packing is worth it once, not at every call, and a constant's values only
 /// change when upload_constant is called again, which drops every plan.
@@ -51,6 +59,8 @@ class ConvPlanCache {
 
   GemmWorkspace workspace;
   WinogradWorkspace winograd_workspace;
+  /// conv_bands.h's buffers, one per team member.
+  std::vector<BandBuffers> band_buffers;
 
  private:
   std::unordered_set<std::uint64_t> constants_;

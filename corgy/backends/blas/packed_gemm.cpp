@@ -19,8 +19,14 @@ struct Blocking {
   int mc_panels;  // A panels per block
 };
 
-Blocking blocking_for(const GemmMicroKernel& kernel) {
-  const int kc = std::max(16, static_cast<int>(kL1PanelBytes / (sizeof(float) * kernel.nr)));
+/// `columns` of B at `depth`: when all of B fits in L2, the depth is not blocked at all, so that each of A's panels is
+/// read from start to end and A as a whole is one sequential stream (the weights of a 13x13 layer's GEMM stream from
+/// memory; blocking the depth made the stream jump every few kilobytes, defeating prefetch).
+Blocking blocking_for(const GemmMicroKernel& kernel, int depth, int columns) {
+  const std::size_t panels = (columns + kernel.nr - 1) / kernel.nr;
+  const std::size_t whole_b = panels * depth * kernel.nr * sizeof(float);
+  const int kc =
+      whole_b <= kL2BlockBytes ? depth : std::max(16, static_cast<int>(kL1PanelBytes / (sizeof(float) * kernel.nr)));
   const int mc_panels = std::max(1, static_cast<int>(kL2BlockBytes / (sizeof(float) * kc * kernel.mr)));
   return {kc, mc_panels};
 }
@@ -38,11 +44,11 @@ bool needs_activation_pass(ActivationKind kind) { return kind != ActivationKind:
 
 /// One C tile: the kernel writes it in place when it lies wholly inside C, else through a tile-sized buffer.
 void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_panel, const float* b_panel, float* c,
-              std::size_t ldc, int rows, int cols, bool accumulate, const TileEpilogue* epilogue,
-              Activation activation) {
+              std::size_t ldc, int rows, int cols, bool accumulate, const TileEpilogue* epilogue, Activation activation,
+              bool padded_columns) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
-  if (rows == mr && cols == nr) {
+  if (rows == mr && (cols == nr || padded_columns)) {
     kernel.run(kc, a_panel, b_panel, c, ldc, accumulate, epilogue);
   } else {
     alignas(64) float tile[32 * 32] = {};
@@ -63,8 +69,8 @@ void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_pane
 /// Multiplies A's panels [panel_begin, panel_end) by one packed block of B (columns [n0, n0 + nc)) over the depth
 /// [k0, k0 + kc).
 void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, const PackedA& a, int panel_begin,
-                    int panel_end, const PackedBlock& block, int k0, int kc, int n0, int nc, float* c, std::size_t ldc,
-                    Activation activation) {
+                    int panel_end, const PackedBlock& block, int k0, int kc, int n0, int nc, float* c, int c_origin,
+                    std::size_t ldc, Activation activation, bool padded_columns = false) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
   const bool accumulate = k0 > 0;
@@ -75,8 +81,8 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
     const int row = ip * mr;
     TileEpilogue epilogue{a.bias() ? a.bias() + row : nullptr, kernel_activation(activation.kind), activation.slope};
     run_tile(kernel, static_cast<std::size_t>(kc), a.panel(ip) + static_cast<std::size_t>(k0) * mr,
-             block.base + jp * block.panel_stride, c + row * ldc + col, ldc, std::min(mr, a.rows() - row),
-             std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr, activation);
+             block.base + jp * block.panel_stride, c + row * ldc + (col - c_origin), ldc, std::min(mr, a.rows() - row),
+             std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr, activation, padded_columns);
   };
   if (static_cast<std::size_t>(b_panels) * kc * nr * sizeof(float) <= kL2BlockBytes) {
     // The whole block of B stays in L2: each A panel is read once (from memory, the weights of a large layer) and
@@ -139,7 +145,7 @@ PackedBlock PrepackedB::pack(int k0, int kc, int n0, int nc, int nr, float* scra
 
 void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const PackedA& a, const BSource& b, float* c,
                  std::size_t ldc, Activation activation, GemmWorkspace& workspace) {
-  const Blocking blocking = blocking_for(kernel);
+  const Blocking blocking = blocking_for(kernel, a.depth(), b.columns());
   const int nr = kernel.nr;
   const int depth = a.depth();
   const int b_panels = (b.columns() + nr - 1) / nr;
@@ -153,7 +159,7 @@ void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const 
       member.sync();
     }
     std::vector<float>& scratch = workspace.per_member[member.index()];
-    const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * kPanelsPerBlock;
+    const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * std::min(kPanelsPerBlock, b_panels);
     if (scratch.size() < needed) scratch.resize(needed);
     for (int p0 = static_cast<int>(mine.begin); p0 < static_cast<int>(mine.end); p0 += kPanelsPerBlock) {
       const int n0 = p0 * nr;
@@ -161,7 +167,7 @@ void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const 
       for (int k0 = 0; k0 < depth; k0 += blocking.kc) {
         const int kc = std::min(blocking.kc, depth - k0);
         const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
-        multiply_block(kernel, blocking, a, 0, a.panels(), block, k0, kc, n0, nc, c, ldc, activation);
+        multiply_block(kernel, blocking, a, 0, a.panels(), block, k0, kc, n0, nc, c, 0, ldc, activation);
       }
     }
     member.sync();
@@ -187,9 +193,28 @@ void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const 
       block = {workspace.shared.data(), static_cast<std::size_t>(kc) * nr};
     }
     multiply_block(kernel, blocking, a, static_cast<int>(mine.begin), static_cast<int>(mine.end), block, k0, kc, 0, nc,
-                   c, ldc, activation);
+                   c, 0, ldc, activation);
   }
   member.sync();
+}
+
+void packed_gemm_columns(const GemmMicroKernel& kernel, const PackedA& a, const BSource& b, int column_begin,
+                         int column_end, float* c, std::size_t ldc, Activation activation, std::vector<float>& scratch,
+                         bool padded_columns) {
+  const Blocking blocking = blocking_for(kernel, a.depth(), column_end - column_begin);
+  const int nr = kernel.nr;
+  const int panels = (column_end - column_begin + nr - 1) / nr;
+  const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * std::min(kPanelsPerBlock, panels);
+  if (!b.prepacked() && scratch.size() < needed) scratch.resize(needed);
+  for (int n0 = column_begin; n0 < column_end; n0 += kPanelsPerBlock * nr) {
+    const int nc = std::min(kPanelsPerBlock * nr, column_end - n0);
+    for (int k0 = 0; k0 < a.depth(); k0 += blocking.kc) {
+      const int kc = std::min(blocking.kc, a.depth() - k0);
+      const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
+      multiply_block(kernel, blocking, a, 0, a.panels(), block, k0, kc, n0, nc, c, column_begin, ldc, activation,
+                     padded_columns);
+    }
+  }
 }
 
 }  // namespace corgy::blas

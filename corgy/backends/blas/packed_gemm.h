@@ -100,4 +100,12 @@ struct GemmWorkspace {
 void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const PackedA& a, const BSource& b, float* c,
                  std::size_t ldc, Activation activation, GemmWorkspace& workspace);
 
+/// The columns [column_begin, column_end) of that product, by the calling thread alone: c points at column
+/// column_begin of C (a band of a convolution's output). B is packed into `scratch`; column_begin need not be a
+/// multiple of the kernel's nr unless B is prepacked. With `padded_columns`, C's rows have room up to the next
+/// multiple of nr and the kernel writes whole tiles there (faster than cropping them through a buffer).
+void packed_gemm_columns(const GemmMicroKernel& kernel, const PackedA& a, const BSource& b, int column_begin,
+                         int column_end, float* c, std::size_t ldc, Activation activation, std::vector<float>& scratch,
+                         bool padded_columns = false);
+
 }  // namespace corgy::blas

@@ -1,21 +1,23 @@
 #include "corgy/backends/blas/winograd.h"
 
 #include <algorithm>
-#include <array>
-
-#include "corgy/backends/blas/winograd_kernels.h"
 
 namespace corgy::blas {
 
 namespace {
 
 /// Weights of up to this size are re-read for every block of tiles; larger ones are read once per forward, all tiles
-/// in one block, whatever the block's size (Tiny YOLO's 13x13 layers: 75 and 151 MB of transformed weights).
+/// in one block, whatever the block's size (Tiny YOLO's 13x13 layers: up to 151 MB of F(4x4) weights).
 constexpr double kSmallWeightsBytes = 2.0 * (1 << 20);
 /// The transformed tiles and products of one block: about what stays in L2 plus a share of L3 ...
 constexpr double kBlockBytes = 2.0 * (1 << 20);
 /// ... or, for large weights, at most this.
 constexpr double kLargestBlockBytes = 64.0 * (1 << 20);
+// Points lie a few cache lines more than a multiple of 4 KiB apart, so the streams of stores to them do not all map to
+// the same cache sets.
+constexpr std::size_t kPointPadding = 48;
+// The output transform reads whole registers past a row's last tile.
+constexpr std::size_t kProductsSlack = 64;
 
 /// The output tiles of a forward: per image tiles_h x tiles_w, numbered image by image, row by row.
 struct TileGrid {
@@ -26,29 +28,33 @@ struct TileGrid {
   int total() const { return images * per_image(); }
 };
 
-TileGrid tile_grid(const Shape& output) {
-  return {output.n, (output.h + kWinogradOutputTile - 1) / kWinogradOutputTile,
-          (output.w + kWinogradOutputTile - 1) / kWinogradOutputTile};
+TileGrid tile_grid(const Shape& output, int output_tile) {
+  return {output.n, (output.h + output_tile - 1) / output_tile, (output.w + output_tile - 1) / output_tile};
 }
 
 Shape output_shape(const Conv2dDesc& desc, const Shape& input) {
   return {input.n, desc.out_channels, desc.output_size(input.h), desc.output_size(input.w)};
 }
 
-/// U = G g G^T for one 3x3 filter, in double precision (36 values, row-major 6x6).
-void transform_filter(const float* g, double u[kWinogradPoints]) {
-  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
-                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                     {0, 0, 1}};
+/// G (input_tile x 3) of each variant.
+constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
+                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                              {0, 0, 1}};
+constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+
+/// U = G g G^T for one 3x3 filter, in double precision (points values, row-major).
+void transform_filter(WinogradVariant variant, const float* g, double* u) {
+  const int n = winograd_geometry(variant).input_tile;
+  const auto G = [&](int i, int c) { return variant == WinogradVariant::f2x2 ? kG2[i][c] : kG4[i][c]; };
   double gg[6][3];  // G g
-  for (int i = 0; i < 6; ++i) {
-    for (int c = 0; c < 3; ++c) gg[i][c] = G[i][0] * g[c] + G[i][1] * g[3 + c] + G[i][2] * g[6 + c];
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < 3; ++c) gg[i][c] = G(i, 0) * g[c] + G(i, 1) * g[3 + c] + G(i, 2) * g[6 + c];
   }
-  for (int i = 0; i < 6; ++i) {
-    for (int j = 0; j < 6; ++j) u[i * 6 + j] = gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2];
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) u[i * n + j] = gg[i][0] * G(j, 0) + gg[i][1] * G(j, 1) + gg[i][2] * G(j, 2);
   }
 }
 
@@ -71,39 +77,60 @@ int kernel_activation(ActivationKind kind) {
   return kind == ActivationKind::relu ? 1 : kind == ActivationKind::leaky_relu ? 2 : 0;
 }
 
+/// The strides of one block of `columns` tiles in the tiles and products buffers.
+struct BlockLayout {
+  std::size_t tiles_point_stride;
+  std::size_t products_point_stride;
+  std::size_t tiles_size;
+  std::size_t products_size;
+};
+
+BlockLayout block_layout(int points, int cin, int cout, int columns) {
+  BlockLayout layout;
+  layout.tiles_point_stride = static_cast<std::size_t>(cin) * columns + kPointPadding;
+  layout.products_point_stride = static_cast<std::size_t>(cout) * columns + kPointPadding;
+  layout.tiles_size = points * layout.tiles_point_stride;
+  layout.products_size = points * layout.products_point_stride + kProductsSlack;
+  return layout;
+}
+
 }  // namespace
 
 bool winograd_applies(const Conv2dDesc& desc) {
   return desc.kernel == 3 && desc.stride == 1 && desc.dilation == 1 && desc.groups == 1;
 }
 
-WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const float* weights, const float* bias) {
+WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const float* weights, const float* bias,
+                           WinogradVariant variant) {
+  const WinogradGeometry geometry = winograd_geometry(variant);
+  const int points = geometry.points;
   const int cin = desc.in_channels;
   const int cout = desc.out_channels;
-  const TileGrid grid = tile_grid(output_shape(desc, input));
-  const double per_tile = sizeof(float) * kWinogradPoints * static_cast<double>(cin + cout);
-  const double weight_bytes = sizeof(float) * kWinogradPoints * static_cast<double>(cin) * cout;
+  const TileGrid grid = tile_grid(output_shape(desc, input), geometry.output_tile);
+  const double per_tile = sizeof(float) * points * static_cast<double>(cin + cout);
+  const double weight_bytes = sizeof(float) * points * static_cast<double>(cin) * cout;
   const double budget = weight_bytes > kSmallWeightsBytes ? kLargestBlockBytes : kBlockBytes;
   int block = std::clamp(static_cast<int>(budget / per_tile), 1, grid.total());
 
   WinogradPlan plan;
+  plan.variant = variant;
   plan.kernel = &kernel_for(gemm_kernels(), cout, block);
   if (block < grid.total()) block = std::max(plan.kernel->nr, block / plan.kernel->nr * plan.kernel->nr);
   plan.tiles_per_block = std::min(block, grid.total());
 
   // U for every filter, point-major ([point][cout][cin]), then each point's matrix packed for the kernel.
-  std::vector<float> u(static_cast<std::size_t>(kWinogradPoints) * cout * cin);
+  std::vector<float> u(static_cast<std::size_t>(points) * cout * cin);
   const std::size_t point_size = static_cast<std::size_t>(cout) * cin;
   for (int o = 0; o < cout; ++o) {
     for (int i = 0; i < cin; ++i) {
-      double filter[kWinogradPoints];
-      transform_filter(weights + (static_cast<std::size_t>(o) * cin + i) * 9, filter);
-      for (int p = 0; p < kWinogradPoints; ++p) {
+      double filter[36];
+      transform_filter(variant, weights + (static_cast<std::size_t>(o) * cin + i) * 9, filter);
+      for (int p = 0; p < points; ++p) {
         u[p * point_size + static_cast<std::size_t>(o) * cin + i] = static_cast<float>(filter[p]);
       }
     }
   }
-  for (int p = 0; p < kWinogradPoints; ++p) {
+  for (int p = 0; p < points; ++p) {
     plan.points.emplace_back(u.data() + p * point_size, cout, cin, static_cast<std::size_t>(cin), nullptr,
                              plan.kernel->mr);
   }
@@ -112,42 +139,88 @@ WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const flo
   return plan;
 }
 
+void winograd_conv_rows(const Conv2dDesc& desc, const WinogradPlan& plan, const Variable& input, const Shape& output,
+                        int n, int ty0, int ty1, float* target, std::size_t channel_stride,
+                        WinogradBandBuffers& buffers) {
+  const WinogradGeometry geometry = winograd_geometry(plan.variant);
+  const Shape& in = input.shape();
+  const int tiles_w = (output.w + geometry.output_tile - 1) / geometry.output_tile;
+  const int cin = desc.in_channels;
+  const int cout = desc.out_channels;
+  const GemmMicroKernel& kernel = *plan.kernel;
+  const int nr = kernel.nr;
+  const int count = (ty1 - ty0) * tiles_w;
+  const int columns = round_up(count, nr);
+  const BlockLayout layout = block_layout(geometry.points, cin, cout, columns);
+  if (buffers.tiles.size() < layout.tiles_size) buffers.tiles.resize(layout.tiles_size);
+  if (buffers.products.size() < layout.products_size) buffers.products.resize(layout.products_size);
+  const WinogradTransforms& transforms = winograd_kernels(kernel.isa)[plan.variant];
+
+  for (int c = 0; c < cin; ++c) {
+    const WinogradPackedTiles packed{buffers.tiles.data() + static_cast<std::size_t>(c) * nr, layout.tiles_point_stride,
+                                     static_cast<std::size_t>(cin) * nr, nr};
+    const WinogradInputPlane plane{input.data() + (static_cast<std::size_t>(n) * in.c + c) * in.plane_count(), in.h,
+                                   in.w, desc.padding};
+    for (int ty = ty0; ty < ty1; ++ty) transforms.input(plane, ty, 0, tiles_w, packed, (ty - ty0) * tiles_w);
+  }
+  for (int p = 0; p < geometry.points; ++p) {
+    const PrepackedB tiles(buffers.tiles.data() + p * layout.tiles_point_stride, cin, count);
+    packed_gemm_columns(kernel, plan.points[p], tiles, 0, count,
+                        buffers.products.data() + p * layout.products_point_stride, static_cast<std::size_t>(columns),
+                        Activation::none(), buffers.gemm_scratch, true);
+  }
+  const int activation = kernel_activation(desc.activation.kind);
+  const int rows = std::min(output.h, geometry.output_tile * ty1) - geometry.output_tile * ty0;
+  for (int o = 0; o < cout; ++o) {
+    const WinogradProducts products{buffers.products.data() + static_cast<std::size_t>(o) * columns,
+                                    layout.products_point_stride};
+    const WinogradOutputPlane plane{target + static_cast<std::size_t>(o) * channel_stride,
+                                    rows,
+                                    output.w,
+                                    plan.bias[o],
+                                    activation,
+                                    desc.activation.slope};
+    for (int ty = ty0; ty < ty1; ++ty) transforms.output(products, (ty - ty0) * tiles_w, plane, ty - ty0, 0, tiles_w);
+    if (activation == 0 && desc.activation.kind != ActivationKind::none) {
+      float* values = target + static_cast<std::size_t>(o) * channel_stride;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * output.w; ++i) {
+        values[i] = apply_activation(desc.activation, values[i]);
+      }
+    }
+  }
+}
+
 void winograd_conv(const TeamMember& member, const Conv2dDesc& desc, const WinogradPlan& plan, const Variable& input,
                    Variable& output, WinogradWorkspace& workspace) {
+  const WinogradGeometry geometry = winograd_geometry(plan.variant);
   const Shape& in = input.shape();
   const Shape& out = output.shape();
-  const TileGrid grid = tile_grid(out);
+  const TileGrid grid = tile_grid(out, geometry.output_tile);
   const int cin = desc.in_channels;
   const int cout = desc.out_channels;
   const GemmMicroKernel& kernel = *plan.kernel;
   const int nr = kernel.nr;
   const int block = plan.tiles_per_block;
   const int columns = round_up(block, nr);  // of the packed tiles and of each product row
-  // Points lie a few cache lines more than a multiple of 4 KiB apart, so the 36 streams of stores do not all map
-  // to the same cache sets.
-  constexpr std::size_t kPointPadding = 48;
-  const std::size_t tiles_point_stride = static_cast<std::size_t>(cin) * columns + kPointPadding;
-  const std::size_t products_point_stride = static_cast<std::size_t>(cout) * columns + kPointPadding;
+  const BlockLayout layout = block_layout(geometry.points, cin, cout, columns);
   if (member.index() == 0) {
-    constexpr std::size_t kSlack = 64;  // the output transform reads whole registers past a row's last tile
-    const std::size_t tiles_size = kWinogradPoints * tiles_point_stride;
-    const std::size_t products_size = kWinogradPoints * products_point_stride + kSlack;
-    if (workspace.tiles.size() < tiles_size) workspace.tiles.resize(tiles_size);
-    if (workspace.products.size() < products_size) workspace.products.resize(products_size);
-    if (workspace.gemm.size() < static_cast<std::size_t>(member.count())) workspace.gemm.resize(member.count());
+    if (workspace.tiles.size() < layout.tiles_size) workspace.tiles.resize(layout.tiles_size);
+    if (workspace.products.size() < layout.products_size) workspace.products.resize(layout.products_size);
+    if (workspace.gemm_scratch.size() < static_cast<std::size_t>(member.count())) {
+      workspace.gemm_scratch.resize(member.count());
+    }
   }
   member.sync();
 
-  const WinogradKernelSet& transforms = winograd_kernels(kernel.isa);
-  const TeamMember solo(0, 1, nullptr);  // each member runs its own GEMMs
+  const WinogradTransforms& transforms = winograd_kernels(kernel.isa)[plan.variant];
   const int activation = kernel_activation(desc.activation.kind);
   for (int first = 0; first < grid.total(); first += block) {
     const int count = std::min(block, grid.total() - first);
     // 1. Input tiles B^T d B, by channel.
     const TeamMember::Range channels = member.share(static_cast<std::size_t>(cin));
     for (int c = static_cast<int>(channels.begin); c < static_cast<int>(channels.end); ++c) {
-      const WinogradPackedTiles packed{workspace.tiles.data() + static_cast<std::size_t>(c) * nr, tiles_point_stride,
-                                       static_cast<std::size_t>(cin) * nr, nr};
+      const WinogradPackedTiles packed{workspace.tiles.data() + static_cast<std::size_t>(c) * nr,
+                                       layout.tiles_point_stride, static_cast<std::size_t>(cin) * nr, nr};
       for_each_tile_run(grid, first, count, [&](int t, int n, int ty, int tx, int run) {
         const WinogradInputPlane plane{input.data() + (static_cast<std::size_t>(n) * in.c + c) * in.plane_count(), in.h,
                                        in.w, desc.padding};
@@ -155,19 +228,20 @@ void winograd_conv(const TeamMember& member, const Conv2dDesc& desc, const Winog
       });
     }
     member.sync();
-    // 2. The 36 GEMMs [cout x cin] x [cin x count], by point.
-    const TeamMember::Range points = member.share(kWinogradPoints);
+    // 2. One GEMM [cout x cin] x [cin x count] per point, by point.
+    const TeamMember::Range points = member.share(static_cast<std::size_t>(geometry.points));
     for (int p = static_cast<int>(points.begin); p < static_cast<int>(points.end); ++p) {
-      const PrepackedB tiles(workspace.tiles.data() + p * tiles_point_stride, cin, count);
-      packed_gemm(solo, kernel, plan.points[p], tiles, workspace.products.data() + p * products_point_stride,
-                  static_cast<std::size_t>(columns), Activation::none(), workspace.gemm[member.index()]);
+      const PrepackedB tiles(workspace.tiles.data() + p * layout.tiles_point_stride, cin, count);
+      packed_gemm_columns(
+          kernel, plan.points[p], tiles, 0, count, workspace.products.data() + p * layout.products_point_stride,
+          static_cast<std::size_t>(columns), Activation::none(), workspace.gemm_scratch[member.index()], true);
     }
     member.sync();
     // 3. Output tiles A^T M A with bias and activation, by output channel.
     const TeamMember::Range channels_out = member.share(static_cast<std::size_t>(cout));
     for (int o = static_cast<int>(channels_out.begin); o < static_cast<int>(channels_out.end); ++o) {
       const WinogradProducts products{workspace.products.data() + static_cast<std::size_t>(o) * columns,
-                                      products_point_stride};
+                                      layout.products_point_stride};
       for_each_tile_run(grid, first, count, [&](int t, int n, int ty, int tx, int run) {
         const WinogradOutputPlane plane{output.data() + (static_cast<std::size_t>(n) * out.c + o) * out.plane_count(),
                                         out.h,

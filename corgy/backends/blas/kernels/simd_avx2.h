@@ -43,6 +43,19 @@ struct Avx2 {
     for (int s = 0; s < 6; ++s) out[s] = _mm256_i32gather_ps(x + s, index, 4);
   }
 
+  /// out[s][k] = x[2 k + s] for s < 4, k < 8 (reads x[0, 18)).
+  static void deinterleave2x4(const float* x, Reg out[4]) {
+    const __m256i index = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    for (int s = 0; s < 4; ++s) out[s] = _mm256_i32gather_ps(x + s, index, 4);
+  }
+
+  /// x[2 k + b] = in[b][k] for 2 k + b < count (count <= 16).
+  static void interleave2_store(const Reg in[2], float* x, int count) {
+    alignas(32) float rows[2][8];
+    for (int b = 0; b < 2; ++b) _mm256_store_ps(rows[b], in[b]);
+    for (int i = 0; i < count; ++i) x[i] = rows[i % 2][i / 2];
+  }
+
   /// x[4 k + b] = in[b][k] for 4 k + b < count (count <= 32).
   static void interleave4_store(const Reg in[4], float* x, int count) {
     alignas(32) float rows[4][8];

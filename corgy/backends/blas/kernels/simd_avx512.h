@@ -5,9 +5,10 @@
 
 #include <immintrin.h>
 
-// GCC 12 reports a false -Wmaybe-uninitialized inside avx512fintrin.h's _mm512_max_ps and _mm512_min_ps, which start
-// from _mm512_undefined_ps() (GCC bug 105593).
+// GCC 12 reports a false -Wmaybe-uninitialized (at -O2/-O3) or -Wuninitialized (at -Og) inside avx512fintrin.h's
+// intrinsics that start from _mm512_undefined_ps() (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace corgy::blas::kernels {
 namespace {
@@ -51,10 +52,30 @@ struct Avx512 {
     out[1] = _mm512_permutex2var_ps(odds_low, even, odds_high);    // x[1], x[5], ...
     out[3] = _mm512_permutex2var_ps(odds_low, odd, odds_high);     // x[3], x[7], ...
     // Columns 4 and 5 are columns 0 and 1 of the next tile: shift by one lane, the last from x[64], x[65].
-    const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);      // .., x[64]
+    const __m512i next_odd = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17);  // .., x[65]
     const Reg tail = load(x + 64);
     out[4] = _mm512_permutex2var_ps(out[0], next, tail);
-    out[5] = _mm512_permutex2var_ps(out[1], next, _mm512_permutexvar_ps(_mm512_set1_epi32(1), tail));
+    out[5] = _mm512_permutex2var_ps(out[1], next_odd, tail);
+  }
+
+  /// out[s][k] = x[2 k + s] for s < 4, k < 16 (reads x[0, 34)): the columns of 16 consecutive 4x4 tiles of a row
+  /// whose tiles start 2 apart.
+  static void deinterleave2x4(const float* x, Reg out[4]) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    out[0] = _mm512_permutex2var_ps(load(x), even, load(x + 16));
+    out[1] = _mm512_permutex2var_ps(load(x), odd, load(x + 16));
+    out[2] = _mm512_permutex2var_ps(load(x + 2), even, load(x + 18));
+    out[3] = _mm512_permutex2var_ps(load(x + 2), odd, load(x + 18));
+  }
+
+  /// x[2 k + b] = in[b][k] for 2 k + b < count (count <= 32).
+  static void interleave2_store(const Reg in[2], float* x, int count) {
+    const __m512i zip_low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i zip_high = _mm512_add_epi32(zip_low, _mm512_set1_epi32(8));
+    store_first(x, _mm512_permutex2var_ps(in[0], zip_low, in[1]), count);
+    store_first(x + 16, _mm512_permutex2var_ps(in[0], zip_high, in[1]), count - 16);
   }
 
   /// x[4 k + b] = in[b][k] for 4 k + b < count (count <= 64): the rows of 16 consecutive 4x4 output tiles, as the

@@ -37,6 +37,18 @@ struct Sse2 {
     for (int s = 0; s < 6; ++s) out[s] = _mm_setr_ps(x[s], x[4 + s], x[8 + s], x[12 + s]);
   }
 
+  /// out[s][k] = x[2 k + s] for s < 4, k < 4.
+  static void deinterleave2x4(const float* x, Reg out[4]) {
+    for (int s = 0; s < 4; ++s) out[s] = _mm_setr_ps(x[s], x[2 + s], x[4 + s], x[6 + s]);
+  }
+
+  /// x[2 k + b] = in[b][k] for 2 k + b < count (count <= 8).
+  static void interleave2_store(const Reg in[2], float* x, int count) {
+    alignas(16) float rows[2][4];
+    for (int b = 0; b < 2; ++b) _mm_store_ps(rows[b], in[b]);
+    for (int i = 0; i < count; ++i) x[i] = rows[i % 2][i / 2];
+  }
+
   /// x[4 k + b] = in[b][k] for 4 k + b < count (count <= 16).
   static void interleave4_store(const Reg in[4], float* x, int count) {
     alignas(16) float rows[4][4];

@@ -1,11 +1,15 @@
-// Winograd F(4x4, 3x3)'s transforms for AVX-512F (see winograd_transforms.h); compiled for that instruction set only.
+// Winograd F(2x2, 3x3) and F(4x4, 3x3)'s transforms for AVX-512F (see winograd_transforms.h); compiled for that
+// instruction set only.
 #include "corgy/backends/blas/kernels/simd_avx512.h"
 #include "corgy/backends/blas/kernels/winograd_transforms.h"
 
 namespace corgy::blas {
 
 WinogradKernelSet avx512_winograd_kernels() {
-  return {kernels::winograd_input<kernels::Avx512>, kernels::winograd_output<kernels::Avx512>};
+  return {{{kernels::winograd_input<kernels::Avx512, kernels::F2x2>,
+            kernels::winograd_output<kernels::Avx512, kernels::F2x2>},
+           {kernels::winograd_input<kernels::Avx512, kernels::F4x4>,
+            kernels::winograd_output<kernels::Avx512, kernels::F4x4>}}};
 }
 
 }  // namespace corgy::blas

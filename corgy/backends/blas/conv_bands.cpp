@@ -1,0 +1,147 @@
+#include "corgy/backends/blas/conv_bands.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "corgy/backends/blas/winograd_kernels.h"
+
+namespace corgy::blas {
+
+namespace {
+
+/// Weights larger than this are read from memory once per forward by one team-shared computation rather than once
+/// per band (a band re-reads them from L3 at best).
+constexpr std::size_t kBandWeightsBytes = std::size_t{8} << 20;
+/// Weights larger than this (more than L2 holds beside the band) are worth re-reading only for a band of at least
+/// kMinBandPixels output pixels: 2 * 256 flops per weight read.
+constexpr std::size_t kL2WeightsBytes = std::size_t{256} << 10;
+constexpr int kMinBandPixels = 256;
+/// A band's output (all channels): about what stays in L2 while the next layer of work (the pool) reads it.
+constexpr std::size_t kBandBytes = std::size_t{256} << 10;
+
+/// Bands of Winograd's output start and end on tile rows.
+int row_alignment(const ConvPlan& plan) {
+  return plan.algorithm == ConvAlgorithm::winograd ? winograd_geometry(plan.winograd.variant).output_tile : 1;
+}
+
+std::size_t weight_bytes(const ConvPlan& plan) {
+  std::size_t bytes = 0;
+  if (plan.algorithm == ConvAlgorithm::winograd) {
+    for (const PackedA& point : plan.winograd.points) bytes += point.bytes();
+  } else {
+    for (const PackedA& group : plan.packed.groups) bytes += group.bytes();
+  }
+  return bytes;
+}
+
+int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+/// Output rows [y0, y1) of image n into target (channel c's row y0 + r at target + c * channel_stride + r * width).
+void compute_rows(const ConvPlan& plan, const Variable& input, const Shape& conv_output, int n, int y0, int y1,
+                  float* target, std::size_t channel_stride, BandBuffers& buffers) {
+  if (plan.algorithm == ConvAlgorithm::winograd) {
+    const int tile = winograd_geometry(plan.winograd.variant).output_tile;
+    winograd_conv_rows(plan.desc, plan.winograd, input, conv_output, n, y0 / tile, (y1 + tile - 1) / tile, target,
+                       channel_stride, buffers.winograd);
+  } else {
+    conv_gemm_rows(*plan.kernel, plan.desc, plan.packed, input, conv_output, n, y0, y1, target, channel_stride,
+                   buffers.gemm_scratch);
+  }
+}
+
+/// Pooled rows [p0, p1) of every channel of one image, from the convolution's rows [first_row, first_row + rows)
+/// (channel c's at band + c * channel_stride). Padded cells never win, as in MaxPool2d.
+void max_pool_band(const Pool2dDesc& pool, const float* band, int first_row, int rows, std::size_t channel_stride,
+                   const Shape& conv_output, int p0, int p1, float* output_image, const Shape& pooled) {
+  const int width = conv_output.w;
+  for (int c = 0; c < conv_output.c; ++c) {
+    const float* plane = band + c * channel_stride;
+    for (int p = p0; p < p1; ++p) {
+      const int top = std::max(0, p * pool.stride_h - pool.pad_top);
+      const int bottom = std::min({conv_output.h, p * pool.stride_h - pool.pad_top + pool.kernel_h, first_row + rows});
+      float* target = output_image + (static_cast<std::size_t>(c) * pooled.h + p) * pooled.w;
+      int q = 0;
+      if (pool.kernel_w == 2 && pool.stride_w == 2 && pool.pad_left == 0 && bottom - top == 2) {
+        // The common 2x2/2 window: two rows, pairs of columns (vectorised).
+        const float* upper = plane + static_cast<std::size_t>(top - first_row) * width;
+        const float* lower = upper + width;
+        const int inside = std::min(pooled.w, width / 2);
+        for (; q < inside; ++q) {
+          target[q] = std::max(std::max(upper[2 * q], upper[2 * q + 1]), std::max(lower[2 * q], lower[2 * q + 1]));
+        }
+      }
+      for (; q < pooled.w; ++q) {
+        const int left = std::max(0, q * pool.stride_w - pool.pad_left);
+        const int right = std::min(width, q * pool.stride_w - pool.pad_left + pool.kernel_w);
+        float best = -std::numeric_limits<float>::infinity();
+        for (int y = top; y < bottom; ++y) {
+          const float* row = plane + static_cast<std::size_t>(y - first_row) * width;
+          for (int x = left; x < right; ++x) best = std::max(best, row[x]);
+        }
+        target[q] = best;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int band_rows_for(const ConvPlan& plan, const Shape& output, int members) {
+  if (plan.algorithm != ConvAlgorithm::packed_gemm && plan.algorithm != ConvAlgorithm::winograd) return 0;
+  if (weight_bytes(plan) > kBandWeightsBytes) return 0;
+  const int align = row_alignment(plan);
+  const std::size_t row_bytes = sizeof(float) * static_cast<std::size_t>(output.c) * output.w;
+  int rows = round_up(std::max<int>(1, static_cast<int>(kBandBytes / row_bytes)), align);
+  const int fewest_rows =
+      weight_bytes(plan) <= kL2WeightsBytes ? align : round_up((kMinBandPixels + output.w - 1) / output.w, align);
+  rows = std::max(rows, fewest_rows);
+  const auto bands = [&](int r) { return output.n * ((output.h + r - 1) / r); };
+  // Enough bands that every member gets two or more, where the rows allow it.
+  while (members > 1 && bands(rows) < 2 * members && rows > fewest_rows) {
+    rows = std::max(fewest_rows, rows / 2 / align * align);
+  }
+  if (members > 1 && bands(rows) < members) return 0;
+  return std::min(rows, round_up(output.h, align));
+}
+
+void conv_in_bands(const TeamMember& member, const ConvPlan& plan, int band_rows, const Pool2dDesc* pool,
+                   const Variable& input, const Shape& conv_output, Variable& output, BandBuffers& buffers) {
+  const int align = row_alignment(plan);
+  const std::size_t image_size = output.shape().image_count();
+  if (!pool) {
+    const int per_image = (conv_output.h + band_rows - 1) / band_rows;
+    const TeamMember::Range mine = member.share(static_cast<std::size_t>(conv_output.n) * per_image);
+    for (std::size_t item = mine.begin; item < mine.end; ++item) {
+      const int n = static_cast<int>(item / per_image);
+      const int y0 = static_cast<int>(item % per_image) * band_rows;
+      const int y1 = std::min(conv_output.h, y0 + band_rows);
+      compute_rows(plan, input, conv_output, n, y0, y1, output.data() + n * image_size + y0 * conv_output.w,
+                   conv_output.plane_count(), buffers);
+    }
+    member.sync();
+    return;
+  }
+  const Shape& pooled = output.shape();
+  const int pooled_rows = std::max(1, band_rows / pool->stride_h);
+  const int per_image = (pooled.h + pooled_rows - 1) / pooled_rows;
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(pooled.n) * per_image);
+  for (std::size_t item = mine.begin; item < mine.end; ++item) {
+    const int n = static_cast<int>(item / per_image);
+    const int p0 = static_cast<int>(item % per_image) * pooled_rows;
+    const int p1 = std::min(pooled.h, p0 + pooled_rows);
+    // The convolution's rows the windows of pooled rows [p0, p1) cover, widened to whole tile rows.
+    const int r0 = std::max(0, p0 * pool->stride_h - pool->pad_top);
+    const int r1 = std::min(conv_output.h, (p1 - 1) * pool->stride_h - pool->pad_top + pool->kernel_h);
+    const int first = r0 / align * align;
+    const int last = std::min(conv_output.h, round_up(r1, align));
+    const std::size_t channel_stride = static_cast<std::size_t>(last - first) * conv_output.w;
+    if (buffers.conv_rows.size() < channel_stride * conv_output.c)
+      buffers.conv_rows.resize(channel_stride * conv_output.c);
+    compute_rows(plan, input, conv_output, n, first, last, buffers.conv_rows.data(), channel_stride, buffers);
+    max_pool_band(*pool, buffers.conv_rows.data(), first, last - first, channel_stride, conv_output, p0, p1,
+                  output.data() + n * image_size, pooled);
+  }
+  member.sync();
+}
+
+}  // namespace corgy::blas
