@@ -32,6 +32,9 @@ struct BlasOptions {
   /// The team that runs every loop and shares each GEMM (0 = all cores).
   int threads = 0;
   BlasConvolution convolution = BlasConvolution::automatic;
+  /// Pin each worker thread to its own CPU (of those the process may use; see ThreadTeam). Off: the scheduler places
+  /// them, which on a busy machine can put them on the calling thread's CPU.
+  bool pin_threads = true;
 };
 
 /// Not safe to call from several threads at once: the im2col buffer is per instance (use one backend per thread).
@@ -103,6 +106,7 @@ class BlasBackend final : public Backend {
 
   int threads_ = 1;
   BlasConvolution convolution_ = BlasConvolution::automatic;
+  bool pin_threads_ = true;
   std::unique_ptr<blas::ThreadTeam> team_;
   std::vector<float> columns_;
   Variable conv_output_scratch_;

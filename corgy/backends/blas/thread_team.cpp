@@ -1,8 +1,81 @@
 #include "corgy/backends/blas/thread_team.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
 
 namespace corgy::blas {
+
+namespace {
+
+/// How long a thread spins for the next task or a barrier before it sleeps.
+constexpr std::chrono::microseconds kSpinTime{50};
+
+/// Spins while `waiting()` holds, for at most kSpinTime and only while `member` has a CPU to itself among members
+/// [0, count); returns whether it still holds (the caller then sleeps).
+template <class Condition>
+bool spin_while(const Condition& waiting, CpuPlacement& placement, int member, int count) {
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned i = 0;; ++i) {
+    if (!waiting()) return false;
+    if (i % 64 == 0) {
+      placement.note(member);
+      if (!placement.alone(member, count) || std::chrono::steady_clock::now() - start > kSpinTime) return waiting();
+    }
+    __builtin_ia32_pause();
+  }
+}
+
+/// Pins the calling thread to one CPU of those the process may run on, the `slot`-th (round robin). Returns false
+/// (and leaves the thread as it was) when the process may use only one CPU.
+bool pin_to_allowed_cpu(unsigned slot) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2) return false;
+  unsigned wanted = slot % static_cast<unsigned>(CPU_COUNT(&allowed));
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed) || wanted-- != 0) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  return false;
+}
+
+/// Worker slots handed out across all teams, so that teams of several backends spread over the CPUs.
+std::atomic<unsigned> next_worker_slot{1};
+
+}  // namespace
+
+CpuPlacement::CpuPlacement(int members) : cpus_(std::make_unique<std::atomic<int>[]>(members)), members_(members) {
+  for (int i = 0; i < members; ++i) cpus_[i].store(-1, std::memory_order_relaxed);
+}
+
+void CpuPlacement::note(int member) { cpus_[member].store(sched_getcpu(), std::memory_order_relaxed); }
+
+bool CpuPlacement::alone(int member, int count) const {
+  const int mine = cpus_[member].load(std::memory_order_relaxed);
+  for (int other = 0; other < std::min(count, members_); ++other) {
+    if (other != member && cpus_[other].load(std::memory_order_relaxed) == mine) return false;
+  }
+  return true;
+}
+
+void SpinBarrier::arrive_and_wait(int member) {
+  const std::uint32_t phase = phase_.load(std::memory_order_acquire);
+  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // The last to arrive: reset for the next use before anyone can see the new phase.
+    remaining_.store(count_, std::memory_order_relaxed);
+    phase_.fetch_add(1, std::memory_order_release);
+    phase_.notify_all();
+    return;
+  }
+  const auto same_phase = [&] { return phase_.load(std::memory_order_acquire) == phase; };
+  if (spin_while(same_phase, *placement_, member, count_)) {
+    while (same_phase()) phase_.wait(phase, std::memory_order_acquire);
+  }
+}
 
 TeamMember::Range TeamMember::share(std::size_t total, std::size_t granule) const {
   const std::size_t granules = (total + granule - 1) / granule;
@@ -11,8 +84,14 @@ TeamMember::Range TeamMember::share(std::size_t total, std::size_t granule) cons
   return {begin, std::min(total, begin + per_member)};
 }
 
-ThreadTeam::ThreadTeam(int size) {
-  for (int index = 1; index < size; ++index) workers_.emplace_back([this, index] { work(index); });
+ThreadTeam::ThreadTeam(int size, bool pin_workers) : placement_(std::max(size, 1)) {
+  for (int index = 1; index < size; ++index) {
+    const unsigned slot = next_worker_slot.fetch_add(1, std::memory_order_relaxed);
+    workers_.emplace_back([this, index, slot, pin_workers] {
+      if (pin_workers) pin_to_allowed_cpu(slot);
+      work(index);
+    });
+  }
 }
 
 ThreadTeam::~ThreadTeam() {
@@ -30,23 +109,27 @@ void ThreadTeam::run(int count, const std::function<void(const TeamMember&)>& ta
   }
   task_ = &task;
   count_ = count;
-  barrier_.emplace(count);
+  barrier_.emplace(count, &placement_);
   // Every worker wakes and reports back, those outside the task too, so none can still be reading this task's
   // state when the next run() changes it.
   unfinished_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   task(TeamMember(0, count, &*barrier_));
-  for (int left = unfinished_workers_.load(std::memory_order_acquire); left != 0;
-       left = unfinished_workers_.load(std::memory_order_acquire)) {
-    unfinished_workers_.wait(left, std::memory_order_acquire);
+  const auto workers_busy = [&] { return unfinished_workers_.load(std::memory_order_acquire) != 0; };
+  if (spin_while(workers_busy, placement_, 0, count)) {
+    for (int left = unfinished_workers_.load(std::memory_order_acquire); left != 0;
+         left = unfinished_workers_.load(std::memory_order_acquire)) {
+      unfinished_workers_.wait(left, std::memory_order_acquire);
+    }
   }
 }
 
 void ThreadTeam::work(int index) {
-  std::uint64_t seen = 0;
+  std::uint32_t seen = 0;
   while (true) {
-    generation_.wait(seen, std::memory_order_acquire);
+    const auto no_new_task = [&] { return generation_.load(std::memory_order_acquire) == seen; };
+    if (spin_while(no_new_task, placement_, index, size())) generation_.wait(seen, std::memory_order_acquire);
     seen = generation_.load(std::memory_order_acquire);
     if (stopping_) return;
     if (index < count_) (*task_)(TeamMember(index, count_, &*barrier_));
