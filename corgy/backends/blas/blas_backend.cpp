@@ -198,7 +198,9 @@ void add_channel_bias_and_activate(const TeamMember& member, Activation activati
 BlasBackend::BlasBackend(int threads) : BlasBackend(BlasOptions{.threads = threads}) {}
 
 BlasBackend::BlasBackend(const BlasOptions& options)
-    : convolution_(options.convolution), plans_(std::make_unique<blas::ConvPlanCache>()) {
+    : convolution_(options.convolution),
+      pin_threads_(options.pin_threads),
+      plans_(std::make_unique<blas::ConvPlanCache>()) {
   set_threads(options.threads);
 }
 
@@ -224,7 +226,7 @@ void BlasBackend::set_threads(int threads) {
     throw Error("BlasBackend: thread count must be >= 0 (0 = all cores), got " + std::to_string(threads));
   }
   threads_ = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  team_ = std::make_unique<blas::ThreadTeam>(threads_);
+  team_ = std::make_unique<blas::ThreadTeam>(threads_, pin_threads_);
   keep_openblas_single_threaded();
 }
 
@@ -258,13 +260,14 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
       std::max(threads_for(conv_output.count()),
                gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(conv_output.plane_count()),
                             desc.in_channels / desc.groups * desc.kernel * desc.kernel));
-  const int band_rows = blas::band_rows_for(plan, conv_output, team);
-  if (band_rows > 0) {
-    profiler_.note(plan.describe() + fmt::format(", bands of {} rows", band_rows) + (pool ? " + fused max pool" : ""));
+  const blas::Bands bands = blas::bands_for(plan, conv_output, team);
+  if (bands) {
+    const std::string band = bands.images > 1 ? fmt::format("bands of {} images", bands.images)
+                                              : fmt::format("bands of {} rows", bands.rows);
+    profiler_.note(plan.describe() + ", " + band + (pool ? " + fused max pool" : ""));
     if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
     team_->run(team, [&](const TeamMember& member) {
-      blas::conv_in_bands(member, plan, band_rows, pool, input, conv_output, output,
-                          plans_->band_buffers[member.index()]);
+      blas::conv_in_bands(member, plan, bands, pool, input, conv_output, output, plans_->band_buffers[member.index()]);
     });
     return;
   }

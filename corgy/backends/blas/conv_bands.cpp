@@ -14,7 +14,7 @@ namespace {
 constexpr std::size_t kBandWeightsBytes = std::size_t{8} << 20;
 /// Weights larger than this (more than L2 holds beside the band) are worth re-reading only for a band of at least
 /// kMinBandPixels output pixels: 2 * 256 flops per weight read.
-constexpr std::size_t kL2WeightsBytes = std::size_t{256} << 10;
+constexpr std::size_t kL2WeightsBytes = std::size_t{512} << 10;
 constexpr int kMinBandPixels = 256;
 /// A band's output (all channels): about what stays in L2 while the next layer of work (the pool) reads it.
 constexpr std::size_t kBandBytes = std::size_t{256} << 10;
@@ -36,16 +36,19 @@ std::size_t weight_bytes(const ConvPlan& plan) {
 
 int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 
-/// Output rows [y0, y1) of image n into target (channel c's row y0 + r at target + c * channel_stride + r * width).
-void compute_rows(const ConvPlan& plan, const Variable& input, const Shape& conv_output, int n, int y0, int y1,
-                  float* target, std::size_t channel_stride, BandBuffers& buffers) {
+/// Output rows [y0, y1) of images [n0, n1) into target: image n's channel c row y0 + r at
+/// target + (n - n0) * image_stride + c * channel_stride + r * width.
+void compute_rows(const ConvPlan& plan, const Variable& input, const Shape& conv_output, int n0, int n1, int y0, int y1,
+                  float* target, std::size_t channel_stride, std::size_t image_stride, BandBuffers& buffers) {
   if (plan.algorithm == ConvAlgorithm::winograd) {
     const int tile = winograd_geometry(plan.winograd.variant).output_tile;
-    winograd_conv_rows(plan.desc, plan.winograd, input, conv_output, n, y0 / tile, (y1 + tile - 1) / tile, target,
-                       channel_stride, buffers.winograd);
-  } else {
-    conv_gemm_rows(*plan.kernel, plan.desc, plan.packed, input, conv_output, n, y0, y1, target, channel_stride,
-                   buffers.gemm_scratch);
+    winograd_conv_rows(plan.desc, plan.winograd, input, conv_output, n0, n1, y0 / tile, (y1 + tile - 1) / tile, target,
+                       channel_stride, image_stride, buffers.winograd);
+    return;
+  }
+  for (int n = n0; n < n1; ++n) {
+    conv_gemm_rows(*plan.kernel, plan.desc, plan.packed, input, conv_output, n, y0, y1,
+                   target + (n - n0) * image_stride, channel_stride, buffers.gemm_scratch);
   }
 }
 
@@ -86,47 +89,65 @@ void max_pool_band(const Pool2dDesc& pool, const float* band, int first_row, int
 
 }  // namespace
 
-int band_rows_for(const ConvPlan& plan, const Shape& output, int members) {
-  if (plan.algorithm != ConvAlgorithm::packed_gemm && plan.algorithm != ConvAlgorithm::winograd) return 0;
-  if (weight_bytes(plan) > kBandWeightsBytes) return 0;
+Bands bands_for(const ConvPlan& plan, const Shape& output, int members) {
+  if (plan.algorithm != ConvAlgorithm::packed_gemm && plan.algorithm != ConvAlgorithm::winograd) return {};
+  if (weight_bytes(plan) > kBandWeightsBytes) return {};
   const int align = row_alignment(plan);
   const std::size_t row_bytes = sizeof(float) * static_cast<std::size_t>(output.c) * output.w;
-  int rows = round_up(std::max<int>(1, static_cast<int>(kBandBytes / row_bytes)), align);
   const int fewest_rows =
       weight_bytes(plan) <= kL2WeightsBytes ? align : round_up((kMinBandPixels + output.w - 1) / output.w, align);
-  rows = std::max(rows, fewest_rows);
-  const auto bands = [&](int r) { return output.n * ((output.h + r - 1) / r); };
-  // Enough bands that every member gets two or more, where the rows allow it.
-  while (members > 1 && bands(rows) < 2 * members && rows > fewest_rows) {
-    rows = std::max(fewest_rows, rows / 2 / align * align);
+  const int all_rows = round_up(output.h, align);
+  // As many rows as fit the cache budget ...
+  Bands bands{std::clamp(round_up(static_cast<int>(kBandBytes / row_bytes), align), fewest_rows, all_rows), 1};
+  // ... and when a band holds a whole image, as many whole images (their tiles share one set of GEMMs).
+  if (bands.rows == all_rows) {
+    bands.images = std::clamp(static_cast<int>(kBandBytes / (row_bytes * output.h)), 1, output.n);
   }
-  if (members > 1 && bands(rows) < members) return 0;
-  return std::min(rows, round_up(output.h, align));
+  const auto count = [&](const Bands& b) {
+    return (output.n + b.images - 1) / b.images * ((output.h + b.rows - 1) / b.rows);
+  };
+  // Few enough bands that members share them evenly: when there are fewer than four per member, a multiple of the
+  // member count, cutting images into rows only when there are fewer images than members.
+  if (members > 1 && count(bands) < 4 * members) {
+    const int wanted = (count(bands) + members - 1) / members * members;
+    if (wanted <= output.n) {
+      bands.images = (output.n + wanted - 1) / wanted;
+    } else {
+      bands.images = 1;
+      const int per_image = (wanted + output.n - 1) / output.n;
+      bands.rows = std::clamp(round_up((output.h + per_image - 1) / per_image, align), fewest_rows, all_rows);
+    }
+  }
+  if (members > 1 && count(bands) < members) return {};
+  return bands;
 }
 
-void conv_in_bands(const TeamMember& member, const ConvPlan& plan, int band_rows, const Pool2dDesc* pool,
+void conv_in_bands(const TeamMember& member, const ConvPlan& plan, const Bands& bands, const Pool2dDesc* pool,
                    const Variable& input, const Shape& conv_output, Variable& output, BandBuffers& buffers) {
   const int align = row_alignment(plan);
   const std::size_t image_size = output.shape().image_count();
+  const int image_groups = (conv_output.n + bands.images - 1) / bands.images;
   if (!pool) {
-    const int per_image = (conv_output.h + band_rows - 1) / band_rows;
-    const TeamMember::Range mine = member.share(static_cast<std::size_t>(conv_output.n) * per_image);
+    const int per_image = (conv_output.h + bands.rows - 1) / bands.rows;
+    const TeamMember::Range mine = member.share(static_cast<std::size_t>(image_groups) * per_image);
     for (std::size_t item = mine.begin; item < mine.end; ++item) {
-      const int n = static_cast<int>(item / per_image);
-      const int y0 = static_cast<int>(item % per_image) * band_rows;
-      const int y1 = std::min(conv_output.h, y0 + band_rows);
-      compute_rows(plan, input, conv_output, n, y0, y1, output.data() + n * image_size + y0 * conv_output.w,
-                   conv_output.plane_count(), buffers);
+      const int n0 = static_cast<int>(item / per_image) * bands.images;
+      const int n1 = std::min(conv_output.n, n0 + bands.images);
+      const int y0 = static_cast<int>(item % per_image) * bands.rows;
+      const int y1 = std::min(conv_output.h, y0 + bands.rows);
+      compute_rows(plan, input, conv_output, n0, n1, y0, y1, output.data() + n0 * image_size + y0 * conv_output.w,
+                   conv_output.plane_count(), image_size, buffers);
     }
     member.sync();
     return;
   }
   const Shape& pooled = output.shape();
-  const int pooled_rows = std::max(1, band_rows / pool->stride_h);
+  const int pooled_rows = bands.rows >= conv_output.h ? pooled.h : std::max(1, bands.rows / pool->stride_h);
   const int per_image = (pooled.h + pooled_rows - 1) / pooled_rows;
-  const TeamMember::Range mine = member.share(static_cast<std::size_t>(pooled.n) * per_image);
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(image_groups) * per_image);
   for (std::size_t item = mine.begin; item < mine.end; ++item) {
-    const int n = static_cast<int>(item / per_image);
+    const int n0 = static_cast<int>(item / per_image) * bands.images;
+    const int n1 = std::min(conv_output.n, n0 + bands.images);
     const int p0 = static_cast<int>(item % per_image) * pooled_rows;
     const int p1 = std::min(pooled.h, p0 + pooled_rows);
     // The convolution's rows the windows of pooled rows [p0, p1) cover, widened to whole tile rows.
@@ -135,11 +156,14 @@ void conv_in_bands(const TeamMember& member, const ConvPlan& plan, int band_rows
     const int first = r0 / align * align;
     const int last = std::min(conv_output.h, round_up(r1, align));
     const std::size_t channel_stride = static_cast<std::size_t>(last - first) * conv_output.w;
-    if (buffers.conv_rows.size() < channel_stride * conv_output.c)
-      buffers.conv_rows.resize(channel_stride * conv_output.c);
-    compute_rows(plan, input, conv_output, n, first, last, buffers.conv_rows.data(), channel_stride, buffers);
-    max_pool_band(*pool, buffers.conv_rows.data(), first, last - first, channel_stride, conv_output, p0, p1,
-                  output.data() + n * image_size, pooled);
+    const std::size_t image_stride = channel_stride * conv_output.c;
+    if (buffers.conv_rows.size() < image_stride * (n1 - n0)) buffers.conv_rows.resize(image_stride * (n1 - n0));
+    compute_rows(plan, input, conv_output, n0, n1, first, last, buffers.conv_rows.data(), channel_stride, image_stride,
+                 buffers);
+    for (int n = n0; n < n1; ++n) {
+      max_pool_band(*pool, buffers.conv_rows.data() + (n - n0) * image_stride, first, last - first, channel_stride,
+                    conv_output, p0, p1, output.data() + n * image_size, pooled);
+    }
   }
   member.sync();
 }

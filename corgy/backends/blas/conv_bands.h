@@ -9,14 +9,22 @@
 
 namespace corgy::blas {
 
-/// Output rows per band for `plan` at output shape `output` with `members` threads; 0 when the layer should rather
-/// run as one team-shared computation (large weights, which each band would read again, or too few bands to share).
-int band_rows_for(const ConvPlan& plan, const Shape& output, int members);
+/// How a layer is cut into bands: `rows` output rows of `images` images each (several images only when one band
+/// holds a whole image).
+struct Bands {
+  int rows = 0;
+  int images = 1;
+  explicit operator bool() const { return rows > 0; }
+};
 
-/// The convolution of `plan` on `input` in bands of `band_rows` rows, each member taking its share of
-/// (image, band) pairs; with `pool`, output = that max pool of the convolution's output (`conv_output` its shape),
-/// else output is the convolution's. Every member calls it; it returns after the team's barrier.
-void conv_in_bands(const TeamMember& member, const ConvPlan& plan, int band_rows, const Pool2dDesc* pool,
+/// The bands for `plan` at output shape `output` with `members` threads; none (rows 0) when the layer should rather
+/// run as one team-shared computation (large weights, which each band would read again, or too few bands to share).
+Bands bands_for(const ConvPlan& plan, const Shape& output, int members);
+
+/// The convolution of `plan` on `input` in `bands`, each member taking its share; with `pool`, output = that max
+/// pool of the convolution's output (`conv_output` its shape), else output is the convolution's. Every member calls
+/// it; it returns after the team's barrier.
+void conv_in_bands(const TeamMember& member, const ConvPlan& plan, const Bands& bands, const Pool2dDesc* pool,
                    const Variable& input, const Shape& conv_output, Variable& output, BandBuffers& buffers);
 
 }  // namespace corgy::blas

@@ -14,8 +14,9 @@ std::string ConvPlan::describe() const {
     case ConvAlgorithm::depthwise: return "direct depthwise loop";
     case ConvAlgorithm::packed_gemm: return fmt::format("packed sgemm {}, implicit im2col", kernel->name);
     case ConvAlgorithm::winograd:
-      return fmt::format("winograd F({0}x{0},3x3), sgemm {1}, {2} tiles/block",
-                         winograd_geometry(winograd.variant).output_tile, kernel->name, winograd.tiles_per_block);
+      return fmt::format("winograd F({0}x{0},{1}x{1}), sgemm {2}, {3} tiles/block",
+                         winograd_geometry(winograd.variant).output_tile, winograd_geometry(winograd.variant).kernel,
+                         kernel->name, winograd.tiles_per_block);
   }
   return "?";
 }
@@ -56,8 +57,9 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
   } else if (plan.algorithm == ConvAlgorithm::winograd) {
     // F(4x4, 3x3) measured faster on every Tiny YOLO layer, the 13x13 ones at batch 1 included (conv_benchmark);
     // F(2x2, 3x3), half as many points and more accurate, is there to force.
-    const WinogradVariant variant =
-        choice == BlasConvolution::winograd2x2 ? WinogradVariant::f2x2 : WinogradVariant::f4x4;
+    const WinogradVariant variant = desc.kernel == 5                         ? WinogradVariant::f2x2_5x5
+                                    : choice == BlasConvolution::winograd2x2 ? WinogradVariant::f2x2
+                                                                             : WinogradVariant::f4x4;
     plan.winograd = plan_winograd(desc, input, weights.data(), bias_values, variant);
     plan.kernel = plan.winograd.kernel;
   }

@@ -36,25 +36,42 @@ Shape output_shape(const Conv2dDesc& desc, const Shape& input) {
   return {input.n, desc.out_channels, desc.output_size(input.h), desc.output_size(input.w)};
 }
 
-/// G (input_tile x 3) of each variant.
-constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
-                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                              {0, 0, 1}};
-constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+/// G (input_tile x kernel) of each variant: row i holds p_i^c / prod_{j != i} (p_i - p_j) for the points p
+/// (0, 1, -1, 2, -2, then infinity's row), the Toom-Cook construction.
+constexpr double kG4x4[6][5] = {{1.0 / 4, 0, 0},
+                                {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                {0, 0, 1}};
+constexpr double kG2x2[6][5] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+constexpr double kG2x2Kernel5[6][5] = {{1.0 / 4, 0, 0, 0, 0},
+                                       {-1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                       {-1.0 / 6, 1.0 / 6, -1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                       {1.0 / 24, 1.0 / 12, 1.0 / 6, 1.0 / 3, 2.0 / 3},
+                                       {1.0 / 24, -1.0 / 12, 1.0 / 6, -1.0 / 3, 2.0 / 3},
+                                       {0, 0, 0, 0, 1}};
 
-/// U = G g G^T for one 3x3 filter, in double precision (points values, row-major).
+/// U = G g G^T for one kernel x kernel filter, in double precision (points values, row-major).
 void transform_filter(WinogradVariant variant, const float* g, double* u) {
-  const int n = winograd_geometry(variant).input_tile;
-  const auto G = [&](int i, int c) { return variant == WinogradVariant::f2x2 ? kG2[i][c] : kG4[i][c]; };
-  double gg[6][3];  // G g
+  const WinogradGeometry geometry = winograd_geometry(variant);
+  const int n = geometry.input_tile;
+  const int r = geometry.kernel;
+  const double(*G)[5] = variant == WinogradVariant::f2x2   ? kG2x2
+                        : variant == WinogradVariant::f4x4 ? kG4x4
+                                                           : kG2x2Kernel5;
+  double gg[6][5] = {};  // G g
   for (int i = 0; i < n; ++i) {
-    for (int c = 0; c < 3; ++c) gg[i][c] = G(i, 0) * g[c] + G(i, 1) * g[3 + c] + G(i, 2) * g[6 + c];
+    for (int c = 0; c < r; ++c) {
+      for (int k = 0; k < r; ++k) gg[i][c] += G[i][k] * g[k * r + c];
+    }
   }
   for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) u[i * n + j] = gg[i][0] * G(j, 0) + gg[i][1] * G(j, 1) + gg[i][2] * G(j, 2);
+    for (int j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (int c = 0; c < r; ++c) sum += gg[i][c] * G[j][c];
+      u[i * n + j] = sum;
+    }
   }
 }
 
@@ -97,7 +114,7 @@ BlockLayout block_layout(int points, int cin, int cout, int columns) {
 }  // namespace
 
 bool winograd_applies(const Conv2dDesc& desc) {
-  return desc.kernel == 3 && desc.stride == 1 && desc.dilation == 1 && desc.groups == 1;
+  return (desc.kernel == 3 || desc.kernel == 5) && desc.stride == 1 && desc.dilation == 1 && desc.groups == 1;
 }
 
 WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const float* weights, const float* bias,
@@ -124,7 +141,8 @@ WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const flo
   for (int o = 0; o < cout; ++o) {
     for (int i = 0; i < cin; ++i) {
       double filter[36];
-      transform_filter(variant, weights + (static_cast<std::size_t>(o) * cin + i) * 9, filter);
+      const int taps = desc.kernel * desc.kernel;
+      transform_filter(variant, weights + (static_cast<std::size_t>(o) * cin + i) * taps, filter);
       for (int p = 0; p < points; ++p) {
         u[p * point_size + static_cast<std::size_t>(o) * cin + i] = static_cast<float>(filter[p]);
       }
@@ -140,8 +158,8 @@ WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const flo
 }
 
 void winograd_conv_rows(const Conv2dDesc& desc, const WinogradPlan& plan, const Variable& input, const Shape& output,
-                        int n, int ty0, int ty1, float* target, std::size_t channel_stride,
-                        WinogradBandBuffers& buffers) {
+                        int n0, int n1, int ty0, int ty1, float* target, std::size_t channel_stride,
+                        std::size_t image_stride, WinogradBandBuffers& buffers) {
   const WinogradGeometry geometry = winograd_geometry(plan.variant);
   const Shape& in = input.shape();
   const int tiles_w = (output.w + geometry.output_tile - 1) / geometry.output_tile;
@@ -149,19 +167,24 @@ void winograd_conv_rows(const Conv2dDesc& desc, const WinogradPlan& plan, const 
   const int cout = desc.out_channels;
   const GemmMicroKernel& kernel = *plan.kernel;
   const int nr = kernel.nr;
-  const int count = (ty1 - ty0) * tiles_w;
+  const int per_image = (ty1 - ty0) * tiles_w;  // tiles, numbered image by image, row by row
+  const int count = (n1 - n0) * per_image;
   const int columns = round_up(count, nr);
   const BlockLayout layout = block_layout(geometry.points, cin, cout, columns);
   if (buffers.tiles.size() < layout.tiles_size) buffers.tiles.resize(layout.tiles_size);
   if (buffers.products.size() < layout.products_size) buffers.products.resize(layout.products_size);
   const WinogradTransforms& transforms = winograd_kernels(kernel.isa)[plan.variant];
 
-  for (int c = 0; c < cin; ++c) {
-    const WinogradPackedTiles packed{buffers.tiles.data() + static_cast<std::size_t>(c) * nr, layout.tiles_point_stride,
-                                     static_cast<std::size_t>(cin) * nr, nr};
-    const WinogradInputPlane plane{input.data() + (static_cast<std::size_t>(n) * in.c + c) * in.plane_count(), in.h,
-                                   in.w, desc.padding};
-    for (int ty = ty0; ty < ty1; ++ty) transforms.input(plane, ty, 0, tiles_w, packed, (ty - ty0) * tiles_w);
+  for (int n = n0; n < n1; ++n) {
+    for (int c = 0; c < cin; ++c) {
+      const WinogradPackedTiles packed{buffers.tiles.data() + static_cast<std::size_t>(c) * nr,
+                                       layout.tiles_point_stride, static_cast<std::size_t>(cin) * nr, nr};
+      const WinogradInputPlane plane{input.data() + (static_cast<std::size_t>(n) * in.c + c) * in.plane_count(), in.h,
+                                     in.w, desc.padding};
+      for (int ty = ty0; ty < ty1; ++ty) {
+        transforms.input(plane, ty, 0, tiles_w, packed, (n - n0) * per_image + (ty - ty0) * tiles_w);
+      }
+    }
   }
   for (int p = 0; p < geometry.points; ++p) {
     const PrepackedB tiles(buffers.tiles.data() + p * layout.tiles_point_stride, cin, count);
@@ -171,20 +194,19 @@ void winograd_conv_rows(const Conv2dDesc& desc, const WinogradPlan& plan, const 
   }
   const int activation = kernel_activation(desc.activation.kind);
   const int rows = std::min(output.h, geometry.output_tile * ty1) - geometry.output_tile * ty0;
-  for (int o = 0; o < cout; ++o) {
-    const WinogradProducts products{buffers.products.data() + static_cast<std::size_t>(o) * columns,
-                                    layout.products_point_stride};
-    const WinogradOutputPlane plane{target + static_cast<std::size_t>(o) * channel_stride,
-                                    rows,
-                                    output.w,
-                                    plan.bias[o],
-                                    activation,
-                                    desc.activation.slope};
-    for (int ty = ty0; ty < ty1; ++ty) transforms.output(products, (ty - ty0) * tiles_w, plane, ty - ty0, 0, tiles_w);
-    if (activation == 0 && desc.activation.kind != ActivationKind::none) {
-      float* values = target + static_cast<std::size_t>(o) * channel_stride;
-      for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * output.w; ++i) {
-        values[i] = apply_activation(desc.activation, values[i]);
+  for (int n = n0; n < n1; ++n) {
+    for (int o = 0; o < cout; ++o) {
+      const WinogradProducts products{buffers.products.data() + static_cast<std::size_t>(o) * columns,
+                                      layout.products_point_stride};
+      float* values = target + (n - n0) * image_stride + static_cast<std::size_t>(o) * channel_stride;
+      const WinogradOutputPlane plane{values, rows, output.w, plan.bias[o], activation, desc.activation.slope};
+      for (int ty = ty0; ty < ty1; ++ty) {
+        transforms.output(products, (n - n0) * per_image + (ty - ty0) * tiles_w, plane, ty - ty0, 0, tiles_w);
+      }
+      if (activation == 0 && desc.activation.kind != ActivationKind::none) {
+        for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * output.w; ++i) {
+          values[i] = apply_activation(desc.activation, values[i]);
+        }
       }
     }
   }

@@ -11,7 +11,8 @@
 
 namespace corgy::blas {
 
-/// True for the convolutions Winograd computes: 3x3 kernel, stride 1, no dilation, one group.
+/// True for the convolutions Winograd computes: 3x3 (F(4x4, 3x3), F(2x2, 3x3)) or 5x5 (F(2x2, 5x5)) kernels at
+/// stride 1, no dilation, one group.
 bool winograd_applies(const Conv2dDesc& desc);
 
 /// A layer's weights transformed once (U = G g G^T, in double precision) and packed for the GEMM kernel, per point,
@@ -40,12 +41,12 @@ struct WinogradBandBuffers {
   std::vector<float> gemm_scratch;
 };
 
-/// Tile rows [ty0, ty1) of image n (output rows [t ty0, min(out_h, t ty1)) for the variant's output tile t), every
-/// output channel, by the calling thread alone: channel c's output row t ty0 + r goes to
-/// target + c * channel_stride + r * out_w.
+/// Tile rows [ty0, ty1) of images [n0, n1) (output rows [t ty0, min(out_h, t ty1)) for the variant's output tile t),
+/// every output channel, by the calling thread alone, all the images' tiles in one set of GEMMs: image n's channel c
+/// row t ty0 + r goes to target + (n - n0) * image_stride + c * channel_stride + r * out_w.
 void winograd_conv_rows(const Conv2dDesc& desc, const WinogradPlan& plan, const Variable& input, const Shape& output,
-                        int n, int ty0, int ty1, float* target, std::size_t channel_stride,
-                        WinogradBandBuffers& buffers);
+                        int n0, int n1, int ty0, int ty1, float* target, std::size_t channel_stride,
+                        std::size_t image_stride, WinogradBandBuffers& buffers);
 
 /// output = activation(conv(input) + bias) by the whole team (each member calls it; returns after a barrier).
 void winograd_conv(const TeamMember& member, const Conv2dDesc& desc, const WinogradPlan& plan, const Variable& input,

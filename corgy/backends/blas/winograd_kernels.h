@@ -12,17 +12,24 @@
 namespace corgy::blas {
 
 enum class WinogradVariant {
-  f2x2,  ///< F(2x2, 3x3): 4x4 input tiles, 16 points; 16/9 the weights, 2.25x fewer multiplications than im2col
-  f4x4,  ///< F(4x4, 3x3): 6x6 input tiles, 36 points; 4x the weights, 4x fewer multiplications
+  f2x2,     ///< F(2x2, 3x3): 4x4 input tiles, 16 points; 16/9 the weights, 2.25x fewer multiplications than im2col
+  f4x4,     ///< F(4x4, 3x3): 6x6 input tiles, 36 points; 4x the weights, 4x fewer multiplications
+  f2x2_5x5  ///< F(2x2, 5x5): 6x6 input tiles, 36 points; 36/25 the weights, 2.8x fewer multiplications
 };
 
 struct WinogradGeometry {
+  int kernel;       // the convolution's kernel size
   int input_tile;   // a tile of the input ...
   int output_tile;  // ... gives a tile of the output, at output_tile steps
   int points;       // input_tile squared
 };
 constexpr WinogradGeometry winograd_geometry(WinogradVariant variant) {
-  return variant == WinogradVariant::f2x2 ? WinogradGeometry{4, 2, 16} : WinogradGeometry{6, 4, 36};
+  switch (variant) {
+    case WinogradVariant::f2x2: return {3, 4, 2, 16};
+    case WinogradVariant::f4x4: return {3, 6, 4, 36};
+    case WinogradVariant::f2x2_5x5: return {5, 6, 2, 36};
+  }
+  return {};
 }
 
 /// One input plane, read in tiles: tile (ty, tx) covers rows output_tile * ty - pad + [0, input_tile) and the same
@@ -76,7 +83,7 @@ struct WinogradTransforms {
 
 /// Indexed by WinogradVariant.
 struct WinogradKernelSet {
-  WinogradTransforms variants[2];
+  WinogradTransforms variants[3];
   const WinogradTransforms& operator[](WinogradVariant variant) const { return variants[static_cast<int>(variant)]; }
 };
 WinogradKernelSet generic_winograd_kernels();

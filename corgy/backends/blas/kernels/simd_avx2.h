@@ -49,6 +49,12 @@ struct Avx2 {
     for (int s = 0; s < 4; ++s) out[s] = _mm256_i32gather_ps(x + s, index, 4);
   }
 
+  /// out[s][k] = x[2 k + s] for s < 6: 6x6 tiles that start 2 apart.
+  static void deinterleave2x6(const float* x, Reg out[6]) {
+    deinterleave2x4(x, out);
+    deinterleave2x4(x + 2, out + 2);  // columns 2..5: 2 and 3 again (the same values), then 4 and 5
+  }
+
   /// x[2 k + b] = in[b][k] for 2 k + b < count (count <= 16).
   static void interleave2_store(const Reg in[2], float* x, int count) {
     alignas(32) float rows[2][8];

@@ -70,6 +70,12 @@ struct Avx512 {
     out[3] = _mm512_permutex2var_ps(load(x + 2), odd, load(x + 18));
   }
 
+  /// out[s][k] = x[2 k + s] for s < 6, k < 16 (reads x[0, 36)): 6x6 tiles that start 2 apart.
+  static void deinterleave2x6(const float* x, Reg out[6]) {
+    deinterleave2x4(x, out);
+    deinterleave2x4(x + 2, out + 2);  // columns 2..5: 2 and 3 again (the same values), then 4 and 5
+  }
+
   /// x[2 k + b] = in[b][k] for 2 k + b < count (count <= 32).
   static void interleave2_store(const Reg in[2], float* x, int count) {
     const __m512i zip_low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);

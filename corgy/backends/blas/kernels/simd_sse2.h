@@ -42,6 +42,12 @@ struct Sse2 {
     for (int s = 0; s < 4; ++s) out[s] = _mm_setr_ps(x[s], x[2 + s], x[4 + s], x[6 + s]);
   }
 
+  /// out[s][k] = x[2 k + s] for s < 6: 6x6 tiles that start 2 apart.
+  static void deinterleave2x6(const float* x, Reg out[6]) {
+    deinterleave2x4(x, out);
+    deinterleave2x4(x + 2, out + 2);  // columns 2..5: 2 and 3 again (the same values), then 4 and 5
+  }
+
   /// x[2 k + b] = in[b][k] for 2 k + b < count (count <= 8).
   static void interleave2_store(const Reg in[2], float* x, int count) {
     alignas(16) float rows[2][4];

@@ -83,6 +83,30 @@ struct F2x2 {
   }
 };
 
+/// F(2x2, 5x5): the 6x6 input tiles of F(4x4, 3x3)'s points (the same B^T) for a 5x5 kernel, 2 apart.
+struct F2x2Kernel5 {
+  static constexpr int in = 6;
+  static constexpr int out = 2;
+  template <class Ops>
+  static void input_rows(const typename Ops::Value d[in], typename Ops::Value o[in]) {
+    F4x4::input_rows<Ops>(d, o);
+  }
+  /// A^T = [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 1]]
+  template <class Simd>
+  static void output_rows(const typename Simd::Reg m[in], typename Simd::Reg y[out]) {
+    y[0] = Simd::add(Simd::add(Simd::add(m[0], m[1]), Simd::add(m[2], m[3])), m[4]);
+    y[1] = Simd::add(Simd::fmadd(Simd::set1(2.0f), Simd::sub(m[3], m[4]), Simd::sub(m[1], m[2])), m[5]);
+  }
+  template <class Simd>
+  static void gather_columns(const float* x, typename Simd::Reg columns[in]) {
+    Simd::deinterleave2x6(x, columns);
+  }
+  template <class Simd>
+  static void scatter_row(const typename Simd::Reg y[out], float* x, int count) {
+    Simd::interleave2_store(y, x, count);
+  }
+};
+
 /// Columns of a step's input rows: Simd::lanes tiles and the reach of gather_columns (AVX-512's F(4x4) reads a
 /// whole register past the 66th column).
 constexpr int kStepColumns = 80;
