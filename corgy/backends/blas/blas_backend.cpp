@@ -243,7 +243,7 @@ float* BlasBackend::column_buffer(std::size_t count) {
 
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
-  const blas::ConvPlan* plan = plans_->find(desc, input.shape(), weights, bias, convolution_);
+  const blas::ConvPlan* plan = plans_->find(desc, input.shape(), weights, bias, convolution_, *team_);
   if (!plan || plan->algorithm == blas::ConvAlgorithm::im2col_openblas ||
       plan->algorithm == blas::ConvAlgorithm::depthwise) {
     // Weights that are not constants (a lone call) are not worth packing: the baseline reads them as they are.
@@ -327,7 +327,7 @@ void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool,
                                  const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape conv_shape{in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)};
-  const blas::ConvPlan* plan = plans_->find(conv, in, weights, bias, convolution_);
+  const blas::ConvPlan* plan = plans_->find(conv, in, weights, bias, convolution_, *team_);
   if (plan &&
       (plan->algorithm == blas::ConvAlgorithm::packed_gemm || plan->algorithm == blas::ConvAlgorithm::winograd)) {
     run_plan(*plan, &pool, input, conv_shape, output);

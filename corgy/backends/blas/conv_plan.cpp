@@ -33,7 +33,7 @@ ConvAlgorithm fastest_algorithm(const Conv2dDesc& desc) {
 }  // namespace
 
 ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
-                          BlasConvolution choice) {
+                          BlasConvolution choice, ThreadTeam& team) {
   ConvPlan plan;
   plan.desc = desc;
   plan.input = input;
@@ -60,7 +60,7 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     const WinogradVariant variant = desc.kernel == 5                         ? WinogradVariant::f2x2_5x5
                                     : choice == BlasConvolution::winograd2x2 ? WinogradVariant::f2x2
                                                                              : WinogradVariant::f4x4;
-    plan.winograd = plan_winograd(desc, input, weights.data(), bias_values, variant);
+    plan.winograd = plan_winograd(desc, input, weights.data(), bias_values, variant, team);
     plan.kernel = plan.winograd.kernel;
   }
   return plan;
@@ -72,7 +72,7 @@ void ConvPlanCache::add_constant(std::uint64_t storage_id) {
 }
 
 const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, const Variable& weights,
-                                    const Variable* bias, BlasConvolution choice) {
+                                    const Variable* bias, BlasConvolution choice, ThreadTeam& team) {
   const std::uint64_t id = weights.storage()->id();
   if (!constants_.contains(id)) return nullptr;
   const auto found = plans_.find(id);
@@ -83,7 +83,7 @@ const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, 
            d.activation.slope == desc.activation.slope;
   };
   if (found != plans_.end() && found->second.input == input && same_desc(found->second.desc)) return &found->second;
-  return &(plans_[id] = plan_convolution(desc, input, weights, bias, choice));
+  return &(plans_[id] = plan_convolution(desc, input, weights, bias, choice, team));
 }
 
 }  // namespace corgy::blas

@@ -36,7 +36,7 @@ struct ConvPlan {
 /// The algorithm for `desc` at input shape `input`: the fastest of those that apply (a short table;
 /// docs/architecture.md explains it), or the one `choice` forces where it applies. Packs the weights it needs.
 ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
-                          BlasConvolution choice);
+                          BlasConvolution choice, ThreadTeam& team);
 
 /// One thread's buffers for computing bands of a convolution's output (conv_bands.h): the band a max pool reads,
 /// and the algorithms' own.
@@ -55,7 +55,7 @@ class ConvPlanCache {
   /// The plan for this call, made at the first call with these weights, description and input shape; null when
   /// the weights are not a constant.
   const ConvPlan* find(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
-                       BlasConvolution choice);
+                       BlasConvolution choice, ThreadTeam& team);
 
   GemmWorkspace workspace;
   WinogradWorkspace winograd_workspace;

@@ -106,7 +106,7 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
 PackedA::PackedA(const float* a, int rows, int depth, std::size_t lda, const float* bias, int mr)
     : rows_(rows), depth_(depth), mr_(mr) {
   const int panel_count = panels();
-  data_ = Variable(Shape::vector(panel_count * depth * mr));
+  data_ = cpu::AlignedBuffer(static_cast<std::size_t>(panel_count) * depth * mr);
   float* out = data_.data();
   for (int p = 0; p < panel_count; ++p) {
     for (int k = 0; k < depth; ++k) {
@@ -117,8 +117,16 @@ PackedA::PackedA(const float* a, int rows, int depth, std::size_t lda, const flo
     }
   }
   if (bias) {
-    bias_ = Variable(Shape::vector(panel_count * mr));
+    bias_ = cpu::AlignedBuffer(static_cast<std::size_t>(panel_count) * mr);
+    std::fill(bias_.data(), bias_.data() + bias_.size(), 0.0f);
     std::copy(bias, bias + rows, bias_.data());
+  }
+}
+
+PackedA::PackedA(int rows, int depth, int mr) : rows_(rows), depth_(depth), mr_(mr) {
+  data_ = cpu::AlignedBuffer(static_cast<std::size_t>(panels()) * depth * mr);
+  for (int row = rows; row < panels() * mr; ++row) {
+    for (int k = 0; k < depth; ++k) at(row, k) = 0.0f;
   }
 }
 

@@ -9,6 +9,7 @@
 #include "corgy/activation.h"
 #include "corgy/backends/blas/gemm_kernels.h"
 #include "corgy/backends/blas/thread_team.h"
+#include "corgy/backends/cpu/aligned_buffer.h"
 #include "corgy/variable.h"
 
 namespace corgy::blas {
@@ -20,6 +21,16 @@ class PackedA {
   PackedA() = default;
   /// `bias` (rows values) may be null.
   PackedA(const float* a, int rows, int depth, std::size_t lda, const float* bias, int mr);
+  /// To be filled element by element through at() (Winograd's transformed weights); the padding rows are zero.
+  PackedA(int rows, int depth, int mr);
+
+  /// Where element (row, k) lives: at(row, k) is data()[offset(row, k)], the same offset in every PackedA of this
+  /// geometry.
+  std::size_t offset(int row, int k) const {
+    return (static_cast<std::size_t>(row / mr_) * depth_ + k) * mr_ + row % mr_;
+  }
+  float& at(int row, int k) { return data_.data()[offset(row, k)]; }
+  float* data() { return data_.data(); }
 
   int rows() const { return rows_; }
   int depth() const { return depth_; }
@@ -28,14 +39,14 @@ class PackedA {
   const float* panel(int index) const { return data_.data() + static_cast<std::size_t>(index) * depth_ * mr_; }
   /// rows rounded up to mr values, or null.
   const float* bias() const { return bias_.empty() ? nullptr : bias_.data(); }
-  std::size_t bytes() const { return data_.capacity() * sizeof(float); }
+  std::size_t bytes() const { return data_.size() * sizeof(float); }
 
  private:
   int rows_ = 0;
   int depth_ = 0;
   int mr_ = 0;
-  Variable data_;
-  Variable bias_;
+  cpu::AlignedBuffer data_;
+  cpu::AlignedBuffer bias_;
 };
 
 /// A block of B in panels of nr columns: panel p's row k is at base + p * panel_stride + k * nr.

@@ -38,13 +38,13 @@ Shape output_shape(const Conv2dDesc& desc, const Shape& input) {
 
 /// G (input_tile x kernel) of each variant: row i holds p_i^c / prod_{j != i} (p_i - p_j) for the points p
 /// (0, 1, -1, 2, -2, then infinity's row), the Toom-Cook construction.
-constexpr double kG4x4[6][5] = {{1.0 / 4, 0, 0},
+constexpr double kG4x4[6][3] = {{1.0 / 4, 0, 0},
                                 {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6},
                                 {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                 {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                 {0, 0, 1}};
-constexpr double kG2x2[6][5] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+constexpr double kG2x2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 constexpr double kG2x2Kernel5[6][5] = {{1.0 / 4, 0, 0, 0, 0},
                                        {-1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6},
                                        {-1.0 / 6, 1.0 / 6, -1.0 / 6, 1.0 / 6, -1.0 / 6},
@@ -52,26 +52,31 @@ constexpr double kG2x2Kernel5[6][5] = {{1.0 / 4, 0, 0, 0, 0},
                                        {1.0 / 24, -1.0 / 12, 1.0 / 6, -1.0 / 3, 2.0 / 3},
                                        {0, 0, 0, 0, 1}};
 
-/// U = G g G^T for one kernel x kernel filter, in double precision (points values, row-major).
-void transform_filter(WinogradVariant variant, const float* g, double* u) {
-  const WinogradGeometry geometry = winograd_geometry(variant);
-  const int n = geometry.input_tile;
-  const int r = geometry.kernel;
-  const double(*G)[5] = variant == WinogradVariant::f2x2   ? kG2x2
-                        : variant == WinogradVariant::f4x4 ? kG4x4
-                                                           : kG2x2Kernel5;
-  double gg[6][5] = {};  // G g
-  for (int i = 0; i < n; ++i) {
-    for (int c = 0; c < r; ++c) {
-      for (int k = 0; k < r; ++k) gg[i][c] += G[i][k] * g[k * r + c];
+/// U = G g G^T for one R x R filter, in double precision (N x N values, row-major). The sizes are compile-time
+/// constants so the loops unroll and G's zeros fold away: planning transforms every filter of a layer (a million
+/// for Tiny YOLO's 1024->1024).
+template <int N, int R>
+void transform_filter(const double (&G)[N][R], const float* g, double* u) {
+  double gg[N][R] = {};  // G g
+  for (int i = 0; i < N; ++i) {
+    for (int c = 0; c < R; ++c) {
+      for (int k = 0; k < R; ++k) gg[i][c] += G[i][k] * g[k * R + c];
     }
   }
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) {
+  for (int i = 0; i < N; ++i) {
+    for (int j = 0; j < N; ++j) {
       double sum = 0.0;
-      for (int c = 0; c < r; ++c) sum += gg[i][c] * G[j][c];
-      u[i * n + j] = sum;
+      for (int c = 0; c < R; ++c) sum += gg[i][c] * G[j][c];
+      u[i * N + j] = sum;
     }
+  }
+}
+
+void transform_filter(WinogradVariant variant, const float* g, double* u) {
+  switch (variant) {
+    case WinogradVariant::f2x2: return transform_filter(kG2x2, g, u);
+    case WinogradVariant::f4x4: return transform_filter(kG4x4, g, u);
+    case WinogradVariant::f2x2_5x5: return transform_filter(kG2x2Kernel5, g, u);
   }
 }
 
@@ -118,7 +123,7 @@ bool winograd_applies(const Conv2dDesc& desc) {
 }
 
 WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const float* weights, const float* bias,
-                           WinogradVariant variant) {
+                           WinogradVariant variant, ThreadTeam& team) {
   const WinogradGeometry geometry = winograd_geometry(variant);
   const int points = geometry.points;
   const int cin = desc.in_channels;
@@ -135,23 +140,39 @@ WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const flo
   if (block < grid.total()) block = std::max(plan.kernel->nr, block / plan.kernel->nr * plan.kernel->nr);
   plan.tiles_per_block = std::min(block, grid.total());
 
-  // U for every filter, point-major ([point][cout][cin]), then each point's matrix packed for the kernel.
-  std::vector<float> u(static_cast<std::size_t>(points) * cout * cin);
-  const std::size_t point_size = static_cast<std::size_t>(cout) * cin;
-  for (int o = 0; o < cout; ++o) {
-    for (int i = 0; i < cin; ++i) {
-      double filter[36];
-      const int taps = desc.kernel * desc.kernel;
-      transform_filter(variant, weights + (static_cast<std::size_t>(o) * cin + i) * taps, filter);
-      for (int p = 0; p < points; ++p) {
-        u[p * point_size + static_cast<std::size_t>(o) * cin + i] = static_cast<float>(filter[p]);
+  // U of every filter, into each point's packed matrix, by the team (panels of output channels). A panel's filters
+  // for a few input channels are transformed into a small buffer, point-major, then each point's values are copied
+  // as one run: they are consecutive in its packed matrix. (Storing the 36 values of each filter straight away made
+  // 36 interleaved streams of 4-byte stores into equally sized arrays, which alias in L1: 1 s for Tiny YOLO.)
+  for (int p = 0; p < points; ++p) plan.points.emplace_back(cout, cin, plan.kernel->mr);
+  const int mr = plan.kernel->mr;
+  const int taps = desc.kernel * desc.kernel;
+  constexpr int kChannelsPerRun = 16;
+  const int panels = plan.points.front().panels();
+  team.run(team.size(), [&](const TeamMember& member) {
+    std::vector<float> run(static_cast<std::size_t>(points) * kChannelsPerRun * mr);
+    const TeamMember::Range mine = member.share(static_cast<std::size_t>(panels));
+    for (int panel = static_cast<int>(mine.begin); panel < static_cast<int>(mine.end); ++panel) {
+      const int rows = std::min(mr, cout - panel * mr);
+      for (int i0 = 0; i0 < cin; i0 += kChannelsPerRun) {
+        const int channels = std::min(kChannelsPerRun, cin - i0);
+        const std::size_t length = static_cast<std::size_t>(channels) * mr;
+        std::fill(run.begin(), run.end(), 0.0f);  // rows past cout stay zero
+        for (int i = i0; i < i0 + channels; ++i) {
+          for (int row = 0; row < rows; ++row) {
+            const int o = panel * mr + row;
+            double filter[36];
+            transform_filter(variant, weights + (static_cast<std::size_t>(o) * cin + i) * taps, filter);
+            for (int p = 0; p < points; ++p) run[p * length + (i - i0) * mr + row] = static_cast<float>(filter[p]);
+          }
+        }
+        const std::size_t offset = plan.points.front().offset(panel * mr, i0);
+        for (int p = 0; p < points; ++p) {
+          std::copy(run.begin() + p * length, run.begin() + (p + 1) * length, plan.points[p].data() + offset);
+        }
       }
     }
-  }
-  for (int p = 0; p < points; ++p) {
-    plan.points.emplace_back(u.data() + p * point_size, cout, cin, static_cast<std::size_t>(cin), nullptr,
-                             plan.kernel->mr);
-  }
+  });
   plan.bias.assign(cout, 0.0f);
   if (bias) std::copy(bias, bias + cout, plan.bias.begin());
   return plan;

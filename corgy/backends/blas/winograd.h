@@ -24,8 +24,9 @@ struct WinogradPlan {
   std::vector<float> bias;      // out_channels values (zeros without a bias)
   int tiles_per_block = 0;      // tiles (over the whole batch) transformed and multiplied together
 };
+/// The team shares the weights' transformation.
 WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const float* weights, const float* bias,
-                           WinogradVariant variant);
+                           WinogradVariant variant, ThreadTeam& team);
 
 /// Buffers reused across layers and forwards: the transformed tiles and the GEMMs' products of one block.
 struct WinogradWorkspace {

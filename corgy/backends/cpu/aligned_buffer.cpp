@@ -1,0 +1,33 @@
+#include "corgy/backends/cpu/aligned_buffer.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <cstdlib>
+
+#include "corgy/error.h"
+
+namespace corgy::cpu {
+
+namespace {
+constexpr std::size_t kAlignment = 64;
+constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+}  // namespace
+
+AlignedBuffer::AlignedBuffer(std::size_t count) : size_(count) {
+  if (count == 0) return;
+  // Large buffers start and end on huge-page boundaries, so every page of them can be a transparent huge page: the
+  // first write then faults once per 2 MiB instead of once per 4 KiB (planning Tiny YOLO's 250 MB of Winograd
+  // weights spent most of its time in page faults).
+  const bool huge = count * sizeof(float) >= kHugePageBytes;
+  const std::size_t alignment = huge ? kHugePageBytes : kAlignment;
+  const std::size_t bytes = (count * sizeof(float) + alignment - 1) / alignment * alignment;
+  auto* memory = static_cast<float*>(std::aligned_alloc(alignment, bytes));
+  if (!memory) throw Error(fmt::format("out of memory: could not allocate {} bytes for packed weights", bytes));
+  if (huge) madvise(memory, bytes, MADV_HUGEPAGE);
+  data_.reset(memory);
+}
+
+void AlignedBuffer::Free::operator()(float* p) const { std::free(p); }
+
+}  // namespace corgy::cpu
