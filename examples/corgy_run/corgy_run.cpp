@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "corgy/backends/cpu/fma_peak.h"
 #include "corgy/corgy.h"
+#include "corgy/model/profile.h"
 
 namespace {
 
@@ -27,6 +29,7 @@ struct Options {
   int batch = 0;  // 0: not given (one image, or all the images of a .npy)
   std::string output;
   std::optional<int> repeat;
+  bool profile = false;
   int width = 0;
   int height = 0;
 };
@@ -72,6 +75,9 @@ void define_options(CLI::App& app, Options& options) {
   app.add_option("--repeat", options.repeat, "time N forwards after one warm-up; print median, min and max")
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 30));
+  app.add_flag("--profile", options.profile,
+               "after the forwards, profile --repeat (default 10) more and print each layer's algorithm, ms, "
+               "GFLOP/s and % of the CPU's FMA peak");
   app.add_option("--width", options.width, "network input width instead of the cfg's")
       ->type_name("W")
       ->check(CLI::Range(1, 1 << 30));
@@ -182,6 +188,27 @@ void time_forwards(Model& model, const corgy::Variable& input, int repeat) {
       median, ms.front(), ms.back(), repeat, gflop, gflop / (median / 1e3));
 }
 
+/// The per-layer profile (corgy/model/profile.h) against the FMA peak of the backend's threads, measured now (CPU
+/// backends; a GPU backend's rows have no peak).
+void print_profile(Model& model, const corgy::Variable& input, int repeat) {
+  corgy::Sequential& sequential = model.sequential();
+  const std::vector<corgy::LayerProfile> rows = corgy::profile_forward(sequential, input, repeat);
+  if (rows.empty()) {
+    fmt::print("backend {} does not profile\n", sequential.backend().name());
+    return;
+  }
+  const corgy::CpuIsa isa = corgy::widest_cpu_isa();
+  double peak = 0.0;
+  std::string label = "none (a GPU backend, or a CPU without AVX2)";
+  if (!sequential.backend().name().starts_with("vulkan") && isa != corgy::CpuIsa::generic) {
+    const int threads = std::max(1, sequential.backend().threads());
+    peak = corgy::fma_peak_gflops(isa, threads, 5, 5'000'000);
+    label = fmt::format("{} FMA peak of {} thread{}, measured now: {:.1f} GFLOP/s", corgy::isa_name(isa), threads,
+                        threads == 1 ? "" : "s", peak);
+  }
+  fmt::print("{}", corgy::format_profile(rows, peak, label));
+}
+
 int run(const Options& options) {
   std::unique_ptr<Model> model;
   if (!options.mnist.empty()) {
@@ -204,6 +231,7 @@ int run(const Options& options) {
     }
   }
   if (options.repeat) time_forwards(*model, input, *options.repeat);
+  if (options.profile) print_profile(*model, input, options.repeat.value_or(10));
   return 0;
 }
 
