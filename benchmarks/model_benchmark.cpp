@@ -142,7 +142,10 @@ std::string device_of([[maybe_unused]] corgy::Backend& backend) {
                        vulkan->zero_copy() ? ", zero-copy" : ", staging");
   }
 #endif
-  if (backend.name().starts_with("blas")) return fmt::format("OpenBLAS {}", openblas_get_corename());
+  // blas:im2col convolves with OpenBLAS's kernels; blas with corgy's own (the widest ISA cpuid reports), and uses
+  // OpenBLAS only for Linear.
+  if (backend.name() == "blas:im2col") return fmt::format("OpenBLAS {}", openblas_get_corename());
+  if (backend.name().starts_with("blas")) return fmt::format("corgy {}", corgy::isa_name(corgy::widest_cpu_isa()));
   return "CPU";
 }
 

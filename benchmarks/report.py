@@ -69,12 +69,18 @@ class Row:
 
 
 def corgy_label(record, machine):
+    """'blas, 2 threads (all cores), corgy avx512 kernels' for corgy's own CPU kernels, 'blas:im2col, 1 thread,
+    OpenBLAS Haswell kernels' for the im2col + OpenBLAS baseline (older runs named neither: their blas was im2col)."""
     backend, threads = record["backend"], record["threads"]
     if backend == "naive":
         return "naive, 1 thread"
     if backend.startswith("vulkan"):
         return f"vulkan, {short_device(record['device'])}"
-    core = record["device"].removeprefix("OpenBLAS ")
+    device = record["device"]
+    if device.startswith("OpenBLAS "):
+        name, kernels = "blas:im2col", f"OpenBLAS {device.removeprefix('OpenBLAS ')} kernels"
+    else:
+        name, kernels = "blas", f"{device} kernels"
     pinned = record.get("pinned")
     if pinned:
         where = f"{threads} pinned core{'s' if threads > 1 else ''}"
@@ -82,7 +88,16 @@ def corgy_label(record, machine):
         where = f"{threads} threads (all cores)"
     else:
         where = f"{threads} thread{'s' if threads > 1 else ''}"
-    return f"blas, {where}, {core} kernels" + (" (other env)" if record.get("blas_env") == "other" else "")
+    return f"{name}, {where}, {kernels}" + (" (other env)" if record.get("blas_env") == "other" else "")
+
+
+def is_blas(label):
+    """corgy's CPU backend with its own kernels (not the im2col + OpenBLAS baseline)."""
+    return label.startswith("blas,")
+
+
+def is_im2col(label):
+    return label.startswith("blas:im2col,")
 
 
 def group(records, framework_filter):
@@ -136,24 +151,27 @@ class Machine:
         return sorted({key[2] for key in self.corgy if key[:2] == case}, key=label_order)
 
     def baseline(self, case, kind):
-        """The naive row, or the blas row that ratios are taken against (1 thread, or 2 pinned cores)."""
+        """The naive row, or the im2col + OpenBLAS row that ratios are taken against (1 thread, or 2 pinned cores;
+        runs without an im2col row compare with blas itself)."""
         labels = self.labels(case)
         if kind == "naive":
             wanted = [label for label in labels if label.startswith("naive")]
         else:
-            wanted = [label for label in labels if label.startswith("blas") and "other env" not in label
-                      and ("2 pinned cores" in label or ("1 thread," in label and not self.any_pinned()))]
+            cpu = [label for label in labels if label.startswith("blas") and "other env" not in label
+                   and ("2 pinned cores" in label or ("1 thread," in label and not self.any_pinned()))]
+            wanted = [label for label in cpu if is_im2col(label)] or cpu
         return self.row(case, wanted[0]) if wanted else None
 
     def any_pinned(self):
         return any(r.get("pinned") for r in self.records if r["framework"] == "corgy")
 
     def blas_baseline_name(self):
-        return "blas on 2 pinned cores" if self.any_pinned() else "blas with 1 thread"
+        name = "blas:im2col" if any(is_im2col(k[2]) for k in self.corgy) else "blas"
+        return f"{name} on 2 pinned cores" if self.any_pinned() else f"{name}, 1 thread"
 
 
 def label_order(label):
-    order = ["naive", "blas", "vulkan"]
+    order = ["naive", "blas:im2col", "blas", "vulkan"]
     kind = next(i for i, prefix in enumerate(order) if label.startswith(prefix))
     return (kind, "other env" in label, "pinned" not in label, len(label), label)
 
@@ -238,7 +256,7 @@ def peer_table(m, threads_list):
     corgy_rows = {}
     for threads in threads_list:
         for case in cases:
-            label = next((lb for lb in m.labels(case) if lb.startswith("blas") and "other env" not in lb
+            label = next((lb for lb in m.labels(case) if is_blas(lb) and "other env" not in lb
                           and f"{threads} thread" in lb and "pinned" not in lb), None)
             corgy_rows[(case, threads)] = m.row(case, label) if label else None
     labels = sorted({k[2] for k in m.peers}, key=lambda lb: (lb.split(",")[-1], lb))
@@ -336,8 +354,15 @@ def check_table(m):
             "details).")
 
 
+# OpenBLAS's kernel families and the FMA width they use.
+OPENBLAS_ISA = {"Haswell": "avx2", "Zen": "avx2", "SkylakeX": "avx512", "Cooperlake": "avx512",
+                "SapphireRapids": "avx512"}
+
+
 def roofline_table(m):
-    """Peaks: the best of the run's measurements (one per round), since load only lowers them."""
+    """Peaks: the best of the run's measurements (one per round), since load only lowers them. corgy's rates are set
+    against the peak of the instruction set its kernels use: its own kernels pick the widest the CPU has, the
+    im2col baseline runs OpenBLAS's kernels as OPENBLAS_CORETYPE chose them."""
     fma = collections.defaultdict(float)
     for r in m.roofline:
         if r.get("kind") == "fma":
@@ -353,39 +378,67 @@ def roofline_table(m):
     thread_counts = sorted({t for _, t in fma})
     runs = len([r for r in m.roofline if r.get("kind") == "fma" and r["threads"] == 1 and r["isa"] == "avx2"
                 and r["blas_env"] == "given"])
-    out = [f"Best of {runs} measurement{'s' if runs > 1 else ''} (one per round); sgemm: the best median of 10 "
-           "products. corgy's figure is its best model and batch at that thread count (median).\n",
-           "| threads | FMA peak AVX2 | FMA peak AVX-512 | sgemm 1024³ (kernels) | corgy blas, best model GFLOP/s "
-           "| of FMA peak | of sgemm |", "|---|---|---|---|---|---|---|"]
+    out = [f"Best of {runs} measurement{'s' if runs > 1 else ''} (one per round; load only lowers a peak); sgemm: the "
+           "best median of 10 products. corgy's figure is its best model and batch at that thread count (median), "
+           "set against the FMA peak of the instruction set its kernels use. GFLOP/s counts a direct "
+           "convolution's arithmetic: Winograd does up to 4x fewer operations, so blas's rate can exceed the "
+           "peak.\n",
+           "| threads | FMA peak AVX2 | FMA peak AVX-512 | sgemm 1024³ (kernels) | corgy blas, best GFLOP/s "
+           "| of its ISA's peak | corgy blas:im2col, best GFLOP/s | of its ISA's peak |", "|---|---|---|---|---|---|---|---|"]
     for threads in thread_counts:
-        peak = max(v for (isa, t), v in fma.items() if t == threads)
-        given = [r for r in sgemm if r["threads"] == threads and r["blas_env"] == "given"]
         sgemm_text = "; ".join(f"{r['gflops']:.0f} ({r['core']})" for r in
                                sorted((r for r in sgemm if r["threads"] == threads), key=lambda r: r["blas_env"]))
-        best = best_corgy_gflops(m, threads)
         cells = [str(threads), f"{fma.get(('avx2', threads), 0):.0f}", f"{fma.get(('avx512', threads), 0):.0f}",
                  sgemm_text or "–"]
-        if best:
-            gflops, where = best
-            cells += [f"{gflops:.0f} ({where})", f"{gflops / peak:.0%}",
-                      f"{gflops / given[0]['gflops']:.0%}" if given else "–"]
-        else:
-            cells += ["–", "–", "–"]
+        for match in (is_blas, is_im2col):
+            best = best_corgy_gflops(m, threads, match)
+            if not best:
+                cells += ["–", "–"]
+                continue
+            gflops, where, isa = best
+            peak = fma.get((isa, threads))
+            cells += [f"{gflops:.0f} ({where})", f"{gflops / peak:.0%} of {isa}" if peak else "–"]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
-def best_corgy_gflops(m, threads):
+def kernels_isa(record):
+    """The FMA width a corgy CPU row's convolutions used: 'corgy avx512' or OpenBLAS's kernel family."""
+    device = record["device"]
+    if device.startswith("OpenBLAS "):
+        return OPENBLAS_ISA.get(device.removeprefix("OpenBLAS "), "avx2")
+    return device.removeprefix("corgy ")
+
+
+def best_corgy_gflops(m, threads, match):
     best = None
     for (model, batch, label), row in m.corgy.items():
-        if not label.startswith("blas") or "other env" in label:
+        if not match(label) or "other env" in label:
             continue
         if row.first["threads"] != threads or (threads > 1 and row.first.get("pinned") and "2 pinned" not in label):
             continue
         gflops = m.gflop[(model, batch)] / row.median * 1e3
         if best is None or gflops > best[0]:
-            best = (gflops, f"{MODELS[model]} b{batch}")
+            best = (gflops, f"{MODELS[model]} b{batch}", kernels_isa(row.first))
     return best
+
+
+def profile_section(out_dir, machine):
+    """model_benchmark --profile's tables that run.sh saved beside the results (profile-<machine>-*.txt)."""
+    names = sorted(n for n in os.listdir(out_dir) if n.startswith(f"profile-{machine}-") and n.endswith(".txt"))
+    parts = []
+    for name in names:
+        with open(os.path.join(out_dir, name)) as f:
+            table = f.read().strip()
+        if not table:
+            continue
+        title = name.removeprefix(f"profile-{machine}-").removesuffix(".txt")
+        parts.append(f"\n`{title}` (`model_benchmark ... --profile`):\n\n```\n{table}\n```")
+    if not parts:
+        return ""
+    return ("\n#### where the time goes: per-layer profiles\n\nEach layer's algorithm, median ms over the profiled "
+            "forwards, GFLOP/s (a direct convolution's arithmetic) and share of the FMA peak of the backend's threads; "
+            "a convolution fused with its max pool is one row." + "".join(parts))
 
 
 # --- charts ----------------------------------------------------------------------------------------------------------
@@ -463,10 +516,16 @@ def blas_match(threads):
     return lambda lb: lb.startswith(f"blas, {threads} thread") and "other env" not in lb
 
 
+def im2col_match(threads):
+    return lambda lb: lb.startswith(f"blas:im2col, {threads} thread") and "other env" not in lb
+
+
 def peers_chart(m, title, path):
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
     for ax, threads in zip(axes, (1, 2)):
-        series = [corgy_series(m, f"corgy blas, {threads} thread{'s' if threads > 1 else ''}", blas_match(threads))]
+        plural = "s" if threads > 1 else ""
+        series = [corgy_series(m, f"corgy blas, {threads} thread{plural}", blas_match(threads)),
+                  corgy_series(m, f"corgy blas:im2col, {threads} thread{plural}", im2col_match(threads))]
         series += [peer_series(m, p, threads) for p in ("torch", "torch-jit", "opencv", "onnxruntime", "darknet")]
         grouped_chart(ax, m, series, f"{title}: {threads} thread{'s' if threads > 1 else ''}")
     fig.tight_layout()
@@ -511,7 +570,7 @@ def headline_chart(machines, case, path):
 
 
 # --- output ----------------------------------------------------------------------------------------------------------
-def machine_section(m, title, name, out_dir):
+def machine_section(m, title, name, out_dir, profiles=""):
     parts = [f"### {title}\n", machine_header(m, title), "\n#### corgy, backend by backend", corgy_tables(m)]
     threads = sorted({r["threads"] for r in m.records if r["framework"] in PEERS and "cuda" not in r["framework"]})
     if threads:
@@ -531,6 +590,8 @@ def machine_section(m, title, name, out_dir):
     roofline = roofline_table(m)
     if roofline:
         parts += ["\n#### roofline (GFLOP/s)\n", roofline]
+    if profiles:
+        parts.append(profiles)
     text = "\n".join(parts) + "\n"
     with open(os.path.join(out_dir, f"{name}.md"), "w") as f:
         f.write(text)
@@ -568,11 +629,12 @@ def main():
     sections = [f"![Tiny YOLO v2-VOC, batch 1, on every backend and peer]({charts}/headline.png)\n",
                 f"![speedups over the naive backend]({charts}/speedup.png)\n",
                 f"![corgy and the peers]({charts}/peers.png)\n",
-                machine_section(cpu, machines[0][0], "cpu-machine", args.out)]
+                machine_section(cpu, machines[0][0], "cpu-machine", args.out, profile_section(args.out, "cpu"))]
     if gpu:
         gpu_chart(gpu, f"corgy and PyTorch on the {machines[1][0]}", os.path.join(args.out, "gpu.png"))
         sections += [f"![GPU machine]({charts}/gpu.png)\n",
-                     machine_section(gpu, machines[1][0], "gpu-machine", args.out)]
+                     machine_section(gpu, machines[1][0], "gpu-machine", args.out,
+                                     profile_section(os.path.dirname(args.gpu), "gpu"))]
     if args.splice:
         splice(args.splice, "\n".join(sections))
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The speedup benchmarks of docs/benchmarks.md in one command: corgy's MNIST and Tiny YOLO (v2-VOC, v3-tiny) on
-# every backend (naive, blas at 1 thread and all cores, vulkan on every device present), the peers on the same
+# every backend (naive; blas, corgy's own kernels, and blas:im2col, the im2col + OpenBLAS baseline, each at 1 thread
+# and all cores; vulkan on every device present), the peers on the same
 # weights and inputs (PyTorch eager and jit-frozen, OpenCV DNN, ONNX Runtime, darknet; each checked against corgy's
 # outputs before it is timed), and the CPU's FMA peak and sgemm rate; then the tables and charts.
 #
@@ -276,8 +277,11 @@ fast_backends() {  # ROUND MODEL BATCH
   else
     corgy "$1" "$2" "$3" blas 1
     corgy "$1" "$2" "$3" blas 0
-    corgy "$1" "$2" "$3" blas 1 other
-    corgy "$1" "$2" "$3" blas 0 other
+    # The baseline, whose convolutions are OpenBLAS's: with the OpenBLAS kernels as given, and the other choice.
+    corgy "$1" "$2" "$3" blas:im2col 1
+    corgy "$1" "$2" "$3" blas:im2col 0
+    corgy "$1" "$2" "$3" blas:im2col 1 other
+    corgy "$1" "$2" "$3" blas:im2col 0 other
   fi
   for index in $gpu_indices; do corgy "$1" "$2" "$3" "vulkan:$index" 0; done
 }
@@ -319,6 +323,27 @@ done
 # Do corgy's backends agree with each other? (The peers were checked against corgy before they were timed.)
 "$python" benchmarks/compare_outputs.py "$work/out" >>"$results"
 
+# Where the time goes: model_benchmark --profile's per-layer table (algorithm, ms, GFLOP/s, % of the FMA peak) for
+# Tiny YOLO v2-VOC at batch 1 and MNIST at batch 64, on blas at 1 thread and all cores (on the GPU machine, vulkan).
+mkdir -p "$work/profiles"
+profile() {  # MODEL BATCH BACKEND THREADS
+  local name
+  name=$1-b$2-${3/:/}-t$4
+  model_args "$1"
+  log "profile $name"
+  "$bin/model_benchmark" "${model_flags[@]}" --input "$(input_of "$1" "$2")" --backend "$3" --threads "$4" \
+    --warmup 2 --repeat "${repeat[$(kind_of "$1").$2]}" --profile 2>>"$work/stderr.log" | tail -n +2 \
+    >"$work/profiles/$name.txt" || log "FAILED: profile $name"
+}
+if ((gpu)); then
+  for index in $gpu_indices; do profile yolov2-tiny-voc 1 "vulkan:$index" 0; done
+else
+  for threads in 1 0; do
+    profile yolov2-tiny-voc 1 blas "$threads"
+    profile mnist 64 blas "$threads"
+  done
+fi
+
 # --- what this was run on ----------------------------------------------------------------------------------------
 "$python" benchmarks/machine_info.py --command "$command_line" --started "$started" --load-start "$load_start" \
   --blas-env-given "${blas_env_given:-unset}" --blas-env-other "${blas_env_other[*]}" --quick "$quick" \
@@ -330,6 +355,7 @@ if ((gpu)); then
   out=${OUT:-$work}
   cat "$work/machine.json" "$results" >"$out/gpu-machine.jsonl"
   cp "$work/stderr.log" "$out/gpu-stderr.log" 2>/dev/null || true
+  for file in "$work"/profiles/*.txt; do cp "$file" "$out/profile-gpu-$(basename "$file")"; done
   exit 0
 fi
 report_out=$work/report
@@ -340,6 +366,8 @@ if ((docs && !quick)); then
 fi
 mkdir -p "$report_out"
 cat "$work/machine.json" "$results" >"$report_out/cpu-machine.jsonl"
+rm -f "$report_out"/profile-cpu-*.txt
+for file in "$work"/profiles/*.txt; do cp "$file" "$report_out/profile-cpu-$(basename "$file")"; done
 "$python" benchmarks/report.py --cpu "$report_out/cpu-machine.jsonl" --gpu docs/benchmarks/gpu-machine.jsonl \
   --out "$report_out" "${splice[@]}"
 log "tables and charts in $report_out"
