@@ -48,7 +48,7 @@ void compute_rows(const ConvPlan& plan, const Variable& input, const Shape& conv
   }
   for (int n = n0; n < n1; ++n) {
     conv_gemm_rows(*plan.kernel, plan.desc, plan.packed, input, conv_output, n, y0, y1,
-                   target + (n - n0) * image_stride, channel_stride, buffers.gemm_scratch);
+                   target + (n - n0) * image_stride, channel_stride, buffers.gemm);
   }
 }
 

@@ -2,6 +2,9 @@
 // so no column matrix is written, and the weights are packed once, when the layer is planned.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "corgy/backend.h"
 #include "corgy/backends/blas/packed_gemm.h"
 
@@ -33,6 +36,40 @@ class Im2colB final : public BSource {
   Im2colRowPacker packer_;
 };
 
+/// The column matrix of a stride-1 convolution read in place, unpacked, from a zero-padded copy of the input rows a
+/// band needs: with the padded width Wp, column j of the band's "extended" output grid (its rows x Wp; the last
+/// dilation * (k - 1) columns of each row are not outputs) reads, for B's row (c, ky, kx), the float at
+/// padded + offset(c, ky, kx) + j, so consecutive columns are consecutive floats and B's panels are the padded
+/// rows themselves. For layers of few input channels (Tiny YOLO's first, MNIST's first), where packing im2col
+/// panels cost as much as the arithmetic.
+class PaddedRowsB final : public BSource {
+ public:
+  /// `row_offsets`: one per row of B, depth of them; `columns`: of the extended grid.
+  PaddedRowsB(const float* padded, int columns, const std::vector<std::int32_t>& row_offsets)
+      : padded_(padded), columns_(columns), row_offsets_(row_offsets) {}
+  int depth() const override { return static_cast<int>(row_offsets_.size()); }
+  int columns() const override { return columns_; }
+  PackedBlock pack(int k0, int kc, int n0, int nc, int nr, float* scratch) const override;
+  bool prepacked() const override { return true; }
+
+ private:
+  const float* padded_;
+  int columns_;
+  const std::vector<std::int32_t>& row_offsets_;
+};
+
+/// One thread's buffers for conv_gemm_rows.
+struct GemmRowsBuffers {
+  std::vector<float> packed_b;
+  std::vector<float> padded_input;     // PaddedRowsB's rows (with room to read a panel past the end)
+  std::vector<float> extended_output;  // the extended grid's output, before its columns are cropped
+  std::vector<std::int32_t> row_offsets;
+};
+
+/// True when conv_gemm_rows reads `desc`'s input through PaddedRowsB rather than packing im2col panels: stride 1
+/// and a small column-matrix depth (in channels x k x k), where packing dominates.
+bool reads_padded_rows(const Conv2dDesc& desc);
+
 /// A convolution's weights packed for the GEMM: one PackedA per group ([group out channels] x [in/groups * k * k]).
 struct PackedConvWeights {
   std::vector<PackedA> groups;
@@ -44,7 +81,7 @@ PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights
 /// target + c * channel_stride + (y - y0) * out_w.
 void conv_gemm_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
                     const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
-                    std::size_t channel_stride, std::vector<float>& scratch);
+                    std::size_t channel_stride, GemmRowsBuffers& buffers);
 
 /// output = activation(conv(input) + bias) for every image and group, by the whole team (each member calls it).
 void conv_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,

@@ -12,7 +12,9 @@ std::string ConvPlan::describe() const {
       return desc.kernel == 1 && desc.stride == 1 && desc.padding == 0 ? "OpenBLAS sgemm (1x1: no im2col)"
                                                                        : "im2col + OpenBLAS sgemm";
     case ConvAlgorithm::depthwise: return "direct depthwise loop";
-    case ConvAlgorithm::packed_gemm: return fmt::format("packed sgemm {}, implicit im2col", kernel->name);
+    case ConvAlgorithm::packed_gemm:
+      return fmt::format("packed sgemm {}, {}", kernel->name,
+                         reads_padded_rows(desc) ? "input rows in place" : "implicit im2col");
     case ConvAlgorithm::winograd:
       return fmt::format("winograd F({0}x{0},{1}x{1}), sgemm {2}, {3} tiles/block",
                          winograd_geometry(winograd.variant).output_tile, winograd_geometry(winograd.variant).kernel,

@@ -42,7 +42,7 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
 /// and the algorithms' own.
 struct BandBuffers {
   std::vector<float> conv_rows;
-  std::vector<float> gemm_scratch;
+  GemmRowsBuffers gemm;
   WinogradBandBuffers winograd;
 };
 

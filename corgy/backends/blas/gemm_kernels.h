@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "corgy/backends/cpu/cpu_features.h"
 
@@ -21,6 +22,12 @@ struct TileEpilogue {
 using MicroKernel = void (*)(std::size_t depth, const float* a_panel, const float* b_panel, float* c, std::size_t ldc,
                              bool accumulate, const TileEpilogue* epilogue);
 
+/// The same with B's row k at b_panel + row_offsets[k] instead of b_panel + k * nr: the rows of an input read in
+/// place (conv_gemm.h's padded rows), no packing.
+using MicroKernelRows = void (*)(std::size_t depth, const float* a_panel, const float* b_panel,
+                                 const std::int32_t* row_offsets, float* c, std::size_t ldc, bool accumulate,
+                                 const TileEpilogue* epilogue);
+
 /// A micro-kernel and its tile: the GEMM driver packs A in panels of `mr` rows and B in panels of `nr` columns.
 struct GemmMicroKernel {
   CpuIsa isa = CpuIsa::generic;
@@ -28,6 +35,7 @@ struct GemmMicroKernel {
   int nr = 0;
   MicroKernel run = nullptr;
   const char* name = "";
+  MicroKernelRows run_rows = nullptr;
 };
 
 /// One row (channel, ky, kx) of a convolution's column matrix, read from an input plane: output pixel (oy, ox) reads

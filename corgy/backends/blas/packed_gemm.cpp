@@ -43,19 +43,26 @@ int kernel_activation(ActivationKind kind) {
 bool needs_activation_pass(ActivationKind kind) { return kind != ActivationKind::none && kernel_activation(kind) == 0; }
 
 /// One C tile: the kernel writes it in place when it lies wholly inside C, else through a tile-sized buffer.
-void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_panel, const float* b_panel, float* c,
-              std::size_t ldc, int rows, int cols, bool accumulate, const TileEpilogue* epilogue, Activation activation,
-              bool padded_columns) {
+void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_panel, const float* b_panel,
+              const std::int32_t* row_offsets, float* c, std::size_t ldc, int rows, int cols, bool accumulate,
+              const TileEpilogue* epilogue, Activation activation, bool padded_columns) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
+  const auto run = [&](float* target, std::size_t ld) {
+    if (row_offsets) {
+      kernel.run_rows(kc, a_panel, b_panel, row_offsets, target, ld, accumulate, epilogue);
+    } else {
+      kernel.run(kc, a_panel, b_panel, target, ld, accumulate, epilogue);
+    }
+  };
   if (rows == mr && (cols == nr || padded_columns)) {
-    kernel.run(kc, a_panel, b_panel, c, ldc, accumulate, epilogue);
+    run(c, ldc);
   } else {
     alignas(64) float tile[32 * 32] = {};
     if (accumulate) {
       for (int i = 0; i < rows; ++i) std::memcpy(tile + i * nr, c + i * ldc, sizeof(float) * cols);
     }
-    kernel.run(kc, a_panel, b_panel, tile, static_cast<std::size_t>(nr), accumulate, epilogue);
+    run(tile, static_cast<std::size_t>(nr));
     for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * nr, sizeof(float) * cols);
   }
   if (epilogue && needs_activation_pass(activation.kind)) {
@@ -81,8 +88,9 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
     const int row = ip * mr;
     TileEpilogue epilogue{a.bias() ? a.bias() + row : nullptr, kernel_activation(activation.kind), activation.slope};
     run_tile(kernel, static_cast<std::size_t>(kc), a.panel(ip) + static_cast<std::size_t>(k0) * mr,
-             block.base + jp * block.panel_stride, c + row * ldc + (col - c_origin), ldc, std::min(mr, a.rows() - row),
-             std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr, activation, padded_columns);
+             block.base + jp * block.panel_stride, block.row_offsets, c + row * ldc + (col - c_origin), ldc,
+             std::min(mr, a.rows() - row), std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr,
+             activation, padded_columns);
   };
   if (static_cast<std::size_t>(b_panels) * kc * nr * sizeof(float) <= kL2BlockBytes) {
     // The whole block of B stays in L2: each A panel is read once (from memory, the weights of a large layer) and

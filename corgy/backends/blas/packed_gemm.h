@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "corgy/activation.h"
@@ -49,10 +50,12 @@ class PackedA {
   cpu::AlignedBuffer bias_;
 };
 
-/// A block of B in panels of nr columns: panel p's row k is at base + p * panel_stride + k * nr.
+/// A block of B in panels of nr columns: panel p's row k is at base + p * panel_stride + k * nr, or, when
+/// row_offsets is set, at base + p * panel_stride + row_offsets[k] (rows read in place, not packed).
 struct PackedBlock {
   const float* base = nullptr;
   std::size_t panel_stride = 0;
+  const std::int32_t* row_offsets = nullptr;
 };
 
 /// Where B comes from. pack() returns rows [k0, k0 + kc) and columns [n0, n0 + nc) in panels of nr (columns past

@@ -10,9 +10,12 @@ namespace corgy::blas {
 // 24 accumulators in each (27-29 of the 32 registers with the B row and the broadcast): 8 x 48 fits channel counts
 // that are multiples of 8, 12 x 32 others, 28 x 16 maps of few pixels.
 GemmKernelSet avx512_gemm_kernels() {
-  return {{{CpuIsa::avx512, 8, 48, kernels::micro_kernel<kernels::Avx512, 8, 3>, "avx512 8x48"},
-           {CpuIsa::avx512, 12, 32, kernels::micro_kernel<kernels::Avx512, 12, 2>, "avx512 12x32"},
-           {CpuIsa::avx512, 28, 16, kernels::micro_kernel<kernels::Avx512, 28, 1>, "avx512 28x16"}},
+  return {{{CpuIsa::avx512, 8, 48, kernels::micro_kernel<kernels::Avx512, 8, 3>, "avx512 8x48",
+            kernels::micro_kernel_rows<kernels::Avx512, 8, 3>},
+           {CpuIsa::avx512, 12, 32, kernels::micro_kernel<kernels::Avx512, 12, 2>, "avx512 12x32",
+            kernels::micro_kernel_rows<kernels::Avx512, 12, 2>},
+           {CpuIsa::avx512, 28, 16, kernels::micro_kernel<kernels::Avx512, 28, 1>, "avx512 28x16",
+            kernels::micro_kernel_rows<kernels::Avx512, 28, 1>}},
           kernels::pack_im2col_row<kernels::Avx512>};
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "corgy/backends/blas/gemm_kernels.h"
 
@@ -14,10 +15,11 @@ namespace corgy::blas::kernels {
 namespace {
 
 /// The tile of C lives in MR x NV registers of Simd::lanes floats: for each step of the depth, NV loads of the B
-/// panel's row and MR broadcasts of the A panel's column feed MR x NV independent FMAs.
-template <class Simd, int MR, int NV>
-void micro_kernel(std::size_t depth, const float* a, const float* b, float* c, std::size_t ldc, bool accumulate,
-                  const TileEpilogue* epilogue) {
+/// panel's row and MR broadcasts of the A panel's column feed MR x NV independent FMAs. B's rows are nr floats
+/// apart (a packed panel), or, with kRows, each where `row_offsets` says (rows read in place from an input).
+template <class Simd, int MR, int NV, bool kRows>
+void micro_kernel_body(std::size_t depth, const float* a, const float* b, const std::int32_t* row_offsets, float* c,
+                       std::size_t ldc, bool accumulate, const TileEpilogue* epilogue) {
   using Reg = typename Simd::Reg;
   constexpr int lanes = Simd::lanes;
   constexpr int nr = NV * lanes;
@@ -31,9 +33,10 @@ void micro_kernel(std::size_t depth, const float* a, const float* b, float* c, s
     // A (the weights) streams from memory in the GEMMs of 13x13 layers: ask for it ~40 steps (about a DRAM latency
     // of work) ahead; the hardware prefetcher alone sustained ~12 of the 35 GB/s one core reads.
     __builtin_prefetch(a + 40 * MR, 0, 3);
+    const float* b_row = kRows ? b + row_offsets[k] : b;
     Reg row[NV];
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) row[j] = Simd::load(b + j * lanes);
+    for (int j = 0; j < NV; ++j) row[j] = Simd::load(b_row + j * lanes);
 #pragma GCC unroll 32
     for (int i = 0; i < MR; ++i) {
       const Reg column = Simd::broadcast(a + i);
@@ -41,7 +44,7 @@ void micro_kernel(std::size_t depth, const float* a, const float* b, float* c, s
       for (int j = 0; j < NV; ++j) acc[i][j] = Simd::fmadd(column, row[j], acc[i][j]);
     }
     a += MR;
-    b += nr;
+    if (!kRows) b += nr;
   }
   if (accumulate) {
 #pragma GCC unroll 32
@@ -84,6 +87,18 @@ void micro_kernel(std::size_t depth, const float* a, const float* b, float* c, s
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) Simd::store(c + i * ldc + j * lanes, acc[i][j]);
   }
+}
+
+template <class Simd, int MR, int NV>
+void micro_kernel(std::size_t depth, const float* a, const float* b, float* c, std::size_t ldc, bool accumulate,
+                  const TileEpilogue* epilogue) {
+  micro_kernel_body<Simd, MR, NV, false>(depth, a, b, nullptr, c, ldc, accumulate, epilogue);
+}
+
+template <class Simd, int MR, int NV>
+void micro_kernel_rows(std::size_t depth, const float* a, const float* b, const std::int32_t* row_offsets, float* c,
+                       std::size_t ldc, bool accumulate, const TileEpilogue* epilogue) {
+  micro_kernel_body<Simd, MR, NV, true>(depth, a, b, row_offsets, c, ldc, accumulate, epilogue);
 }
 
 }  // namespace
