@@ -78,6 +78,9 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
       {{1, 24, 30, 30},
        {.in_channels = 24, .out_channels = 40, .kernel = 3, .padding = 2, .activation = Activation::mish()}},
       {{1, 256, 13, 13}, {.in_channels = 256, .out_channels = 128, .kernel = 3, .padding = 1, .activation = leaky}},
+      // Winograd F(2x2, 5x5) by the automatic choice (a 5x5 layer of >= 8 channels, MNIST's second layer's shape).
+      {{2, 12, 14, 13},
+       {.in_channels = 12, .out_channels = 20, .kernel = 5, .padding = 2, .activation = Activation::relu()}},
       {{1, 32, 26, 26}, {.in_channels = 32, .out_channels = 16, .kernel = 1, .stride = 2}},
       {{3, 3, 11, 9},
        {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .activation = Activation::clipped_relu(0.6f)}},
