@@ -93,12 +93,14 @@ TEST(Sequential, RoutesMustNameEarlierLayersAndFitTheLayer) {
 }
 
 TEST(Sequential, IntermediatesShareBuffersWhenLifetimesDoNotOverlap) {
-  // A chain of 6 layers needs two buffers (ping-pong), not six.
+  // A chain of 6 layers needs two buffers for its intermediates (ping-pong), not five, and one of its own for
+  // the output the caller reads.
   std::vector<PlanEntry> chain;
   for (int i = 0; i < 6; ++i) chain.push_back({100, {i - 1}});
   const MemoryPlan plan = plan_memory(chain);
-  EXPECT_EQ(plan.buffer_sizes.size(), 2u);
+  EXPECT_EQ(plan.buffer_sizes.size(), 3u);
   for (int i = 1; i < 6; ++i) EXPECT_NE(plan.buffer_of_layer[i], plan.buffer_of_layer[i - 1]);
+  for (int i = 0; i < 5; ++i) EXPECT_NE(plan.buffer_of_layer[i], plan.buffer_of_layer[5]);
   // A skip connection keeps layer 0 alive until layer 3 reads it.
   const MemoryPlan skip = plan_memory({{10, {-1}}, {10, {0}}, {10, {1}}, {10, {2, 0}}});
   EXPECT_NE(skip.buffer_of_layer[2], skip.buffer_of_layer[0]);

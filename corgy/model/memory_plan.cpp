@@ -55,9 +55,13 @@ MemoryPlan plan_memory(const std::vector<PlanEntry>& entries) {
     for (int& held : holder) {
       if (held >= 0 && last_use[held] < i) held = -1;
     }
-    // Best fit: the smallest free buffer that is large enough, else the largest free one (grown).
+    // Best fit: the smallest free buffer that is large enough, else the largest free one (grown). An output
+    // read after the forward gets a buffer no intermediate ever used: a GPU backend keeps intermediates in
+    // device memory and copies back only what the caller reads, so a shared, larger buffer would cost a copy
+    // (or keep an intermediate in host-visible memory) for nothing.
+    const bool read_after_forward = last_use[i] == entries.size();
     int chosen = -1;
-    for (std::size_t b = 0; b < holder.size(); ++b) {
+    for (std::size_t b = 0; b < holder.size() && !read_after_forward; ++b) {
       if (holder[b] >= 0) continue;
       const bool fits = plan.buffer_sizes[b] >= entries[i].count;
       if (chosen < 0) {

@@ -28,7 +28,8 @@ struct MemoryPlan {
 
 /// Assigns each output a buffer no other live output uses: an output is live from its layer to its last
 /// reader (or the end, when kept); a view extends the life of the buffer it views. Layer i never writes the
-/// buffer of one of its own inputs.
+/// buffer of one of its own inputs. An output that lives to the end (kept, or the last layer's) has a buffer of
+/// its own that no other output uses.
 MemoryPlan plan_memory(const std::vector<PlanEntry>& entries);
 
 }  // namespace corgy
