@@ -163,13 +163,24 @@ std::vector<std::string> available_backends();
 /// Creates a backend by name: "naive", "blas", "vulkan" or "auto" (the best that works here; says on stderr
 /// what it chose and why). "vulkan:<index>" or "vulkan:<part of the name>" picks a device (vulkan_devices()).
 /// "blas:im2col" computes every convolution as im2col + OpenBLAS sgemm (corgy's baseline), where "blas" picks the
-/// fastest algorithm per layer.
+/// fastest algorithm per layer. A suffix "+fp16" asks for fp16 precision (Precision), e.g. "vulkan+fp16" or
+/// "vulkan:0+fp16"; it comes after the device, so it never reads as part of a device name.
 /// Throws corgy::Error for an unknown or unavailable name.
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+
+/// The arithmetic precision a backend may use.
+///  - fp32: everything in fp32 (the default, and all the CPU backends do).
+///  - fp16 (Vulkan; the other backends compute in fp32): weights and the intermediates only the device reads are
+///    kept in fp16, sums are accumulated in fp32, and convolutions run on tensor cores where the device offers
+///    cooperative matrices. The model's input and the outputs a caller reads stay fp32. Results differ from fp32
+///    by about 1e-3 of their magnitude. A device without 16-bit storage runs fp32.
+enum class Precision { fp32, fp16 };
 
 /// What make_backend can set beyond the name.
 struct BackendOptions {
   int threads = 0;
+  /// Also set by a "+fp16" (or "+fp32") suffix of the backend name: "vulkan+fp16", "vulkan:1+fp16".
+  Precision precision = Precision::fp32;
   /// Turns on the backend's own debug checks where it has them (Vulkan: the Khronos validation layer, and a
   /// message from it makes end_forward() throw corgy::Error). For tests; slower.
   bool validation = false;

@@ -23,11 +23,24 @@ namespace {
 
 constexpr std::string_view vulkan_prefix = "vulkan:";
 
+// A "+fp16" / "+fp32" suffix of a backend name sets the precision; returns the name without it.
+std::string strip_precision(const std::string& name, BackendOptions& options) {
+  for (const auto& [suffix, precision] :
+       {std::pair{std::string_view("+fp16"), Precision::fp16}, std::pair{std::string_view("+fp32"), Precision::fp32}}) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      options.precision = precision;
+      return name.substr(0, name.size() - suffix.size());
+    }
+  }
+  return name;
+}
+
 #if CORGY_HAS_VULKAN
 std::unique_ptr<Backend> make_vulkan_backend(const std::string& device, const BackendOptions& options) {
   VulkanOptions vulkan;
   vulkan.device = device;
   vulkan.validation = options.validation;
+  vulkan.precision = options.precision;
   return std::make_unique<VulkanBackend>(vulkan);
 }
 #endif
@@ -54,7 +67,9 @@ std::unique_ptr<Backend> make_auto_backend(const BackendOptions& options) {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
+std::unique_ptr<Backend> make_backend(const std::string& full_name, const BackendOptions& given) {
+  BackendOptions options = given;
+  const std::string name = strip_precision(full_name, options);
   if (name == "naive") return std::make_unique<NaiveBackend>();
   if (name == "blas") return std::make_unique<BlasBackend>(options.threads);
   for (const auto& [suffix, convolution] :
@@ -74,9 +89,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   }
   throw Error(
       fmt::format("unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, blas:winograd, "
-                  "blas:winograd2x2, vulkan, "
-                  "vulkan:<device>, auto",
-                  name));
+                  "blas:winograd2x2, vulkan, vulkan:<device>, auto, each optionally with +fp16",
+                  full_name));
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {

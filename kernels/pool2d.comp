@@ -2,10 +2,14 @@
 // pool2d: max or average pooling over a window with (possibly asymmetric) padding, one thread per output.
 // Max ignores padded cells; average divides by the whole window when count_include_pad is set, else by the
 // cells inside the image (corgy::Pool2dDesc).
+#extension GL_GOOGLE_include_directive : require
+#include "tensor_storage.glsl"
+
 layout(local_size_x = 256) in;
 
-layout(binding = 0) readonly buffer Input { float input_data[]; };
-layout(binding = 1) writeonly buffer Output { float output_data[]; };
+// With fp16 precision, kernels/CMakeLists.txt also builds this as pool2d_fp16 (tensor_storage.glsl).
+TENSOR_INPUT(0, source, 0)
+TENSOR_OUTPUT(1, result, 1)
 
 const uint POOL_MAX = 0;
 const uint POOL_AVERAGE = 1;
@@ -42,13 +46,13 @@ void main() {
       for (uint kx = 0; kx < p.kernel_w; ++kx) {
         const int x = int(ox * p.stride_w + kx) - int(p.pad_left);
         if (x < 0 || x >= int(p.width)) continue;
-        const float value = input_data[(plane * p.height + uint(y)) * p.width + uint(x)];
+        const float value = load_source((plane * p.height + uint(y)) * p.width + uint(x));
         largest = max(largest, value);
         sum += value;
         ++cells;
       }
     }
     const uint divisor = p.count_include_pad != 0 ? p.kernel_h * p.kernel_w : cells;
-    output_data[i] = p.kind == POOL_MAX ? largest : sum / float(divisor);
+    store_result(i, p.kind == POOL_MAX ? largest : sum / float(divisor));
   }
 }

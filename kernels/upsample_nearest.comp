@@ -1,9 +1,13 @@
 #version 450
 // upsample_nearest: (N, C, H, W) -> (N, C, H * scale, W * scale), each output copies the input pixel it covers.
+#extension GL_GOOGLE_include_directive : require
+#include "tensor_storage.glsl"
+
 layout(local_size_x = 256) in;
 
-layout(binding = 0) readonly buffer Input { float input_data[]; };
-layout(binding = 1) writeonly buffer Output { float output_data[]; };
+// With fp16 precision, kernels/CMakeLists.txt also builds this as upsample_nearest_fp16 (tensor_storage.glsl).
+TENSOR_INPUT(0, source, 0)
+TENSOR_OUTPUT(1, result, 1)
 
 // Mirrors corgy::vulkan::UpsampleParams.
 layout(push_constant) uniform Params {
@@ -21,6 +25,6 @@ void main() {
     const uint x = i % out_width;
     const uint y = (i / out_width) % out_height;
     const uint plane = i / (out_width * out_height);
-    output_data[i] = input_data[(plane * p.height + y / p.scale) * p.width + x / p.scale];
+    store_result(i, load_source((plane * p.height + y / p.scale) * p.width + x / p.scale));
   }
 }

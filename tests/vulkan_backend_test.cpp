@@ -146,9 +146,9 @@ TEST(VulkanBackend, OneSubmissionPerForwardAndOneRecordingPerShape) {
   EXPECT_EQ(vulkan.stats().submissions, 3u);
   EXPECT_EQ(vulkan.stats().recordings, 1u);
   EXPECT_EQ(vulkan.stats().upload_submissions, 1u);  // all weights, once
-  // im2col + GEMM, pool, im2col + GEMM, GEMM (the 1x1 convolution reads its input directly).
-  EXPECT_EQ(vulkan.stats().last_dispatches, 6);
-  EXPECT_EQ(vulkan.stats().last_barriers, 5);  // a chain: each dispatch reads the one before
+  // Implicit-GEMM convolution, pool, convolution, convolution: one dispatch each.
+  EXPECT_EQ(vulkan.stats().last_dispatches, 4);
+  EXPECT_EQ(vulkan.stats().last_barriers, 3);  // a chain: each dispatch reads the one before
   // Another batch size: planned and recorded again, then reused.
   const Variable single = random_variable({1, 3, 12, 12}, rng);
   const Variable expected_single = expected_output(model, single);

@@ -1,5 +1,7 @@
 // Whole small networks on the Vulkan backend against the naive backend, at batch 1 and 3, each run twice in a
-// row (reused intermediates must not change results), with validation on and one submission per forward.
+// row (reused intermediates must not change results), with validation on and one submission per forward; in
+// fp32 (1e-4 of the output's magnitude) and fp16 precision (2e-2, the bound for fp16 outputs), where
+// the intermediates are fp16 and kernels that read fp32 only get them converted.
 #include <fmt/format.h>
 
 #include <functional>
@@ -75,10 +77,10 @@ std::vector<ModelCase> all_models() {
           {"mobilenet_like", {1, 3, 24, 24}, build_mobilenet_like}};
 }
 
-class VulkanModel : public ::testing::TestWithParam<std::tuple<ModelCase, int>> {};
+class VulkanModel : public ::testing::TestWithParam<std::tuple<ModelCase, int, Precision>> {};
 
 TEST_P(VulkanModel, MatchesNaiveTwiceInARow) {
-  const auto& [model_case, batch] = GetParam();
+  const auto& [model_case, batch, precision] = GetParam();
   std::mt19937 rng(99);
   Sequential model;
   model_case.build(model);
@@ -89,22 +91,27 @@ TEST_P(VulkanModel, MatchesNaiveTwiceInARow) {
   model.set_backend("naive");
   const Variable expected = model.forward(input).clone();
 
-  auto owned = std::make_unique<VulkanBackend>(validated_vulkan_options());
+  VulkanOptions options = validated_vulkan_options();
+  options.precision = precision;
+  auto owned = std::make_unique<VulkanBackend>(options);
   const VulkanStats& stats = owned->stats();
+  const bool half = owned->precision() == Precision::fp16;
   model.set_backend(std::move(owned));
   for (int run = 0; run < 2; ++run) {
-    EXPECT_TRUE(outputs_match(model.forward(input), expected))
-        << model_case.name << " batch " << batch << " run " << run;
+    EXPECT_TRUE(outputs_match(model.forward(input), expected, half ? 2e-2 : 1e-4))
+        << model_case.name << " batch " << batch << " run " << run << (half ? " fp16" : "");
   }
   EXPECT_EQ(stats.submissions, 2u);
   EXPECT_EQ(stats.recordings, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(SmallNetworks, VulkanModel,
-                         ::testing::Combine(::testing::ValuesIn(all_models()), ::testing::Values(1, 3)),
+                         ::testing::Combine(::testing::ValuesIn(all_models()), ::testing::Values(1, 3),
+                                            ::testing::Values(Precision::fp32, Precision::fp16)),
                          [](const ::testing::TestParamInfo<VulkanModel::ParamType>& param_info) {
-                           return fmt::format("{}_batch{}", std::get<0>(param_info.param).name,
-                                              std::get<1>(param_info.param));
+                           return fmt::format("{}_batch{}{}", std::get<0>(param_info.param).name,
+                                              std::get<1>(param_info.param),
+                                              std::get<2>(param_info.param) == Precision::fp16 ? "_fp16" : "");
                          });
 
 // A new style mix of the style network uploads nothing and keeps the recorded forward: each forward reads the

@@ -56,14 +56,23 @@ CommandRecorder::CommandRecorder(const Context& context, TensorBuffers& tensors,
   VkFenceCreateInfo fence{};
   fence.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   check(vk_.vkCreateFence(context.device(), &fence, nullptr, &fence_), "vkCreateFence");
-  if (context.timestamps()) {
-    VkQueryPoolCreateInfo query{};
-    query.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
-    query.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    query.queryCount = 2;
-    check(vk_.vkCreateQueryPool(context.device(), &query, nullptr, &timestamps_), "vkCreateQueryPool");
-  }
+  ensure_timestamp_queries(4);
+  // Scratch buffers are addressed by pointer from BufferUse: the vector never grows after this.
+  scratch_.resize(static_cast<std::size_t>(Scratch::converted) + max_bindings);
+  scratch_needed_.resize(scratch_.size());
   placeholder_ = factory_.device_buffer(16);
+}
+
+void CommandRecorder::ensure_timestamp_queries(std::uint32_t count) {
+  if (!context_.timestamps() || count <= timestamp_count_) return;
+  if (timestamps_ != VK_NULL_HANDLE) vk_.vkDestroyQueryPool(context_.device(), timestamps_, nullptr);
+  timestamps_ = VK_NULL_HANDLE;
+  VkQueryPoolCreateInfo query{};
+  query.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+  query.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  query.queryCount = count;
+  check(vk_.vkCreateQueryPool(context_.device(), &query, nullptr, &timestamps_), "vkCreateQueryPool");
+  timestamp_count_ = count;
 }
 
 CommandRecorder::~CommandRecorder() {
@@ -79,7 +88,8 @@ void CommandRecorder::begin() {
   send_constant_uploads();
   tensors_.begin_forward();
   dispatches_.clear();
-  scratch_needed_ = 0;
+  std::fill(scratch_needed_.begin(), scratch_needed_.end(), 0);
+  layer_ = -1;
   in_forward_ = true;
 }
 
@@ -98,9 +108,17 @@ void CommandRecorder::send_constant_uploads() {
   ++stats_.upload_submissions;
 }
 
-BufferUse CommandRecorder::scratch(VkDeviceSize bytes, bool writes) {
-  scratch_needed_ = std::max(scratch_needed_, bytes);
-  return {&scratch_, bytes, writes};
+BufferUse CommandRecorder::scratch(Scratch use, VkDeviceSize bytes, bool writes, std::uint32_t binding) {
+  const std::size_t slot = static_cast<std::size_t>(use) + (use == Scratch::converted ? binding : 0);
+  if (slot >= scratch_.size()) throw Error(fmt::format("Vulkan: no scratch buffer for binding {}", binding));
+  scratch_needed_[slot] = std::max(scratch_needed_[slot], bytes);
+  return {&scratch_[slot], bytes, writes, 0, TensorFormat::fp32, static_cast<std::size_t>(bytes / sizeof(float))};
+}
+
+void CommandRecorder::describe_last(std::string detail, double flops) {
+  if (dispatches_.empty()) return;
+  dispatches_.back().detail = std::move(detail);
+  dispatches_.back().flops = flops;
 }
 
 void CommandRecorder::add_dispatch(const Pipeline& pipeline, std::initializer_list<BufferUse> buffers,
@@ -119,8 +137,27 @@ void CommandRecorder::add_dispatch(const Pipeline& pipeline, std::initializer_li
   Dispatch dispatch;
   dispatch.pipeline = &pipeline;
   dispatch.buffers = buffers;
+  // fp16 tensors (device-only intermediates with fp16 precision) reach a kernel that reads fp32 only through
+  // a converted copy.
+  for (std::uint32_t b = 0; b < dispatch.buffers.size() && !pipeline.kernel.reads_fp16; ++b) {
+    BufferUse& use = dispatch.buffers[b];
+    if (use.writes || use.format != TensorFormat::fp16) continue;
+    if (fp16_to_fp32_ == nullptr) {
+      throw Error(
+          fmt::format("Vulkan: kernel {} reads an fp16 tensor and there is no converter", pipeline.kernel.name));
+    }
+    const BufferUse converted = scratch(Scratch::converted, use.count * sizeof(float), true, b);
+    const ConvertParams params{static_cast<std::uint32_t>(use.count)};
+    std::vector<std::uint32_t> words(sizeof params / 4);
+    std::memcpy(words.data(), &params, sizeof params);
+    add_dispatch(*fp16_to_fp32_, {use, converted}, std::move(words), {elementwise_groups(use.count), 1, 1});
+    use = converted;
+    use.writes = false;
+  }
   dispatch.push_constants = std::move(push_constants);
   std::copy(groups.begin(), groups.end(), dispatch.groups);
+  dispatch.operation = operation_;
+  dispatch.layer = layer_;
   dispatches_.push_back(std::move(dispatch));
 }
 
@@ -145,14 +182,19 @@ std::vector<std::uint64_t> CommandRecorder::signature(const std::vector<HostTran
 
 void CommandRecorder::end() {
   in_forward_ = false;
-  if (scratch_.size() < scratch_needed_) {
-    scratch_ = Buffer();  // free the old one first: the new one may be large
-    scratch_ = factory_.device_buffer(scratch_needed_);
+  for (std::size_t slot = 0; slot < scratch_.size(); ++slot) {
+    if (scratch_[slot].size() < scratch_needed_[slot]) {
+      scratch_[slot] = Buffer();  // free the old one first: the new one may be large
+      scratch_[slot] = factory_.device_buffer(scratch_needed_[slot]);
+    }
   }
+  // Constants an operation asked for while describing (fp16 weights) go up before the forward.
+  send_constant_uploads();
   const std::vector<HostTransfer> uploads = tensors_.uploads();
   const std::vector<HostTransfer> downloads = tensors_.downloads();
   if (dispatches_.empty() && uploads.empty() && downloads.empty()) return;
   std::vector<std::uint64_t> words = signature(uploads, downloads);
+  words.push_back(profiling_ ? 1 : 0);
   if (words != recorded_signature_) {
     record(uploads, downloads);
     recorded_signature_ = std::move(words);
@@ -186,8 +228,10 @@ void CommandRecorder::record(const std::vector<HostTransfer>& uploads, const std
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   check(vk_.vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+  recorded_profiling_ = profiling_ && context_.timestamps();
+  if (recorded_profiling_) ensure_timestamp_queries(static_cast<std::uint32_t>(dispatches_.size()) + 3);
   if (timestamps_ != VK_NULL_HANDLE) {
-    vk_.vkCmdResetQueryPool(commands, timestamps_, 0, 2);
+    vk_.vkCmdResetQueryPool(commands, timestamps_, 0, timestamp_count_);
     vk_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
   }
   bool copied = false;
@@ -201,7 +245,15 @@ void CommandRecorder::record(const std::vector<HostTransfer>& uploads, const std
     memory_barrier(vk_, commands, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, shader_access);
   }
+  // The dispatches alone are timed between queries 1 and after_dispatches(): written once everything before
+  // them has finished.
+  if (timestamps_ != VK_NULL_HANDLE) {
+    vk_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, 1);
+  }
   record_dispatches();
+  if (timestamps_ != VK_NULL_HANDLE && !recorded_profiling_) {
+    vk_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, after_dispatches());
+  }
   copied = false;
   for (const HostTransfer& t : downloads) {
     if (t.entry->device.empty()) continue;
@@ -218,7 +270,7 @@ void CommandRecorder::record(const std::vector<HostTransfer>& uploads, const std
                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                  VK_ACCESS_HOST_READ_BIT);
   if (timestamps_ != VK_NULL_HANDLE) {
-    vk_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, 1);
+    vk_.vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, last_timestamp());
   }
   check(vk_.vkEndCommandBuffer(commands), "vkEndCommandBuffer");
 }
@@ -288,18 +340,47 @@ void CommandRecorder::record_dispatches() {
     vk_.vkCmdPushConstants(forward_commands_, d.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            static_cast<std::uint32_t>(d.push_constants.size() * 4), d.push_constants.data());
     vk_.vkCmdDispatch(forward_commands_, d.groups[0], d.groups[1], d.groups[2]);
+    // Written once every earlier command has finished: the difference to the one before is this dispatch's
+    // time where nothing overlaps it (dispatches without a barrier between them may overlap).
+    if (recorded_profiling_) {
+      vk_.vkCmdWriteTimestamp(forward_commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_,
+                              static_cast<std::uint32_t>(i) + 2);
+    }
   }
 }
 
+// Queries: 0 at the start, 1 before the first dispatch, then with profiling one after each dispatch (2 + i),
+// else one after the last (2); the last query closes the command buffer.
+std::uint32_t CommandRecorder::after_dispatches() const {
+  return recorded_profiling_ ? static_cast<std::uint32_t>(dispatches_.size()) + 1 : 2;
+}
+
+std::uint32_t CommandRecorder::last_timestamp() const { return after_dispatches() + 1; }
+
 void CommandRecorder::read_gpu_time() {
+  profile_.clear();
   if (timestamps_ == VK_NULL_HANDLE) return;
-  std::uint64_t ticks[2] = {};
+  const std::uint32_t count = last_timestamp() + 1;
+  std::vector<std::uint64_t> ticks(count);
   const VkResult result =
-      vk_.vkGetQueryPoolResults(context_.device(), timestamps_, 0, 2, sizeof ticks, ticks, sizeof(std::uint64_t),
-                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+      vk_.vkGetQueryPoolResults(context_.device(), timestamps_, 0, count, ticks.size() * sizeof(std::uint64_t),
+                                ticks.data(), sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
   check(result, "vkGetQueryPoolResults");
-  stats_.last_gpu_ms =
-      static_cast<double>(ticks[1] - ticks[0]) * static_cast<double>(context_.limits().timestampPeriod) * 1e-6;
+  const double ms_per_tick = static_cast<double>(context_.limits().timestampPeriod) * 1e-6;
+  stats_.last_gpu_ms = static_cast<double>(ticks[count - 1] - ticks[0]) * ms_per_tick;
+  stats_.last_compute_ms = static_cast<double>(ticks[after_dispatches()] - ticks[1]) * ms_per_tick;
+  if (!recorded_profiling_) return;
+  for (std::size_t i = 0; i < dispatches_.size(); ++i) {
+    const Dispatch& d = dispatches_[i];
+    VulkanDispatchProfile record;
+    record.layer = d.layer;
+    record.operation = d.operation ? d.operation : d.pipeline->kernel.name;
+    record.kernel = d.pipeline->kernel.name;
+    record.detail = d.detail;
+    record.flops = d.flops;
+    record.ms = static_cast<double>(ticks[i + 2] - ticks[i + 1]) * ms_per_tick;
+    profile_.push_back(std::move(record));
+  }
 }
 
 void CommandRecorder::check_validation() {

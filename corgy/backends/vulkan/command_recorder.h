@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -25,6 +26,19 @@ struct Dispatch {
   std::vector<BufferUse> buffers;  // binding i = buffers[i]
   std::vector<std::uint32_t> push_constants;
   std::uint32_t groups[3] = {1, 1, 1};
+  // For the profile: the operation and layer that added it, what was chosen, and its arithmetic.
+  const char* operation = nullptr;
+  int layer = -1;
+  std::string detail;
+  double flops = 0.0;
+};
+
+/// The forward's scratch buffers, one per use, so that uses in one dispatch never share a buffer.
+enum class Scratch : std::uint32_t {
+  im2col_columns = 0,
+  split_k_partials = 1,
+  unpooled_output = 2,  // a convolution's output before a pool2d dispatch that could not be fused
+  converted = 3,        // + binding: fp16 tensors converted for a kernel that reads fp32 only
 };
 
 class CommandRecorder {
@@ -46,8 +60,19 @@ class CommandRecorder {
     std::memcpy(words.data(), &params, sizeof(Params));
     add_dispatch(pipeline, buffers, std::move(words), {groups_x, groups_y, groups_z});
   }
-  /// The forward's scratch buffer (im2col columns), at least `bytes` long; one buffer serves every use.
-  BufferUse scratch(VkDeviceSize bytes, bool writes);
+  /// The forward's scratch buffer for `use`, at least `bytes` long; one buffer serves every dispatch of a use.
+  BufferUse scratch(Scratch use, VkDeviceSize bytes, bool writes, std::uint32_t binding = 0);
+  /// Names the operation (and the Sequential layer, for the profile) of the dispatches added next.
+  void set_operation(const char* operation) { operation_ = operation; }
+  const char* operation() const { return operation_; }
+  void set_layer(int layer) { layer_ = layer; }
+  /// Says what the last dispatch added is (tile shape, split-K, fused pool) and how many flops it does.
+  void describe_last(std::string detail, double flops);
+  /// Converts fp16 tensors for kernels that read fp32 only, with this pipeline (tensor_convert_fp16).
+  void set_fp16_converter(const Pipeline* converter) { fp16_to_fp32_ = converter; }
+  /// Timestamps around each dispatch from the next recording on; profile() lists the last forward's.
+  void set_profiling(bool enabled) { profiling_ = enabled; }
+  const std::vector<VulkanDispatchProfile>& profile() const { return profile_; }
   /// A small buffer for a binding the kernel does not read (a convolution without bias).
   BufferUse unused_binding() const { return {&placeholder_, placeholder_.size(), false}; }
   /// Records (if anything changed), submits, waits, and copies staged results to the host. Throws corgy::Error
@@ -70,6 +95,11 @@ class CommandRecorder {
   void submit_and_wait(VkCommandBuffer command_buffer);
   void send_constant_uploads();
   void read_gpu_time();
+  void ensure_timestamp_queries(std::uint32_t count);
+  std::uint32_t after_dispatches() const;
+  std::uint32_t last_timestamp() const;
+
+  static constexpr std::size_t max_bindings = 8;
   void check_validation();
 
   const Context& context_;
@@ -84,9 +114,16 @@ class CommandRecorder {
   VkQueryPool timestamps_ = VK_NULL_HANDLE;
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
   std::vector<VkDescriptorSet> descriptor_sets_;
-  Buffer scratch_;
+  std::vector<Buffer> scratch_;
+  std::vector<VkDeviceSize> scratch_needed_;
   Buffer placeholder_;
-  VkDeviceSize scratch_needed_ = 0;
+  std::uint32_t timestamp_count_ = 0;
+  const Pipeline* fp16_to_fp32_ = nullptr;
+  const char* operation_ = nullptr;
+  int layer_ = -1;
+  bool profiling_ = false;
+  bool recorded_profiling_ = false;
+  std::vector<VulkanDispatchProfile> profile_;
 
   bool in_forward_ = false;
   std::vector<Dispatch> dispatches_;

@@ -2,6 +2,7 @@
 // GLSL `Params` block; scalars only, so std430 and C++ agree) and the ids of specialization constants.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "corgy/activation.h"
@@ -46,6 +47,60 @@ struct GemmParams {
   GemmBias bias_mode;
   std::uint32_t activation;
   float slope;
+};
+
+/// conv2d_implicit_gemm.comp's and conv2d_coopmat.comp's constant_id values.
+enum class ImplicitGemmConstant : std::uint32_t {
+  tile_m = 0,
+  tile_n = 1,
+  tile_k = 2,
+  thread_m = 3,
+  thread_n = 4,
+  a_vec4 = 5,
+  kernel_size = 6,
+  pool = 7,
+  split_k = 8,
+  workgroup_size = 9,
+  source_fp16 = 10,  // the _fp16 variants only (tensor_storage.glsl)
+  result_fp16 = 11,
+};
+
+enum class CoopmatConstant : std::uint32_t {
+  warps_m = 0,
+  warps_n = 1,
+  frags_m = 2,
+  frags_n = 3,
+  tile_k = 4,
+  kernel_size = 5,
+  pool = 6,
+  split_k = 7,
+  workgroup_size = 8,
+  source_fp16 = 10,
+  result_fp16 = 11,
+};
+
+/// Both implicit-GEMM convolution kernels; lda is read by conv2d_coopmat.comp only.
+struct ImplicitGemmParams {
+  std::uint32_t m, n, k, in_channels, height, width, out_channels, out_height, out_width, pool_height, pool_width,
+      pool_pad_top, pool_pad_left, stride, padding, dilation, groups, k_per_split, tiles_m, has_bias, activation;
+  float slope;
+  std::uint32_t lda;
+};
+
+enum class SplitKReduceConstant : std::uint32_t { pool = 0, result_fp16 = 1 };
+
+struct SplitKReduceParams {
+  std::uint32_t m, n, groups, splits, out_channels, out_height, out_width, pool_height, pool_width, pool_pad_top,
+      pool_pad_left, has_bias, activation;
+  float slope;
+};
+
+/// The ids of tensor_storage.glsl's constants in the element-wise _fp16 kernels (pool2d, upsample_nearest,
+/// concat_copy, tensor_convert): binding 0 read, binding 1 written.
+enum class ElementwiseFp16Constant : std::uint32_t { source_fp16 = 0, result_fp16 = 1 };
+
+struct ConvertParams {
+  std::uint32_t count;
 };
 
 struct DepthwiseParams {
@@ -119,6 +174,9 @@ struct PadParams {
 /// Threads per workgroup of the element-wise kernels (their local_size_x).
 constexpr std::uint32_t elementwise_workgroup = 256;
 
+/// Workgroups for a grid-stride loop over `elements` with the element-wise kernels' workgroup size.
+std::uint32_t elementwise_groups(std::size_t elements);
+
 }  // namespace corgy::vulkan
 
 namespace corgy::vulkan {
@@ -129,11 +187,23 @@ struct KernelInfo {
   const char* name;
   std::uint32_t bindings;
   std::uint32_t push_constant_bytes;
+  /// Reads bindings that hold fp16 (an _fp16 variant): the recorder converts fp16 tensors for the others.
+  bool reads_fp16 = false;
 };
 
 namespace kernels {
 inline constexpr KernelInfo im2col{"im2col", 2, sizeof(Im2colParams)};
 inline constexpr KernelInfo gemm_tiled{"gemm_tiled", 4, sizeof(GemmParams)};
+inline constexpr KernelInfo conv2d_implicit_gemm{"conv2d_implicit_gemm", 4, sizeof(ImplicitGemmParams)};
+inline constexpr KernelInfo conv2d_implicit_gemm_fp16{"conv2d_implicit_gemm_fp16", 4, sizeof(ImplicitGemmParams), true};
+inline constexpr KernelInfo conv2d_coopmat_fp16{"conv2d_coopmat_fp16", 4, sizeof(ImplicitGemmParams), true};
+inline constexpr KernelInfo conv2d_split_k_reduce{"conv2d_split_k_reduce", 3, sizeof(SplitKReduceParams)};
+inline constexpr KernelInfo conv2d_split_k_reduce_fp16{"conv2d_split_k_reduce_fp16", 3, sizeof(SplitKReduceParams),
+                                                       true};
+inline constexpr KernelInfo tensor_convert_fp16{"tensor_convert_fp16", 2, sizeof(ConvertParams), true};
+inline constexpr KernelInfo pool2d_fp16{"pool2d_fp16", 2, sizeof(Pool2dParams), true};
+inline constexpr KernelInfo upsample_nearest_fp16{"upsample_nearest_fp16", 2, sizeof(UpsampleParams), true};
+inline constexpr KernelInfo concat_copy_fp16{"concat_copy_fp16", 2, sizeof(ConcatCopyParams), true};
 inline constexpr KernelInfo depthwise_conv2d{"depthwise_conv2d", 4, sizeof(DepthwiseParams)};
 inline constexpr KernelInfo pool2d{"pool2d", 2, sizeof(Pool2dParams)};
 inline constexpr KernelInfo activation{"activation", 2, sizeof(ActivationParams)};

@@ -13,9 +13,19 @@ struct Runtime {
   explicit Runtime(const VulkanOptions& chosen)
       : options(chosen),
         context(chosen),
-        tensors(context, chosen.force_staging),
+        tensors(context, chosen.force_staging, context.features().storage_16bit),
         pipelines(context),
-        recorder(context, tensors, stats) {}
+        recorder(context, tensors, stats) {
+    if (half_precision()) {
+      SpecializationConstants from_fp16;
+      from_fp16.set_flag(ElementwiseFp16Constant::source_fp16, true)
+          .set_flag(ElementwiseFp16Constant::result_fp16, false);
+      recorder.set_fp16_converter(&pipelines.get(kernels::tensor_convert_fp16, from_fp16));
+    }
+  }
+
+  /// fp16 precision asked for and possible: intermediates may be fp16.
+  bool half_precision() const { return context.features().storage_16bit; }
 
   /// A device-only tensor of `shape` for an intermediate that no layer owns (a fused convolution's output). One
   /// storage serves every use; the recorder puts barriers between the dispatches that share it.
@@ -34,8 +44,5 @@ struct Runtime {
   CommandRecorder recorder;
   Variable scratch_storage;
 };
-
-/// Workgroups for a grid-stride loop over `elements` with the element-wise kernels' workgroup size.
-std::uint32_t elementwise_groups(std::size_t elements);
 
 }  // namespace corgy::vulkan

@@ -13,10 +13,36 @@ namespace {
 
 VkDeviceSize bytes_of(const Variable& tensor) { return tensor.count() * sizeof(float); }
 
+// IEEE 754 binary16 of a float, rounded to nearest even (weights; overflow becomes infinity).
+std::uint16_t to_half(float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  const std::uint32_t sign = (bits >> 16) & 0x8000u;
+  const std::uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return static_cast<std::uint16_t>(sign | (magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (magnitude >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
+  if (magnitude < 0x38800000u) {
+    // Subnormal in fp16 (or zero): shift the significand with its implicit bit, rounding to nearest even.
+    if (magnitude < 0x33000000u) return static_cast<std::uint16_t>(sign);
+    const std::uint32_t exponent = magnitude >> 23;
+    const std::uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+    const std::uint32_t shift = 126 - exponent;  // 14 .. 24
+    std::uint32_t half = significand >> shift;
+    const std::uint32_t rest = significand & ((1u << shift) - 1);
+    const std::uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+    return static_cast<std::uint16_t>(sign | half);
+  }
+  std::uint32_t half = ((magnitude - 0x38000000u) >> 13);
+  const std::uint32_t rest = magnitude & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return static_cast<std::uint16_t>(sign | half);
+}
+
 }  // namespace
 
-TensorBuffers::TensorBuffers(const Context& context, bool force_staging)
-    : context_(context), factory_(context), force_staging_(force_staging) {}
+TensorBuffers::TensorBuffers(const Context& context, bool force_staging, bool half_intermediates)
+    : context_(context), factory_(context), force_staging_(force_staging), half_intermediates_(half_intermediates) {}
 
 void TensorBuffers::set_device_only(std::span<const std::uint64_t> storage_ids) {
   device_only_ = std::set<std::uint64_t>(storage_ids.begin(), storage_ids.end());
@@ -35,6 +61,8 @@ void TensorBuffers::upload_constant(const Variable& tensor) {
     slot->place = TensorPlace::constant;
     slot->device = factory_.device_buffer(bytes);
   }
+  slot->half_rows = Buffer();  // the values changed: the fp16 copy is made again on its next use
+  slot->half_row_length = 0;
   PendingConstant pending{factory_.host_buffer(bytes), &slot->device, bytes};
   std::memcpy(pending.staging.mapped(), tensor.storage()->data(), bytes);
   pending_constants_.push_back(std::move(pending));
@@ -75,9 +103,9 @@ TensorEntry& TensorBuffers::entry_for(const Variable& tensor) {
   if (tensor.empty()) throw Error("Vulkan: an operation got an empty Variable");
   const std::uint64_t id = tensor.storage()->id();
   auto& slot = entries_[id];
-  const TensorPlace wanted = slot && slot->place == TensorPlace::constant ? TensorPlace::constant
+  const TensorPlace wanted = slot && slot->place == TensorPlace::constant          ? TensorPlace::constant
                              : device_only_.contains(id)                  ? TensorPlace::device_only
-                                                                          : TensorPlace::host;
+                                                                                   : TensorPlace::host;
   if (!slot || slot->place != wanted) {
     slot = std::make_unique<TensorEntry>();
     slot->storage = tensor.storage();
@@ -104,10 +132,11 @@ BufferUse TensorBuffers::read(const Variable& tensor) {
     // Bytes not yet written in this forward come from the host.
     if (bytes_of(tensor) > entry.download_bytes) entry.upload_bytes = std::max(entry.upload_bytes, bytes_of(tensor));
   }
-  return {&entry.kernel_buffer(), bytes_of(tensor), false};
+  const TensorFormat format = entry.place == TensorPlace::device_only ? entry.format : TensorFormat::fp32;
+  return {&entry.kernel_buffer(), tensor.count() * element_bytes(format), false, 0, format, tensor.count()};
 }
 
-BufferUse TensorBuffers::write(const Variable& tensor) {
+BufferUse TensorBuffers::write(const Variable& tensor, bool allow_fp16) {
   TensorEntry& entry = entry_for(tensor);
   if (entry.place == TensorPlace::constant) {
     throw Error(fmt::format("Vulkan: an operation writes a tensor of shape {} that was uploaded as a constant",
@@ -116,9 +145,38 @@ BufferUse TensorBuffers::write(const Variable& tensor) {
   if (entry.place == TensorPlace::host) {
     if (!entry.touched) touched_.push_back(&entry);
     entry.touched = true;
-    entry.download_bytes = std::max(entry.download_bytes, bytes_of(tensor));
+    // What the caller reads is the last write's: a larger tensor written earlier into the same storage (an
+    // intermediate sharing the buffer) is dead and need not come back.
+    entry.download_bytes = bytes_of(tensor);
   }
-  return {&entry.kernel_buffer(), bytes_of(tensor), true};
+  const bool half = allow_fp16 && half_intermediates_ && entry.place == TensorPlace::device_only;
+  entry.format = half ? TensorFormat::fp16 : TensorFormat::fp32;
+  return {&entry.kernel_buffer(), tensor.count() * element_bytes(entry.format), true, 0, entry.format, tensor.count()};
+}
+
+BufferUse TensorBuffers::half_rows(const Variable& constant, std::uint32_t row_length) {
+  TensorEntry& entry = entry_for(constant);
+  if (entry.place != TensorPlace::constant) {
+    throw Error(
+        fmt::format("Vulkan: fp16 weights of shape {} were not uploaded as a constant", constant.shape().str()));
+  }
+  const std::uint32_t padded = (row_length + 7) / 8 * 8;
+  const std::size_t rows = constant.count() / row_length;
+  const VkDeviceSize bytes = rows * padded * sizeof(std::uint16_t);
+  if (entry.half_rows.empty() || entry.half_row_length != row_length) {
+    entry.half_rows = factory_.device_buffer(bytes);
+    entry.half_row_length = row_length;
+    PendingConstant pending{factory_.host_buffer(bytes), &entry.half_rows, bytes};
+    auto* halves = static_cast<std::uint16_t*>(pending.staging.mapped());
+    const float* values = constant.data();
+    for (std::size_t row = 0; row < rows; ++row) {
+      for (std::uint32_t i = 0; i < padded; ++i) {
+        halves[row * padded + i] = i < row_length ? to_half(values[row * row_length + i]) : 0;
+      }
+    }
+    pending_constants_.push_back(std::move(pending));
+  }
+  return {&entry.half_rows, bytes, false, 0, TensorFormat::fp16, rows * padded};
 }
 
 std::vector<HostTransfer> TensorBuffers::uploads() const {

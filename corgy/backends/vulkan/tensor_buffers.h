@@ -19,6 +19,11 @@
 
 namespace corgy::vulkan {
 
+/// The element type of a tensor's buffer: fp16 only for device-only intermediates with fp16 precision.
+enum class TensorFormat { fp32, fp16 };
+
+inline VkDeviceSize element_bytes(TensorFormat format) { return format == TensorFormat::fp16 ? 2 : 4; }
+
 /// One buffer a dispatch binds, and the bytes of it the dispatch touches.
 struct BufferUse {
   const Buffer* buffer = nullptr;
@@ -27,6 +32,10 @@ struct BufferUse {
   /// First byte the dispatch touches; with `bytes`, the region checked for hazards between dispatches (the
   /// copies of a concatenation write disjoint regions of one buffer and need no barrier between them).
   VkDeviceSize region_begin = 0;
+  /// What the elements are; a kernel that reads only fp32 gets fp16 tensors converted (CommandRecorder).
+  TensorFormat format = TensorFormat::fp32;
+  /// Elements of the tensor (bytes / element size, for a conversion).
+  std::size_t count = 0;
 };
 
 enum class TensorPlace { constant, device_only, host };
@@ -42,6 +51,13 @@ struct TensorEntry {
   VkDeviceSize download_bytes = 0;
   bool touched = false;
 
+  // Device-only intermediates: the format the last writer of this forward used.
+  TensorFormat format = TensorFormat::fp32;
+  // Constants with fp16 precision: a copy in fp16 with rows padded to a multiple of 8 halves (the A operand of
+  // conv2d_coopmat.comp), made on first use.
+  Buffer half_rows;
+  std::uint32_t half_row_length = 0;
+
   const Buffer& kernel_buffer() const { return device.empty() ? host : device; }
 };
 
@@ -53,7 +69,8 @@ struct HostTransfer {
 
 class TensorBuffers {
  public:
-  TensorBuffers(const Context& context, bool force_staging);
+  /// With half_intermediates, device-only intermediates may be written in fp16 (write(tensor, true)).
+  TensorBuffers(const Context& context, bool force_staging, bool half_intermediates = false);
 
   /// Replaces the set of storages that are device-only intermediates.
   void set_device_only(std::span<const std::uint64_t> storage_ids);
@@ -69,10 +86,15 @@ class TensorBuffers {
 
   /// Starts a forward: forgets last forward's accesses and frees buffers of storages nobody else holds.
   void begin_forward();
-  /// The buffer a kernel reads for `tensor`; a host tensor read before it is written gets uploaded.
+  /// The buffer a kernel reads for `tensor`; a host tensor read before it is written gets uploaded. Its format
+  /// is what the tensor's last writer in this forward stored (fp32 unless that writer allowed fp16).
   BufferUse read(const Variable& tensor);
-  /// The buffer a kernel writes for `tensor`; a host tensor written gets downloaded after the forward.
-  BufferUse write(const Variable& tensor);
+  /// The buffer a kernel writes for `tensor`; a host tensor written gets downloaded after the forward. With
+  /// `allow_fp16`, a device-only intermediate is written in fp16 when the precision is fp16.
+  BufferUse write(const Variable& tensor, bool allow_fp16 = false);
+  /// A constant (OIHW weights, `rows` x `row_length`) as fp16 with rows padded to a multiple of 8 halves; made
+  /// and uploaded before the forward's submission (CommandRecorder::end sends pending constants first).
+  BufferUse half_rows(const Variable& constant, std::uint32_t row_length);
 
   /// This forward's transfers, in the order they must happen.
   std::vector<HostTransfer> uploads() const;
@@ -90,6 +112,7 @@ class TensorBuffers {
   const Context& context_;
   BufferFactory factory_;
   bool force_staging_;
+  bool half_intermediates_;
   std::set<std::uint64_t> device_only_;
   std::unordered_map<std::uint64_t, std::unique_ptr<TensorEntry>> entries_;
   std::vector<TensorEntry*> touched_;  // this forward's host tensors, in the order of first use

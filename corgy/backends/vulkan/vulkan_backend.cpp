@@ -24,6 +24,19 @@ namespace {
 std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
 std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
 
+// Element-wise kernels that have an _fp16 variant: the variant and its constants when a binding holds fp16.
+const vulkan::Pipeline& elementwise_pipeline(vulkan::Runtime& runtime, const vulkan::KernelInfo& fp32_kernel,
+                                             const vulkan::KernelInfo& fp16_kernel, const vulkan::BufferUse& source,
+                                             const vulkan::BufferUse& result) {
+  const bool source_half = source.format == vulkan::TensorFormat::fp16;
+  const bool result_half = result.format == vulkan::TensorFormat::fp16;
+  if (!source_half && !result_half) return runtime.pipelines.get(fp32_kernel);
+  vulkan::SpecializationConstants constants;
+  constants.set_flag(vulkan::ElementwiseFp16Constant::source_fp16, source_half)
+      .set_flag(vulkan::ElementwiseFp16Constant::result_fp16, result_half);
+  return runtime.pipelines.get(fp16_kernel, constants);
+}
+
 }  // namespace
 
 VulkanBackend::VulkanBackend(const VulkanOptions& options) : runtime_(std::make_unique<vulkan::Runtime>(options)) {}
@@ -36,6 +49,18 @@ bool VulkanBackend::zero_copy() const { return runtime_->tensors.zero_copy(); }
 
 const VulkanStats& VulkanBackend::stats() const { return runtime_->stats; }
 
+Precision VulkanBackend::precision() const { return runtime_->half_precision() ? Precision::fp16 : Precision::fp32; }
+
+bool VulkanBackend::cooperative_matrix() const { return runtime_->context.features().cooperative_matrix; }
+
+void VulkanBackend::set_profiling(bool enabled) { runtime_->recorder.set_profiling(enabled); }
+
+const std::vector<VulkanDispatchProfile>& VulkanBackend::dispatch_profile() const {
+  return runtime_->recorder.profile();
+}
+
+void VulkanBackend::begin_layer(int index) { runtime_->recorder.set_layer(index); }
+
 void VulkanBackend::set_device_only(std::span<const std::uint64_t> storage_ids) {
   runtime_->tensors.set_device_only(storage_ids);
 }
@@ -46,23 +71,31 @@ void VulkanBackend::begin_forward() { runtime_->recorder.begin(); }
 
 void VulkanBackend::end_forward() { runtime_->recorder.end(); }
 
-void VulkanBackend::as_forward(const std::function<void()>& record) {
-  if (runtime_->recorder.in_forward()) {
+void VulkanBackend::as_forward(const char* operation, const std::function<void()>& record) {
+  vulkan::CommandRecorder& recorder = runtime_->recorder;
+  // An operation made of others (conv2d_maxpool) names their dispatches.
+  const char* outer = recorder.operation();
+  const bool nested = recorder.in_forward() && outer != nullptr;
+  if (!nested) recorder.set_operation(operation);
+  if (recorder.in_forward()) {
     record();
+    if (!nested) recorder.set_operation(nullptr);
     return;
   }
   begin_forward();
   try {
     record();
   } catch (...) {
-    runtime_->recorder.abandon();
+    recorder.abandon();
+    recorder.set_operation(nullptr);
     throw;
   }
+  recorder.set_operation(nullptr);
   end_forward();
 }
 
 void VulkanBackend::pool2d(const Pool2dDesc& d, const Variable& input, Variable& output) {
-  as_forward([&] {
+  as_forward("pool2d", [&] {
     const Shape& in = input.shape();
     const Shape& out = output.shape();
     const vulkan::Pool2dParams params{
@@ -79,14 +112,16 @@ void VulkanBackend::pool2d(const Pool2dDesc& d, const Variable& input, Variable&
         u32(d.pad_left),
         d.kind == PoolKind::max ? vulkan::PoolKernelKind::max : vulkan::PoolKernelKind::average,
         d.count_include_pad ? 1u : 0u};
-    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::pool2d),
-                                {runtime_->tensors.read(input), runtime_->tensors.write(output)}, params,
-                                elementwise_groups(output.count()));
+    const vulkan::BufferUse source = runtime_->tensors.read(input);
+    const vulkan::BufferUse result = runtime_->tensors.write(output, true);
+    runtime_->recorder.dispatch(
+        elementwise_pipeline(*runtime_, vulkan::kernels::pool2d, vulkan::kernels::pool2d_fp16, source, result),
+        {source, result}, params, elementwise_groups(output.count()));
   });
 }
 
 void VulkanBackend::activation(Activation activation, const Variable& input, Variable& output) {
-  as_forward([&] {
+  as_forward("activation", [&] {
     const vulkan::ActivationParams params{u32(input.count()), vulkan::activation_kind(activation), activation.slope};
     runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::activation),
                                 {runtime_->tensors.read(input), runtime_->tensors.write(output)}, params,
@@ -95,7 +130,7 @@ void VulkanBackend::activation(Activation activation, const Variable& input, Var
 }
 
 void VulkanBackend::softmax(const Variable& input, Variable& output) {
-  as_forward([&] {
+  as_forward("softmax", [&] {
     const Shape& s = input.shape();
     const vulkan::SoftmaxParams params{u32(s.n), u32(s.c), u32(s.plane_count())};
     runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::softmax),
@@ -106,7 +141,7 @@ void VulkanBackend::softmax(const Variable& input, Variable& output) {
 
 void VulkanBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
                                    Variable& output) {
-  as_forward([&] {
+  as_forward("channel_affine", [&] {
     const Shape& s = input.shape();
     const vulkan::ChannelAffineParams params{u32(input.count()), u32(s.c), u32(s.plane_count())};
     vulkan::TensorBuffers& tensors = runtime_->tensors;
@@ -117,38 +152,46 @@ void VulkanBackend::channel_affine(const Variable& input, const Variable& scale,
 }
 
 void VulkanBackend::upsample_nearest(int scale, const Variable& input, Variable& output) {
-  as_forward([&] {
+  as_forward("upsample", [&] {
     const Shape& s = input.shape();
     const vulkan::UpsampleParams params{u32(s.n * s.c), u32(s.h), u32(s.w), u32(scale)};
-    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::upsample_nearest),
-                                {runtime_->tensors.read(input), runtime_->tensors.write(output)}, params,
-                                elementwise_groups(output.count()));
+    const vulkan::BufferUse source = runtime_->tensors.read(input);
+    const vulkan::BufferUse result = runtime_->tensors.write(output, true);
+    runtime_->recorder.dispatch(elementwise_pipeline(*runtime_, vulkan::kernels::upsample_nearest,
+                                                     vulkan::kernels::upsample_nearest_fp16, source, result),
+                                {source, result}, params, elementwise_groups(output.count()));
   });
 }
 
 void VulkanBackend::concat_channels(std::span<const Variable* const> inputs, Variable& output) {
-  as_forward([&] {
+  as_forward("concat", [&] {
     const Shape& out = output.shape();
-    const vulkan::Pipeline& pipeline = runtime_->pipelines.get(vulkan::kernels::concat_copy);
     int first_channel = 0;
+    // fp16 only when every input is: the output's format is one for all the copies.
+    bool all_half = true;
+    for (const Variable* input : inputs) {
+      all_half = all_half && runtime_->tensors.read(*input).format == vulkan::TensorFormat::fp16;
+    }
     for (const Variable* input : inputs) {
       const Shape& in = input->shape();
       const vulkan::ConcatCopyParams params{u32(in.n), u32(in.c), u32(in.plane_count()), u32(out.c),
                                             u32(first_channel)};
-      vulkan::BufferUse target = runtime_->tensors.write(output);
+      const vulkan::BufferUse source = runtime_->tensors.read(*input);
+      vulkan::BufferUse target = runtime_->tensors.write(output, all_half);
       // The region this copy writes, so that copies of one concatenation run without barriers between them.
-      const std::size_t plane_bytes = out.plane_count() * sizeof(float);
+      const std::size_t plane_bytes = out.plane_count() * vulkan::element_bytes(target.format);
       target.region_begin = first_channel * plane_bytes;
       target.bytes = ((static_cast<std::size_t>(in.n - 1) * out.c + first_channel + in.c) * plane_bytes);
-      runtime_->recorder.dispatch(pipeline, {runtime_->tensors.read(*input), target}, params,
-                                  elementwise_groups(input->count()));
+      runtime_->recorder.dispatch(elementwise_pipeline(*runtime_, vulkan::kernels::concat_copy,
+                                                       vulkan::kernels::concat_copy_fp16, source, target),
+                                  {source, target}, params, elementwise_groups(input->count()));
       first_channel += in.c;
     }
   });
 }
 
 void VulkanBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
-  as_forward([&] {
+  as_forward("add", [&] {
     const vulkan::AddParams params{u32(a.count()), vulkan::activation_kind(activation), activation.slope};
     vulkan::TensorBuffers& tensors = runtime_->tensors;
     runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::add),

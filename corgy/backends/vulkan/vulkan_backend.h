@@ -52,6 +52,45 @@ struct VulkanGemmTiles {
   std::uint32_t shared_bytes() const { return 2 * tile_k * (tile_m + tile_n) * 4; }
 };
 
+/// How convolutions run (VulkanOptions::convolution).
+///  - automatic: per layer, the fastest that fits (docs/vulkan.md#convolution);
+///  - im2col_gemm: im2col.comp + gemm_tiled.comp, the reference path;
+///  - implicit_gemm: conv2d_implicit_gemm.comp, fp32 arithmetic on fp32 or fp16 tensors;
+///  - cooperative_matrix: conv2d_coopmat.comp on tensor cores; needs fp16 precision and a device that offers it.
+/// Depthwise convolutions always run depthwise_conv2d.comp.
+enum class VulkanConvAlgorithm { automatic, im2col_gemm, implicit_gemm, cooperative_matrix };
+
+/// conv2d_coopmat.comp's tile: warps_m x warps_n subgroups, each frags_m x frags_n 16x16 fragments of C, steps of
+/// tile_k along K. All zero lets the backend choose.
+struct VulkanCoopmatTiles {
+  std::uint32_t warps_m = 0;
+  std::uint32_t warps_n = 0;
+  std::uint32_t frags_m = 0;
+  std::uint32_t frags_n = 0;
+  std::uint32_t tile_k = 0;
+
+  bool automatic() const { return warps_m == 0; }
+  std::uint32_t tile_m() const { return warps_m * frags_m * 16; }
+  std::uint32_t tile_n() const { return warps_n * frags_n * 16; }
+  std::uint32_t threads() const { return warps_m * warps_n * 32; }
+  /// One stage of A and B tiles (fp16, rows padded by 16 bytes) and a 16x16 fp32 scratch per subgroup.
+  std::uint32_t shared_bytes() const {
+    return tile_m() * (tile_k + 8) * 2 + tile_k * (tile_n() + 8) * 2 + warps_m * warps_n * 1024;
+  }
+};
+
+/// Forces a convolution plan, for benchmarks and tests; the defaults let the backend choose per layer.
+struct VulkanConvolutionOptions {
+  VulkanConvAlgorithm algorithm = VulkanConvAlgorithm::automatic;
+  /// conv2d_implicit_gemm.comp's tile (the same rules as gemm_tiled.comp's).
+  VulkanGemmTiles tiles{};
+  VulkanCoopmatTiles coopmat_tiles{};
+  /// K split into this many parts, summed by conv2d_split_k_reduce.comp; 0 chooses, 1 never splits.
+  std::uint32_t split_k = 0;
+  /// Fuse a following 2x2 stride-2 max pool into the convolution's output (false: a separate pool2d dispatch).
+  bool fuse_pool = true;
+};
+
 struct VulkanOptions {
   /// "" picks the best device: a discrete GPU, else an integrated one, else any other, a CPU (lavapipe) last.
   /// A number picks by index in vulkan_devices(); other text picks the first device whose name contains it
@@ -64,7 +103,12 @@ struct VulkanOptions {
   std::function<void(const std::string&)> on_validation_message;
   /// Copy Variables through staging buffers even where host memory could be imported (tests, measurements).
   bool force_staging = false;
+  /// gemm_tiled.comp's tile (im2col convolutions, linear, matmul).
   VulkanGemmTiles gemm_tiles{};
+  VulkanConvolutionOptions convolution{};
+  /// Precision::fp16: see corgy::Precision. Falls back to fp32 where the device lacks 16-bit storage, and to
+  /// conv2d_implicit_gemm_fp16 (fp32 arithmetic on fp16 tensors) where it lacks cooperative matrices.
+  Precision precision = Precision::fp32;
   /// The Vulkan loader library to open.
   std::string loader = "libvulkan.so.1";
 };
@@ -75,9 +119,20 @@ struct VulkanStats {
   std::uint64_t recordings = 0;          // command buffers recorded: once per model and input shape
   std::uint64_t upload_submissions = 0;  // one-time weight uploads, sent before the forward that needs them
   std::uint64_t validation_messages = 0;
-  int last_dispatches = 0;   // compute dispatches in the last forward
-  int last_barriers = 0;     // pipeline barriers in the last forward
-  double last_gpu_ms = 0.0;  // GPU time of the last forward (timestamp queries; 0 if unsupported)
+  int last_dispatches = 0;       // compute dispatches in the last forward
+  int last_barriers = 0;         // pipeline barriers in the last forward
+  double last_gpu_ms = 0.0;      // GPU time of the last forward's command buffer (timestamps; 0 if unsupported)
+  double last_compute_ms = 0.0;  // ... of its dispatches alone, without the copies of host tensors
+};
+
+/// One dispatch of the last forward, with profiling on (VulkanBackend::set_profiling).
+struct VulkanDispatchProfile {
+  int layer = -1;         // Backend::begin_layer's index; -1 outside a layer
+  std::string operation;  // "conv2d", "pool2d", ...
+  std::string kernel;     // the shader (kernels/<name>.comp; _fp16 for a half-precision variant)
+  std::string detail;     // what was chosen for it: tile shape, split-K, fused pool
+  double flops = 0.0;     // multiply-adds count 2; 0 for data movement
+  double ms = 0.0;        // GPU time from the end of the previous dispatch (timestamps)
 };
 
 namespace vulkan {
@@ -96,6 +151,17 @@ class VulkanBackend final : public Backend {
   /// True when Variables are imported (zero-copy); false when they go through staging buffers.
   bool zero_copy() const;
   const VulkanStats& stats() const;
+  /// The precision in use: fp16 only when asked for and the device has 16-bit storage.
+  Precision precision() const;
+  /// Convolutions run on cooperative matrices (tensor cores): fp16 precision on a device that offers them.
+  bool cooperative_matrix() const;
+
+  /// Timestamps around every dispatch of the following forwards (a little slower); dispatch_profile() then
+  /// lists the last forward's dispatches with their GPU time.
+  void set_profiling(bool enabled);
+  const std::vector<VulkanDispatchProfile>& dispatch_profile() const;
+  /// The layer whose operations follow (for the profile); Sequential calls it before each layer.
+  void begin_layer(int index);
 
   void set_device_only(std::span<const std::uint64_t> storage_ids) override;
   void upload_constant(const Variable& tensor) override;
@@ -104,6 +170,8 @@ class VulkanBackend final : public Backend {
 
   void conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
               Variable& output) override;
+  /// output = maxpool(activation(conv(input) + bias)): a 2x2 stride-2 max pool is applied as the convolution
+  /// writes its output (one dispatch, the unpooled output never stored); other pools run as a second dispatch.
   void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input, const Variable& weights,
                       const Variable* bias, Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
@@ -124,8 +192,10 @@ class VulkanBackend final : public Backend {
   void prelu(const Variable& input, const Variable& slope, Variable& output) override;
 
  private:
-  /// Runs `record` inside begin_forward()/end_forward() when called outside a forward (a lone operation).
-  void as_forward(const std::function<void()>& record);
+  /// Runs `record` inside begin_forward()/end_forward() when called outside a forward (a lone operation);
+  /// `operation` names the dispatches it adds in the profile.
+  void as_forward(const char* operation, const std::function<void()>& record);
+  void as_forward(const std::function<void()>& record) { as_forward(nullptr, record); }
 
   std::unique_ptr<vulkan::Runtime> runtime_;
 };

@@ -21,10 +21,17 @@ Context::Context(const VulkanOptions& options) {
         fmt::format("Vulkan: {} supports Vulkan {}; corgy needs 1.1", physical_.info.name, physical_.info.api_version));
   }
   instance_->vk().vkGetPhysicalDeviceMemoryProperties(physical_.handle, &memory_);
-  create_device(physical_.info.host_import && !options.force_staging);
+  DeviceFeatures wanted;
+  if (options.precision == Precision::fp16) {
+    const DeviceFeatures offered = query_device_features(*instance_, physical_);
+    wanted.storage_16bit = offered.storage_16bit;
+    wanted.cooperative_matrix = offered.cooperative_matrix;
+    wanted.subgroup_size = offered.subgroup_size;
+  }
+  create_device(physical_.info.host_import && !options.force_staging, wanted);
 }
 
-void Context::create_device(bool want_host_import) {
+void Context::create_device(bool want_host_import, const DeviceFeatures& features) {
   const InstanceFunctions& ivk = instance_->vk();
   std::uint32_t family_count = 0;
   ivk.vkGetPhysicalDeviceQueueFamilyProperties(physical_.handle, &family_count, nullptr);
@@ -48,13 +55,16 @@ void Context::create_device(bool want_host_import) {
   queue.queueFamilyIndex = queue_family_;
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
-  const char* extensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
+  const FeatureChain chain(*instance_, physical_, features);
+  std::vector<const char*> extensions = chain.extensions();
+  if (want_host_import) extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   VkDeviceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  info.pNext = chain.chain();
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
-  info.enabledExtensionCount = want_host_import ? 1 : 0;
-  info.ppEnabledExtensionNames = extensions;
+  info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
   check(ivk.vkCreateDevice(physical_.handle, &info, nullptr, &device_), "vkCreateDevice");
   try {
     vk_.load(ivk, device_);
@@ -63,6 +73,7 @@ void Context::create_device(bool want_host_import) {
     throw;
   }
   host_import_ = want_host_import && vk_.vkGetMemoryHostPointerPropertiesEXT != nullptr;
+  features_ = features;
   vk_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }
 

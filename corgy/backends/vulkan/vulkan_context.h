@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "corgy/backends/vulkan/device_features.h"
 #include "corgy/backends/vulkan/device_selection.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 #include "corgy/backends/vulkan/vulkan_instance.h"
@@ -29,6 +30,9 @@ class Context {
   bool host_import() const { return host_import_; }
   VkDeviceSize import_alignment() const { return physical_.import_alignment; }
   bool timestamps() const { return timestamps_; }
+  /// The optional features enabled on the device: those fp16 precision needs, when it was asked for and the
+  /// device offers them.
+  const DeviceFeatures& features() const { return features_; }
   /// Validation messages so far, and the last one's text (empty without validation).
   std::uint64_t validation_messages() const { return sink_ ? sink_->count : 0; }
   const std::string& last_validation_message() const;
@@ -40,7 +44,7 @@ class Context {
   VkMemoryPropertyFlags memory_type_flags(int type) const { return memory_.memoryTypes[type].propertyFlags; }
 
  private:
-  void create_device(bool want_host_import);
+  void create_device(bool want_host_import, const DeviceFeatures& features);
 
   std::unique_ptr<ValidationSink> sink_;  // declared first: the instance's messenger points at it
   std::unique_ptr<Instance> instance_;
@@ -52,6 +56,7 @@ class Context {
   std::uint32_t queue_family_ = 0;
   bool host_import_ = false;
   bool timestamps_ = false;
+  DeviceFeatures features_;
 };
 
 }  // namespace corgy::vulkan

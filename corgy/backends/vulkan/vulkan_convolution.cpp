@@ -1,7 +1,10 @@
-// The VulkanBackend operations built on gemm_tiled.comp: convolution (im2col + GEMM with bias and activation
-// fused into the GEMM's output), fully connected layers and matmul; and the direct depthwise convolution.
+// The VulkanBackend's convolutions (implicit GEMM, or im2col + gemm_tiled.comp as the reference; depthwise
+// directly), with a following max pool fused where it can be, and the operations built on gemm_tiled.comp:
+// fully connected layers and matmul.
+#include <fmt/format.h>
+
 #include "corgy/backends/vulkan/gemm_dispatch.h"
-#include "corgy/backends/vulkan/runtime.h"
+#include "corgy/backends/vulkan/implicit_gemm_conv.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 
 namespace corgy {
@@ -36,6 +39,7 @@ void record_depthwise(vulkan::Runtime& runtime, const Conv2dDesc& d, const Varia
                             {tensors.read(input), tensors.read(weights),
                              bias ? tensors.read(*bias) : runtime.recorder.unused_binding(), tensors.write(output)},
                             params, vulkan::elementwise_groups(output.count()));
+  runtime.recorder.describe_last("direct", 2.0 * static_cast<double>(output.count()) * d.kernel * d.kernel);
 }
 
 // The im2col columns of every image and group in the scratch buffer; returns them as the GEMM's B operand.
@@ -48,75 +52,94 @@ vulkan::BufferUse record_im2col(vulkan::Runtime& runtime, const Conv2dDesc& d, c
                                     u32(in.h),      u32(in.w),       u32(out.h),
                                     u32(out.w),     u32(d.kernel),   u32(d.stride),
                                     u32(d.padding), u32(d.dilation), pitch};
-  runtime.recorder.dispatch(runtime.pipelines.get(vulkan::kernels::im2col),
-                            {runtime.tensors.read(input), runtime.recorder.scratch(count * sizeof(float), true)},
-                            params, vulkan::elementwise_groups(count));
-  return runtime.recorder.scratch(count * sizeof(float), false);
+  const VkDeviceSize bytes = count * sizeof(float);
+  runtime.recorder.dispatch(
+      runtime.pipelines.get(vulkan::kernels::im2col),
+      {runtime.tensors.read(input), runtime.recorder.scratch(vulkan::Scratch::im2col_columns, bytes, true)}, params,
+      vulkan::elementwise_groups(count));
+  return runtime.recorder.scratch(vulkan::Scratch::im2col_columns, bytes, false);
+}
+
+// The reference path: im2col (unless pointwise), then gemm_tiled.comp with bias and activation on its output.
+void record_im2col_gemm(vulkan::Runtime& runtime, const Conv2dDesc& d, const Variable& input, const Variable& weights,
+                        const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const std::uint32_t rows = u32(d.in_channels / d.groups * d.kernel * d.kernel);
+  const std::uint32_t pixels = u32(out.plane_count());
+  // A 1x1 convolution at stride 1 without padding reads the input as its columns: no im2col.
+  const bool pointwise = d.kernel == 1 && d.stride == 1 && d.padding == 0;
+  const std::uint32_t pitch = pointwise ? pixels : round_up_to_4(pixels);
+  vulkan::GemmCall call;
+  // gemm_tiled.comp reads fp32 only: the recorder converts an fp16 input, and the output stays fp32.
+  call.a = runtime.tensors.read(weights);
+  call.b = pointwise ? runtime.tensors.read(input) : record_im2col(runtime, d, input, out, pitch);
+  call.c = runtime.tensors.write(output);
+  call.bias = bias ? runtime.tensors.read(*bias) : runtime.recorder.unused_binding();
+  call.images = u32(in.n);
+  const std::uint32_t out_per_group = u32(d.out_channels / d.groups);
+  vulkan::GemmParams& p = call.params;
+  p = {out_per_group,
+       pixels,
+       rows,
+       rows,
+       pitch,
+       pixels,
+       u32(d.groups),
+       out_per_group * rows,
+       u32(d.groups) * rows * pitch,
+       rows * pitch,
+       u32(out.image_count()),
+       out_per_group * pixels,
+       bias ? vulkan::GemmBias::per_row : vulkan::GemmBias::none,
+       vulkan::activation_kind(d.activation),
+       d.activation.slope};
+  if (pointwise) {
+    p.b_image_stride = u32(in.image_count());
+    p.b_group_stride = rows * pixels;
+  }
+  vulkan::record_gemm(runtime, call);
 }
 
 }  // namespace
 
 void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable* bias,
                            Variable& output) {
-  as_forward([&] {
+  as_forward("conv2d", [&] {
     vulkan::Runtime& runtime = *runtime_;
     if (d.in_channels / d.groups == 1) {
       record_depthwise(runtime, d, input, weights, bias, output);
-      return;
+    } else if (runtime.options.convolution.algorithm == VulkanConvAlgorithm::im2col_gemm) {
+      record_im2col_gemm(runtime, d, input, weights, bias, output);
+    } else {
+      vulkan::record_implicit_gemm_conv(runtime, d, nullptr, input, weights, bias, output);
     }
-    const Shape& in = input.shape();
-    const Shape& out = output.shape();
-    const std::uint32_t rows = u32(d.in_channels / d.groups * d.kernel * d.kernel);
-    const std::uint32_t pixels = u32(out.plane_count());
-    // A 1x1 convolution at stride 1 without padding reads the input as its columns: no im2col.
-    const bool pointwise = d.kernel == 1 && d.stride == 1 && d.padding == 0;
-    const std::uint32_t pitch = pointwise ? pixels : round_up_to_4(pixels);
-    vulkan::GemmCall call;
-    call.a = runtime.tensors.read(weights);
-    call.b = pointwise ? runtime.tensors.read(input) : record_im2col(runtime, d, input, out, pitch);
-    call.c = runtime.tensors.write(output);
-    call.bias = bias ? runtime.tensors.read(*bias) : runtime.recorder.unused_binding();
-    call.images = u32(in.n);
-    const std::uint32_t out_per_group = u32(d.out_channels / d.groups);
-    vulkan::GemmParams& p = call.params;
-    p = {out_per_group,
-         pixels,
-         rows,
-         rows,
-         pitch,
-         pixels,
-         u32(d.groups),
-         out_per_group * rows,
-         u32(d.groups) * rows * pitch,
-         rows * pitch,
-         u32(out.image_count()),
-         out_per_group * pixels,
-         bias ? vulkan::GemmBias::per_row : vulkan::GemmBias::none,
-         vulkan::activation_kind(d.activation),
-         d.activation.slope};
-    if (pointwise) {
-      p.b_image_stride = u32(in.image_count());
-      p.b_group_stride = rows * pixels;
-    }
-    vulkan::record_gemm(runtime, call);
   });
 }
 
 void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
                                    const Variable& weights, const Variable* bias, Variable& output) {
-  as_forward([&] {
-    // Not fused yet: the convolution into a device-only scratch tensor, then the pool's own dispatch.
+  as_forward("conv2d_maxpool", [&] {
+    vulkan::Runtime& runtime = *runtime_;
+    const bool fusable = conv.in_channels / conv.groups > 1 && vulkan::pool_fusable(pool) &&
+                         runtime.options.convolution.fuse_pool &&
+                         runtime.options.convolution.algorithm != VulkanConvAlgorithm::im2col_gemm;
+    if (fusable) {
+      vulkan::record_implicit_gemm_conv(runtime, conv, &pool, input, weights, bias, output);
+      return;
+    }
+    // The convolution into a device-only scratch tensor, then the pool's own dispatch.
     const Shape& in = input.shape();
-    Variable conv_output =
-        runtime_->scratch_tensor({in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)});
-    conv2d(conv, input, weights, bias, conv_output);
-    pool2d(pool, conv_output, output);
+    Variable unpooled =
+        runtime.scratch_tensor({in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)});
+    conv2d(conv, input, weights, bias, unpooled);
+    pool2d(pool, unpooled, output);
   });
 }
 
 void VulkanBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
                            Variable& output) {
-  as_forward([&] {
+  as_forward("linear", [&] {
     vulkan::Runtime& runtime = *runtime_;
     // output (batch x out) = input (batch x in) x weights^T, weights stored (out x in).
     const std::uint32_t batch = u32(input.shape().n);
@@ -148,7 +171,7 @@ void VulkanBackend::linear(const Variable& input, const Variable& weights, const
 }
 
 void VulkanBackend::matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) {
-  as_forward([&] {
+  as_forward("matmul", [&] {
     vulkan::Runtime& runtime = *runtime_;
     const std::uint32_t rows = u32(c.shape().rows());
     const std::uint32_t cols = u32(c.shape().cols());

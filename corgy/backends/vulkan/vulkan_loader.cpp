@@ -46,6 +46,7 @@ void InstanceFunctions::load(const Loader& loader, VkInstance instance) {
 #undef CORGY_VK_LOAD_INSTANCE
 #define CORGY_VK_LOAD_OPTIONAL(name) name = reinterpret_cast<PFN_##name>(loader.vkGetInstanceProcAddr(instance, #name));
   CORGY_VK_DEBUG_FUNCTIONS(CORGY_VK_LOAD_OPTIONAL)
+  CORGY_VK_COOPERATIVE_MATRIX_FUNCTIONS(CORGY_VK_LOAD_OPTIONAL)
 #undef CORGY_VK_LOAD_OPTIONAL
 }
 

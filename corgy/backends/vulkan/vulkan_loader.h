@@ -21,6 +21,7 @@ namespace corgy::vulkan {
   X(vkEnumeratePhysicalDevices)               \
   X(vkGetPhysicalDeviceProperties)            \
   X(vkGetPhysicalDeviceProperties2)           \
+  X(vkGetPhysicalDeviceFeatures2)             \
   X(vkGetPhysicalDeviceMemoryProperties)      \
   X(vkGetPhysicalDeviceQueueFamilyProperties) \
   X(vkEnumerateDeviceExtensionProperties)     \
@@ -31,6 +32,9 @@ namespace corgy::vulkan {
 #define CORGY_VK_DEBUG_FUNCTIONS(X) \
   X(vkCreateDebugUtilsMessengerEXT) \
   X(vkDestroyDebugUtilsMessengerEXT)
+
+// Present only where a device offers VK_NV_cooperative_matrix; may stay null.
+#define CORGY_VK_COOPERATIVE_MATRIX_FUNCTIONS(X) X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
 
 #define CORGY_VK_DEVICE_FUNCTIONS(X) \
   X(vkDestroyDevice)                 \
@@ -102,6 +106,7 @@ class Loader {
 struct InstanceFunctions {
   CORGY_VK_INSTANCE_FUNCTIONS(CORGY_VK_DECLARE_POINTER)
   CORGY_VK_DEBUG_FUNCTIONS(CORGY_VK_DECLARE_POINTER)
+  CORGY_VK_COOPERATIVE_MATRIX_FUNCTIONS(CORGY_VK_DECLARE_POINTER)
 
   void load(const Loader& loader, VkInstance instance);
 };

@@ -1,0 +1,199 @@
+#include "corgy/backends/vulkan/conv_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "corgy/error.h"
+
+namespace corgy::vulkan {
+
+namespace {
+
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
+
+// Workgroups that keep a large GPU (100+ compute units) busy.
+constexpr double busy_workgroups = 132.0;
+// A split K costs a second dispatch and a round trip of the partial sums through memory.
+constexpr double split_cost = 0.85;
+constexpr std::uint32_t most_splits = 16;
+
+// conv2d_implicit_gemm.comp's shapes, speed relative to the fastest on large problems (H200, 2048^3 GEMMs of
+// gemm_tiled.comp, the same inner loop; docs/benchmarks.md). Small tiles give small layers more workgroups.
+constexpr RatedConvTiles implicit_tiles[] = {
+    {{64, 128, 16, 4, 8}, 1.0},   // 256 threads
+    {{128, 128, 8, 8, 8}, 0.9},   // 256 threads
+    {{64, 64, 16, 4, 4}, 0.8},    // 256 threads
+    {{32, 64, 16, 4, 4}, 0.7},    // 128 threads
+    {{32, 32, 16, 4, 4}, 0.62},   // 64 threads
+    {{16, 128, 16, 4, 8}, 0.55},  // 64 threads: layers with 16 output channels
+    {{16, 64, 16, 4, 4}, 0.5},    // 64 threads
+};
+
+// conv2d_coopmat.comp's shapes: warps_m x warps_n subgroups of frags_m x frags_n 16x16 fragments, K step.
+constexpr RatedCoopmatTiles coopmat_tiles[] = {
+    {{2, 4, 4, 2, 32}, 1.0},   // 128x128, 256 threads
+    {{2, 4, 2, 2, 32}, 0.85},  // 64x128, 256 threads
+    {{2, 2, 2, 2, 32}, 0.7},   // 64x64, 128 threads
+    {{1, 4, 2, 2, 32}, 0.6},   // 32x128, 128 threads
+    {{1, 4, 1, 2, 32}, 0.5},   // 16x128, 128 threads: layers with 16 output channels
+    {{1, 2, 1, 2, 32}, 0.4},   // 16x64, 64 threads
+};
+
+bool implicit_tiles_fit(const VulkanGemmTiles& t, const VkPhysicalDeviceLimits& limits) {
+  return t.shared_bytes() <= limits.maxComputeSharedMemorySize && t.threads() <= limits.maxComputeWorkGroupInvocations;
+}
+
+bool coopmat_tiles_fit(const VulkanCoopmatTiles& t, const VkPhysicalDeviceLimits& limits) {
+  return t.shared_bytes() <= limits.maxComputeSharedMemorySize && t.threads() <= limits.maxComputeWorkGroupInvocations;
+}
+
+void check_implicit_tiles(const VulkanGemmTiles& t, const VkPhysicalDeviceLimits& limits) {
+  const auto fail = [&](const std::string& rule) {
+    throw Error(fmt::format("Vulkan: implicit-GEMM convolution tiles {}x{}x{} with {}x{} per thread: {}", t.tile_m,
+                            t.tile_n, t.tile_k, t.thread_m, t.thread_n, rule));
+  };
+  if (t.thread_m == 0 || t.thread_n == 0 || t.thread_m % 4 || t.thread_n % 4 || t.tile_k == 0 || t.tile_k % 4) {
+    fail("thread_m, thread_n and tile_k must be positive multiples of 4");
+  }
+  if (t.tile_m % t.thread_m || t.tile_n % t.thread_n) fail("a tile must be a whole number of thread blocks");
+  if (t.threads() % (t.tile_n / 4)) fail("the threads must be a whole number of tile rows of vec4s");
+  if (!implicit_tiles_fit(t, limits)) {
+    fail(fmt::format("needs {} threads and {} bytes of shared memory; the device allows {} and {}", t.threads(),
+                     t.shared_bytes(), limits.maxComputeWorkGroupInvocations, limits.maxComputeSharedMemorySize));
+  }
+}
+
+// The fraction of the rated speed a tile shape reaches on `problem` with K in `splits` parts: full when the
+// GPU has enough workgroups, less for ragged edges and for the split's extra pass.
+double estimated_speed(double rated, std::uint32_t tile_m, std::uint32_t tile_n, const ConvProblem& problem,
+                       std::uint32_t splits) {
+  const double tiles = static_cast<double>(ceil_div(problem.m, tile_m)) * ceil_div(problem.n, tile_n);
+  const double workgroups = tiles * problem.groups * splits;
+  const double useful = static_cast<double>(problem.m) * problem.n / (tiles * tile_m * tile_n);
+  return std::min(1.0, workgroups / busy_workgroups) * useful * rated * (splits > 1 ? split_cost : 1.0);
+}
+
+// The split of K that the estimate favours, never leaving a part shorter than four steps of the tile.
+std::uint32_t choose_splits(double rated, std::uint32_t tile_m, std::uint32_t tile_n, std::uint32_t tile_k,
+                            const ConvProblem& problem, double& speed) {
+  std::uint32_t best = 1;
+  speed = estimated_speed(rated, tile_m, tile_n, problem, 1);
+  for (std::uint32_t splits = 2; splits <= most_splits; ++splits) {
+    if (problem.k / splits < 4 * tile_k) break;
+    const double candidate = estimated_speed(rated, tile_m, tile_n, problem, splits);
+    if (candidate > speed * 1.02) {
+      speed = candidate;
+      best = splits;
+    }
+  }
+  return best;
+}
+
+void set_splits(ConvPlan& plan, const ConvProblem& problem, std::uint32_t splits) {
+  const std::uint32_t step = plan.tile_k();
+  plan.k_per_split = ceil_div(ceil_div(problem.k, std::max(splits, 1u)), step) * step;
+  plan.splits = ceil_div(problem.k, plan.k_per_split);
+}
+
+}  // namespace
+
+std::span<const RatedConvTiles> implicit_gemm_tile_choices() { return implicit_tiles; }
+std::span<const RatedCoopmatTiles> coopmat_tile_choices() { return coopmat_tiles; }
+
+std::uint32_t ConvPlan::tile_m() const {
+  return algorithm == VulkanConvAlgorithm::cooperative_matrix ? coopmat_tiles.tile_m() : tiles.tile_m;
+}
+std::uint32_t ConvPlan::tile_n() const {
+  return algorithm == VulkanConvAlgorithm::cooperative_matrix ? coopmat_tiles.tile_n() : tiles.tile_n;
+}
+std::uint32_t ConvPlan::tile_k() const {
+  return algorithm == VulkanConvAlgorithm::cooperative_matrix ? coopmat_tiles.tile_k : tiles.tile_k;
+}
+
+std::string ConvPlan::describe() const {
+  std::string text;
+  if (algorithm == VulkanConvAlgorithm::cooperative_matrix) {
+    const VulkanCoopmatTiles& t = coopmat_tiles;
+    text = fmt::format("{}x{}x{} ({}x{} warps of {}x{})", t.tile_m(), t.tile_n(), t.tile_k, t.warps_m, t.warps_n,
+                       t.frags_m, t.frags_n);
+  } else {
+    text = fmt::format("{}x{}x{}/{}x{}", tiles.tile_m, tiles.tile_n, tiles.tile_k, tiles.thread_m, tiles.thread_n);
+  }
+  if (splits > 1) text += fmt::format(" split {}", splits);
+  return text;
+}
+
+void check_coopmat_tiles(const VulkanCoopmatTiles& t, const VkPhysicalDeviceLimits& limits) {
+  const auto fail = [&](const std::string& rule) {
+    throw Error(fmt::format("Vulkan: cooperative-matrix tiles of {}x{} warps with {}x{} fragments, K step {}: {}",
+                            t.warps_m, t.warps_n, t.frags_m, t.frags_n, t.tile_k, rule));
+  };
+  if (t.warps_m == 0 || t.warps_n == 0 || t.frags_m == 0 || t.frags_n == 0) fail("every count must be positive");
+  if (t.tile_k == 0 || t.tile_k % 16) fail("the K step must be a positive multiple of 16");
+  if (t.threads() % (t.tile_n() / 8)) fail("the threads must be a whole number of tile rows of 8 halves");
+  if (!coopmat_tiles_fit(t, limits)) {
+    fail(fmt::format("needs {} threads and {} bytes of shared memory; the device allows {} and {}", t.threads(),
+                     t.shared_bytes(), limits.maxComputeWorkGroupInvocations, limits.maxComputeSharedMemorySize));
+  }
+}
+
+ConvPlan plan_convolution(const ConvProblem& problem, const VulkanConvolutionOptions& options,
+                          const ConvDevice& device) {
+  const VkPhysicalDeviceLimits& limits = *device.limits;
+  ConvPlan plan;
+  plan.algorithm = options.algorithm;
+  if (plan.algorithm == VulkanConvAlgorithm::automatic) {
+    plan.algorithm =
+        device.cooperative_matrix ? VulkanConvAlgorithm::cooperative_matrix : VulkanConvAlgorithm::implicit_gemm;
+  }
+  if (plan.algorithm == VulkanConvAlgorithm::cooperative_matrix && !device.cooperative_matrix) {
+    throw Error(
+        "Vulkan: cooperative-matrix convolutions need fp16 precision and a device with VK_NV_cooperative_matrix");
+  }
+  double best_speed = -1.0;
+  std::uint32_t best_splits = 1;
+  const auto consider = [&](double rated, std::uint32_t tm, std::uint32_t tn, std::uint32_t tk) -> bool {
+    double speed = 0.0;
+    std::uint32_t splits = options.split_k;
+    if (splits == 0) {
+      splits = choose_splits(rated, tm, tn, tk, problem, speed);
+    } else {
+      speed = estimated_speed(rated, tm, tn, problem, splits);
+    }
+    if (speed <= best_speed) return false;
+    best_speed = speed;
+    best_splits = splits;
+    return true;
+  };
+  if (plan.algorithm == VulkanConvAlgorithm::cooperative_matrix) {
+    if (!options.coopmat_tiles.automatic()) {
+      check_coopmat_tiles(options.coopmat_tiles, limits);
+      plan.coopmat_tiles = options.coopmat_tiles;
+      consider(1.0, plan.tile_m(), plan.tile_n(), plan.tile_k());
+    } else {
+      for (const RatedCoopmatTiles& rated : coopmat_tiles) {
+        const VulkanCoopmatTiles& t = rated.tiles;
+        if (!coopmat_tiles_fit(t, limits)) continue;
+        if (consider(rated.speed, t.tile_m(), t.tile_n(), t.tile_k)) plan.coopmat_tiles = t;
+      }
+    }
+  } else {
+    if (!options.tiles.automatic()) {
+      check_implicit_tiles(options.tiles, limits);
+      plan.tiles = options.tiles;
+      consider(1.0, plan.tile_m(), plan.tile_n(), plan.tile_k());
+    } else {
+      for (const RatedConvTiles& rated : implicit_tiles) {
+        const VulkanGemmTiles& t = rated.tiles;
+        if (!implicit_tiles_fit(t, limits)) continue;
+        if (consider(rated.speed, t.tile_m, t.tile_n, t.tile_k)) plan.tiles = t;
+      }
+    }
+  }
+  if (best_speed < 0.0) throw Error("Vulkan: the device's workgroup limits are too small for every convolution tile");
+  set_splits(plan, problem, best_splits);
+  return plan;
+}
+
+}  // namespace corgy::vulkan

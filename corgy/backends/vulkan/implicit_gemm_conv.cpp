@@ -1,0 +1,153 @@
+#include "corgy/backends/vulkan/implicit_gemm_conv.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "corgy/error.h"
+
+namespace corgy::vulkan {
+
+namespace {
+
+std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
+
+// The dispatch's workgroups: tiles along x (and y once x reaches the device's limit), groups and splits along z.
+std::array<std::uint32_t, 3> workgroups(std::uint32_t tiles, std::uint32_t layers,
+                                        const VkPhysicalDeviceLimits& limits) {
+  const std::uint32_t x = std::min(tiles, limits.maxComputeWorkGroupCount[0]);
+  return {x, ceil_div(tiles, x), layers};
+}
+
+}  // namespace
+
+bool pool_fusable(const Pool2dDesc& pool) {
+  return pool.kind == PoolKind::max && pool.kernel_h == 2 && pool.kernel_w == 2 && pool.stride_h == 2 &&
+         pool.stride_w == 2 && pool.pad_top <= 1 && pool.pad_left <= 1 && pool.pad_bottom <= 1 && pool.pad_right <= 1;
+}
+
+void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* fused_pool,
+                               const Variable& input, const Variable& weights, const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const bool pool = fused_pool != nullptr;
+  const std::uint32_t conv_h = u32(d.output_size(in.h));
+  const std::uint32_t conv_w = u32(d.output_size(in.w));
+  ImplicitGemmParams p{};
+  p.m = u32(d.out_channels / d.groups);
+  p.k = u32(d.in_channels / d.groups * d.kernel * d.kernel);
+  p.n = u32(static_cast<std::size_t>(in.n) * out.plane_count() * (pool ? 4 : 1));
+  p.in_channels = u32(d.in_channels);
+  p.height = u32(in.h);
+  p.width = u32(in.w);
+  p.out_channels = u32(d.out_channels);
+  p.out_height = conv_h;
+  p.out_width = conv_w;
+  p.pool_height = pool ? u32(out.h) : 0;
+  p.pool_width = pool ? u32(out.w) : 0;
+  p.pool_pad_top = pool ? u32(fused_pool->pad_top) : 0;
+  p.pool_pad_left = pool ? u32(fused_pool->pad_left) : 0;
+  p.stride = u32(d.stride);
+  p.padding = u32(d.padding);
+  p.dilation = u32(d.dilation);
+  p.groups = u32(d.groups);
+  p.has_bias = bias ? 1 : 0;
+  p.activation = activation_kind(d.activation);
+  p.slope = d.activation.slope;
+  if (static_cast<std::uint64_t>(in.n) * out.plane_count() * (pool ? 4 : 1) >= (1ull << 31)) {
+    throw Error(fmt::format("Vulkan: convolution output {} is too large for one implicit GEMM", out.str()));
+  }
+
+  const ConvDevice device{&runtime.context.limits(), runtime.context.features().cooperative_matrix};
+  const ConvPlan plan = plan_convolution({p.m, p.n, p.k, p.groups}, runtime.options.convolution, device);
+  const bool coopmat = plan.algorithm == VulkanConvAlgorithm::cooperative_matrix;
+  p.k_per_split = plan.k_per_split;
+  p.tiles_m = ceil_div(p.m, plan.tile_m());
+  p.lda = (p.k + 7) / 8 * 8;
+
+  TensorBuffers& tensors = runtime.tensors;
+  CommandRecorder& recorder = runtime.recorder;
+  const BufferUse source = tensors.read(input);
+  const BufferUse a = coopmat ? tensors.half_rows(weights, p.k) : tensors.read(weights);
+  const BufferUse bias_use = bias ? tensors.read(*bias) : recorder.unused_binding();
+  const bool split = plan.splits > 1;
+  const BufferUse result =
+      split ? recorder.scratch(Scratch::split_k_partials,
+                               static_cast<VkDeviceSize>(plan.splits) * p.groups * p.m * p.n * sizeof(float), true)
+            : tensors.write(output, true);
+  const bool any_fp16 = source.format == TensorFormat::fp16 || result.format == TensorFormat::fp16;
+
+  SpecializationConstants constants;
+  const KernelInfo* kernel = nullptr;
+  if (coopmat) {
+    const VulkanCoopmatTiles& t = plan.coopmat_tiles;
+    kernel = &kernels::conv2d_coopmat_fp16;
+    constants.set(CoopmatConstant::warps_m, t.warps_m)
+        .set(CoopmatConstant::warps_n, t.warps_n)
+        .set(CoopmatConstant::frags_m, t.frags_m)
+        .set(CoopmatConstant::frags_n, t.frags_n)
+        .set(CoopmatConstant::tile_k, t.tile_k)
+        .set(CoopmatConstant::kernel_size, u32(d.kernel))
+        .set_flag(CoopmatConstant::pool, pool)
+        .set_flag(CoopmatConstant::split_k, split)
+        .set(CoopmatConstant::workgroup_size, t.threads())
+        .set_flag(CoopmatConstant::source_fp16, source.format == TensorFormat::fp16)
+        .set_flag(CoopmatConstant::result_fp16, result.format == TensorFormat::fp16);
+  } else {
+    const VulkanGemmTiles& t = plan.tiles;
+    kernel = any_fp16 ? &kernels::conv2d_implicit_gemm_fp16 : &kernels::conv2d_implicit_gemm;
+    constants.set(ImplicitGemmConstant::tile_m, t.tile_m)
+        .set(ImplicitGemmConstant::tile_n, t.tile_n)
+        .set(ImplicitGemmConstant::tile_k, t.tile_k)
+        .set(ImplicitGemmConstant::thread_m, t.thread_m)
+        .set(ImplicitGemmConstant::thread_n, t.thread_n)
+        .set_flag(ImplicitGemmConstant::a_vec4, p.k % 4 == 0)
+        .set(ImplicitGemmConstant::kernel_size, u32(d.kernel))
+        .set_flag(ImplicitGemmConstant::pool, pool)
+        .set_flag(ImplicitGemmConstant::split_k, split)
+        .set(ImplicitGemmConstant::workgroup_size, t.threads());
+    if (any_fp16) {
+      constants.set_flag(ImplicitGemmConstant::source_fp16, source.format == TensorFormat::fp16)
+          .set_flag(ImplicitGemmConstant::result_fp16, result.format == TensorFormat::fp16);
+    }
+  }
+  const auto groups =
+      workgroups(p.tiles_m * ceil_div(p.n, plan.tile_n()), p.groups * plan.splits, runtime.context.limits());
+  recorder.dispatch(runtime.pipelines.get(*kernel, constants), {source, a, bias_use, result}, p, groups[0], groups[1],
+                    groups[2]);
+  const double flops = 2.0 * p.m * p.n * p.k * p.groups;
+  recorder.describe_last(plan.describe() + (pool ? " +maxpool" : ""), flops);
+  if (!split) return;
+
+  const BufferUse written = tensors.write(output, true);
+  SplitKReduceParams r{};
+  r.m = p.m;
+  r.n = p.n;
+  r.groups = p.groups;
+  r.splits = plan.splits;
+  r.out_channels = p.out_channels;
+  r.out_height = p.out_height;
+  r.out_width = p.out_width;
+  r.pool_height = p.pool_height;
+  r.pool_width = p.pool_width;
+  r.pool_pad_top = p.pool_pad_top;
+  r.pool_pad_left = p.pool_pad_left;
+  r.has_bias = p.has_bias;
+  r.activation = p.activation;
+  r.slope = p.slope;
+  SpecializationConstants reduce_constants;
+  reduce_constants.set_flag(SplitKReduceConstant::pool, pool);
+  const bool half_output = written.format == TensorFormat::fp16;
+  if (half_output) reduce_constants.set_flag(SplitKReduceConstant::result_fp16, true);
+  BufferUse partials = result;
+  partials.writes = false;
+  recorder.dispatch(
+      runtime.pipelines.get(half_output ? kernels::conv2d_split_k_reduce_fp16 : kernels::conv2d_split_k_reduce,
+                            reduce_constants),
+      {partials, bias_use, written}, r, elementwise_groups(output.count()));
+  recorder.describe_last(fmt::format("{} partial sums", plan.splits), 0.0);
+}
+
+}  // namespace corgy::vulkan

@@ -1,0 +1,22 @@
+// Convolutions as implicit GEMMs (conv2d_implicit_gemm.comp on fp32 arithmetic, conv2d_coopmat.comp on tensor
+// cores), with bias, activation and optionally a following max pool fused into the output, and split-K with
+// conv2d_split_k_reduce.comp; the plan comes from conv_plan.h.
+#pragma once
+
+#include "corgy/backend.h"
+#include "corgy/backends/vulkan/conv_plan.h"
+#include "corgy/backends/vulkan/runtime.h"
+
+namespace corgy::vulkan {
+
+/// A max pool the implicit-GEMM kernels can apply as they write: 2x2 windows at stride 2, padding of at most one
+/// cell on each side (PyTorch's and darknet's 2x2 pools, TensorFlow's 'same').
+bool pool_fusable(const Pool2dDesc& pool);
+
+/// Records `conv` (and `fused_pool`, when given: output is then the pooled tensor) as an implicit GEMM with the
+/// algorithm `algorithm` (implicit_gemm or cooperative_matrix; automatic chooses). Not for depthwise
+/// convolutions, which depthwise_conv2d.comp computes.
+void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& conv, const Pool2dDesc* fused_pool,
+                               const Variable& input, const Variable& weights, const Variable* bias, Variable& output);
+
+}  // namespace corgy::vulkan

@@ -1,0 +1,262 @@
+#version 450
+// conv2d_coopmat: the implicit-GEMM convolution of conv2d_implicit_gemm.comp on tensor cores, through
+// GL_NV_cooperative_matrix: fp16 operands, fp32 accumulation. Built as conv2d_coopmat_fp16 (TENSOR_FP16) only;
+// the backend uses it with fp16 precision on devices that offer 16x16x16 fp16 cooperative matrices with an
+// fp32 accumulator, and conv2d_implicit_gemm_fp16 elsewhere.
+//
+// A workgroup of WARPS_M x WARPS_N subgroups (32 invocations each) computes a TILE_M x TILE_N block of C, each
+// subgroup FRAGS_M x FRAGS_N 16x16 accumulator fragments. Per step of TILE_K, every invocation reads its share
+// of the A tile (fp16 weights, rows padded to a multiple of 8 so that 16-byte loads always fit) and gathers its
+// share of B from the input (8 columns per unit, packed to fp16), into registers; the tiles go to shared memory
+// as 16-byte units with rows padded by 16 bytes against bank conflicts; the subgroups load fragments from there
+// and multiply. The next step's global reads are issued before this step's multiplications.
+//
+// Results go through a per-subgroup 16x16 fp32 scratch in shared memory (a fragment's layout across the
+// invocations is the driver's) to the same epilogue as conv2d_implicit_gemm: bias, activation, fused 2x2
+// max pool, or with SPLIT_K the raw partial sums for conv2d_split_k_reduce.comp.
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#include "activation_functions.glsl"
+#include "conv_columns.glsl"
+#include "tensor_storage.glsl"
+
+// Mirrors corgy::vulkan::CoopmatConstant.
+layout(constant_id = 0) const uint WARPS_M = 2;
+layout(constant_id = 1) const uint WARPS_N = 4;
+layout(constant_id = 2) const uint FRAGS_M = 4;
+layout(constant_id = 3) const uint FRAGS_N = 2;
+layout(constant_id = 4) const uint TILE_K = 32;
+layout(constant_id = 5) const uint KERNEL_SIZE = 3;
+layout(constant_id = 6) const bool POOL = false;
+layout(constant_id = 7) const bool SPLIT_K = false;
+// = WARPS_M * WARPS_N * 32, set by the host.
+layout(local_size_x_id = 8) in;
+
+TENSOR_INPUT(0, source, 10)
+layout(binding = 1) readonly buffer Weights { uvec4 weights[]; };  // fp16 [groups * M][k_padded], 8 a unit
+layout(binding = 2) readonly buffer Bias { float bias[]; };
+TENSOR_OUTPUT(3, result, 11)
+
+// Mirrors corgy::vulkan::ImplicitGemmParams (conv2d_implicit_gemm.comp); lda is the padded row of the weights.
+layout(push_constant) uniform Params {
+  uint M;
+  uint N;
+  uint K;
+  uint in_channels;
+  uint height;
+  uint width;
+  uint out_channels;
+  uint out_height;
+  uint out_width;
+  uint pool_height;
+  uint pool_width;
+  uint pool_pad_top;
+  uint pool_pad_left;
+  uint stride;
+  uint padding;
+  uint dilation;
+  uint groups;
+  uint k_per_split;
+  uint tiles_m;
+  uint has_bias;
+  uint activation;
+  float slope;
+  uint lda;  // halves per weight row: K rounded up to a multiple of 8
+} p;
+
+const uint SUBGROUP = 32;
+const uint THREADS = WARPS_M * WARPS_N * SUBGROUP;
+const uint TILE_M = WARPS_M * FRAGS_M * 16;
+const uint TILE_N = WARPS_N * FRAGS_N * 16;
+const uint TAPS = KERNEL_SIZE * KERNEL_SIZE;
+// Shared tiles in 16-byte units (8 halves), each row padded by one unit.
+const uint A_STRIDE = TILE_K / 8 + 1;
+const uint B_STRIDE = TILE_N / 8 + 1;
+const uint A_UNITS = TILE_M * TILE_K / 8;
+const uint B_UNITS = TILE_K * TILE_N / 8;
+const uint A_LOADS = (A_UNITS + THREADS - 1) / THREADS;
+const uint B_LOADS = (B_UNITS + THREADS - 1) / THREADS;
+// B unit u covers row k = u / (TILE_N / 8) and columns (u % (TILE_N / 8)) * 8 .. + 7; THREADS is a multiple of
+// TILE_N / 8 (the host checks), so an invocation gathers the same 8 columns at every step.
+const uint B_K_STRIDE = THREADS / (TILE_N / 8);
+
+shared uvec4 a_tile[TILE_M * A_STRIDE];
+shared uvec4 b_tile[TILE_K * B_STRIDE];
+shared float scratch[WARPS_M * WARPS_N * 256];
+
+uint k_end;
+int column_offset[8];
+int column_y[8];
+int column_x[8];
+
+uvec4 fetch_a(uint m, uint k, uint group) {
+  if (m >= p.M || k >= k_end) return uvec4(0);
+  // Rows are zero-padded to lda, so a unit that starts before K ends inside the row.
+  return weights[((group * p.M + m) * p.lda + k) / 8];
+}
+
+uvec4 fetch_b(uint k) {
+  vec4 lo = vec4(0.0);
+  vec4 hi = vec4(0.0);
+  if (k < k_end) {
+    const uint channel = k / TAPS;
+    const uint tap = k - channel * TAPS;
+    const uint ky = tap / KERNEL_SIZE;
+    const uint kx = tap - ky * KERNEL_SIZE;
+    const int dy = int(ky * p.dilation);
+    const int dx = int(kx * p.dilation);
+    const int offset = int(channel * p.height * p.width) + dy * int(p.width) + dx;
+    [[unroll]] for (uint e = 0; e < 4; ++e) {
+      int y = column_y[e] + dy;
+      int x = column_x[e] + dx;
+      if (uint(y) < p.height && uint(x) < p.width) lo[e] = load_source(uint(column_offset[e] + offset));
+      y = column_y[e + 4] + dy;
+      x = column_x[e + 4] + dx;
+      if (uint(y) < p.height && uint(x) < p.width) hi[e] = load_source(uint(column_offset[e + 4] + offset));
+    }
+  }
+  return uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
+}
+
+void main() {
+  const uint tiles_n = (p.N + TILE_N - 1) / TILE_N;
+  const uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  if (tile >= p.tiles_m * tiles_n) return;
+  const uint m0 = (tile % p.tiles_m) * TILE_M;
+  const uint n0 = (tile / p.tiles_m) * TILE_N;
+  const uint group = gl_WorkGroupID.z % p.groups;
+  const uint split = gl_WorkGroupID.z / p.groups;
+  const uint k_begin = split * p.k_per_split;
+  k_end = min(p.K, k_begin + p.k_per_split);
+
+  const uint tid = gl_LocalInvocationIndex;
+  // The host uses this kernel only where subgroups have 32 invocations.
+  const uint warp = gl_SubgroupID;
+  const uint lane = gl_SubgroupInvocationID;
+  const uint warp_m = warp / WARPS_N;
+  const uint warp_n = warp % WARPS_N;
+  const uint b_column = (tid % (TILE_N / 8)) * 8;
+  const uint b_row = tid / (TILE_N / 8);
+  const ConvGeometry g = ConvGeometry(p.out_height, p.out_width, POOL, p.pool_height, p.pool_width,
+                                      p.pool_pad_top, p.pool_pad_left);
+  const uint channels_per_group = p.in_channels / p.groups;
+  [[unroll]] for (uint e = 0; e < 8; ++e) {
+    const uint n = n0 + b_column + e;
+    uint image;
+    int y, x;
+    conv_column(g, min(n, p.N - 1), image, y, x);
+    column_y[e] = (n < p.N && y >= 0) ? y * int(p.stride) - int(p.padding) : -(1 << 30);
+    column_x[e] = x * int(p.stride) - int(p.padding);
+    column_offset[e] = int((image * p.in_channels + group * channels_per_group) * p.height * p.width) +
+                       column_y[e] * int(p.width) + column_x[e];
+  }
+
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> accumulators[FRAGS_M][FRAGS_N];
+  [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
+    [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) accumulators[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  }
+
+  uvec4 a_staged[A_LOADS];
+  uvec4 b_staged[B_LOADS];
+  const uint steps = (k_end - min(k_begin, k_end) + TILE_K - 1) / TILE_K;
+  // A unit u: row m = u / (TILE_K / 8), halves k = (u % (TILE_K / 8)) * 8 .. + 7.
+  [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
+    const uint u = tid + l * THREADS;
+    a_staged[l] = u < A_UNITS ? fetch_a(m0 + u / (TILE_K / 8), k_begin + (u % (TILE_K / 8)) * 8, group) : uvec4(0);
+  }
+  [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
+    b_staged[l] = tid + l * THREADS < B_UNITS ? fetch_b(k_begin + b_row + l * B_K_STRIDE) : uvec4(0);
+  }
+  for (uint step = 0; step < steps; ++step) {
+    barrier();  // every subgroup is done with the last step's tiles
+    [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
+      const uint u = tid + l * THREADS;
+      if (u < A_UNITS) a_tile[(u / (TILE_K / 8)) * A_STRIDE + u % (TILE_K / 8)] = a_staged[l];
+    }
+    [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
+      if (tid + l * THREADS < B_UNITS) b_tile[(b_row + l * B_K_STRIDE) * B_STRIDE + b_column / 8] = b_staged[l];
+    }
+    barrier();
+    // The next step's global reads go out before the multiplications, which hide them.
+    if (step + 1 < steps) {
+      const uint k_next = k_begin + (step + 1) * TILE_K;
+      [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
+        const uint u = tid + l * THREADS;
+        if (u < A_UNITS) a_staged[l] = fetch_a(m0 + u / (TILE_K / 8), k_next + (u % (TILE_K / 8)) * 8, group);
+      }
+      [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
+        if (tid + l * THREADS < B_UNITS) b_staged[l] = fetch_b(k_next + b_row + l * B_K_STRIDE);
+      }
+    }
+    [[unroll]] for (uint kk = 0; kk < TILE_K / 16; ++kk) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a_fragments[FRAGS_M];
+      [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
+        const uint row = (warp_m * FRAGS_M + i) * 16;
+        coopMatLoadNV(a_fragments[i], a_tile, row * A_STRIDE + kk * 2, A_STRIDE, false);
+      }
+      [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b_fragment;
+        const uint column = (warp_n * FRAGS_N + j) * 16;
+        coopMatLoadNV(b_fragment, b_tile, kk * 16 * B_STRIDE + column / 8, B_STRIDE, false);
+        [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
+          accumulators[i][j] = coopMatMulAddNV(a_fragments[i], b_fragment, accumulators[i][j]);
+        }
+      }
+    }
+  }
+
+  // Epilogue, one fragment at a time through this subgroup's scratch: lane l takes row l / 2 and the eight
+  // columns (l % 2) * 8 .. + 7, two pooling windows when pooling.
+  const uint scratch_base = warp * 256;
+  const uint row_in_fragment = lane / 2;
+  const uint column_in_fragment = (lane % 2) * 8;
+  [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
+    [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
+      coopMatStoreNV(accumulators[i][j], scratch, scratch_base, 16, false);
+      subgroupBarrier();
+      const uint m = m0 + (warp_m * FRAGS_M + i) * 16 + row_in_fragment;
+      const uint n_first = n0 + (warp_n * FRAGS_N + j) * 16 + column_in_fragment;
+      float sums[8];
+      [[unroll]] for (uint e = 0; e < 8; ++e) sums[e] = scratch[scratch_base + row_in_fragment * 16 + column_in_fragment + e];
+      // Every lane has read before the next fragment overwrites the scratch.
+      subgroupBarrier();
+      if (m < p.M) {
+        const uint channel = group * p.M + m;
+        if (SPLIT_K) {
+          const uint base = ((split * p.groups + group) * p.M + m) * p.N;
+          [[unroll]] for (uint e = 0; e < 8; ++e) {
+            if (n_first + e < p.N) store_result(base + n_first + e, sums[e]);
+          }
+        } else {
+          const float shift = p.has_bias != 0 ? bias[channel] : 0.0;
+          if (POOL) {
+            [[unroll]] for (uint w = 0; w < 2; ++w) {
+              const uint n = n_first + w * 4;
+              if (n >= p.N) continue;
+              float largest = uintBitsToFloat(0xff800000u);  // -infinity
+              [[unroll]] for (uint e = 0; e < 4; ++e) {
+                uint image;
+                int y, x;
+                conv_column(g, n + e, image, y, x);
+                if (y >= 0) largest = max(largest, activate(p.activation, p.slope, sums[w * 4 + e] + shift));
+              }
+              store_result(conv_output_index(g, p.out_channels, channel, n), largest);
+            }
+          } else {
+            [[unroll]] for (uint e = 0; e < 8; ++e) {
+              const uint n = n_first + e;
+              if (n < p.N) {
+                store_result(conv_output_index(g, p.out_channels, channel, n),
+                             activate(p.activation, p.slope, sums[e] + shift));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,251 @@
+// The Vulkan backend's convolution paths against the naive backend (on lavapipe in CI, validation on): im2col +
+// GEMM (the reference), the implicit GEMM with every tile shape of its table and a forced split of K, a max pool
+// fused into the convolution's output, fp16 precision, and the per-dispatch profile. The cooperative-matrix
+// kernel needs a device with VK_NV_cooperative_matrix; where there is one, the same cases run on it.
+#include <fmt/format.h>
+
+#include "corgy/backends/vulkan/conv_plan.h"
+#include "test_util.h"
+#include "vulkan_test_options.h"
+
+namespace corgy::testing {
+namespace {
+
+struct ConvCase {
+  Shape input;
+  Conv2dDesc desc;
+};
+
+std::string describe(const ConvCase& c) {
+  return fmt::format("{} k{} s{} p{} d{} g{} -> {}", c.input.str(), c.desc.kernel, c.desc.stride, c.desc.padding,
+                     c.desc.dilation, c.desc.groups, c.desc.out_channels);
+}
+
+// Ragged sizes, K not a multiple of 4, strides, dilation, groups, 1x1, several images (columns span images).
+std::vector<ConvCase> conv_cases() {
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  return {
+      {{1, 3, 13, 13}, {.in_channels = 3, .out_channels = 16, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{3, 5, 17, 11}, {.in_channels = 5, .out_channels = 7, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{2, 8, 9, 9}, {.in_channels = 8, .out_channels = 36, .kernel = 1}},
+      {{2, 3, 11, 13}, {.in_channels = 3, .out_channels = 5, .kernel = 3, .stride = 2}},
+      {{1, 4, 15, 15}, {.in_channels = 4, .out_channels = 4, .kernel = 3, .padding = 2, .dilation = 2}},
+      {{3, 2, 12, 9}, {.in_channels = 2, .out_channels = 3, .kernel = 5, .stride = 2, .padding = 1, .dilation = 2}},
+      {{1, 8, 10, 10}, {.in_channels = 8, .out_channels = 12, .kernel = 3, .padding = 1, .groups = 2}},
+      {{2, 64, 7, 7}, {.in_channels = 64, .out_channels = 40, .kernel = 3, .padding = 1, .activation = leaky}},
+  };
+}
+
+Variable conv_naive(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable& bias) {
+  const Shape& in = input.shape();
+  Variable output({in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)});
+  NaiveBackend().conv2d(d, input, weights, &bias, output);
+  return output;
+}
+
+struct Operands {
+  Variable input, weights, bias;
+};
+
+Operands random_operands(const ConvCase& c, std::mt19937& rng) {
+  const Conv2dDesc& d = c.desc;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.in_channels / d.groups * d.kernel * d.kernel));
+  return {random_variable(c.input, rng),
+          random_variable({d.out_channels, d.in_channels / d.groups, d.kernel, d.kernel}, rng, scale),
+          random_variable(Shape::vector(d.out_channels), rng)};
+}
+
+Variable conv_vulkan(VulkanBackend& vulkan, const Conv2dDesc& d, const Operands& o) {
+  const Shape& in = o.input.shape();
+  Variable output({in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)});
+  vulkan.upload_constant(o.weights);
+  vulkan.upload_constant(o.bias);
+  vulkan.conv2d(d, o.input, o.weights, &o.bias, output);
+  return output;
+}
+
+TEST(VulkanConvolution, EveryAlgorithmTileShapeAndSplitMatchesNaive) {
+  // Every case with the reference path, the automatic plan and a forced split; every tile shape of the table
+  // with two cases (one ragged and small, one with K a multiple of 4 and several tiles).
+  const std::vector<VulkanConvolutionOptions> per_case = {
+      {.algorithm = VulkanConvAlgorithm::im2col_gemm},
+      {.algorithm = VulkanConvAlgorithm::implicit_gemm},
+      {.algorithm = VulkanConvAlgorithm::implicit_gemm, .tiles = {32, 32, 16, 4, 4}, .split_k = 3},
+  };
+  std::vector<VulkanConvolutionOptions> per_tile;
+  for (const vulkan::RatedConvTiles& rated : vulkan::implicit_gemm_tile_choices()) {
+    per_tile.push_back({.algorithm = VulkanConvAlgorithm::implicit_gemm, .tiles = rated.tiles, .split_k = 1});
+  }
+  std::mt19937 rng(21);
+  const std::vector<ConvCase> cases = conv_cases();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const ConvCase& c = cases[i];
+    const Operands o = random_operands(c, rng);
+    const Variable expected = conv_naive(c.desc, o.input, o.weights, o.bias);
+    std::vector<VulkanConvolutionOptions> plans = per_case;
+    if (i == 1 || i + 1 == cases.size()) plans.insert(plans.end(), per_tile.begin(), per_tile.end());
+    for (const VulkanConvolutionOptions& plan : plans) {
+      VulkanOptions options = validated_vulkan_options();
+      options.convolution = plan;
+      VulkanBackend vulkan(options);
+      EXPECT_TRUE(outputs_match(conv_vulkan(vulkan, c.desc, o), expected))
+          << describe(c) << ", algorithm " << static_cast<int>(plan.algorithm) << ", tiles " << plan.tiles.tile_m << "x"
+          << plan.tiles.tile_n << "x" << plan.tiles.tile_k << ", split " << plan.split_k;
+    }
+  }
+}
+
+TEST(VulkanConvolution, SplitKIsChosenForSkinnyProblems) {
+  // Tiny YOLO's 13x13x1024 -> 1024 layer at batch 1: too few tiles for a large GPU without a split of K.
+  VkPhysicalDeviceLimits limits{};
+  limits.maxComputeSharedMemorySize = 48 * 1024;
+  limits.maxComputeWorkGroupInvocations = 1024;
+  const vulkan::ConvPlan skinny = vulkan::plan_convolution({1024, 169, 9216, 1}, {}, {&limits, false});
+  EXPECT_GT(skinny.splits, 1u) << skinny.describe();
+  EXPECT_EQ(skinny.k_per_split % skinny.tile_k(), 0u);
+  EXPECT_GE(skinny.k_per_split * skinny.splits, 9216u);
+  // The same layer at batch 64 has work enough: no split.
+  EXPECT_EQ(vulkan::plan_convolution({1024, 169 * 64, 9216, 1}, {}, {&limits, false}).splits, 1u);
+}
+
+// Pools after a convolution: fused into its output (2x2 stride 2, with and without padding on odd sizes), or not
+// fusable (stride 1, 3x3) and run as a second dispatch.
+TEST(VulkanConvolution, ConvolutionWithMaxPoolMatchesNaive) {
+  struct PoolCase {
+    Shape input;
+    Pool2dDesc pool;
+  };
+  const std::vector<PoolCase> cases = {
+      {{2, 3, 12, 12}, {}},
+      {{1, 4, 13, 11}, {.pad_bottom = 1, .pad_right = 1}},  // darknet 2/2 and TF 'same' on odd sizes
+      {{3, 5, 9, 9}, {}},                                   // the last row and column fall out of every window
+      {{1, 6, 13, 13}, {.stride_h = 1, .stride_w = 1, .pad_bottom = 1, .pad_right = 1}},  // darknet 2/1
+      {{2, 3, 10, 10}, {.kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1}},
+  };
+  std::mt19937 rng(22);
+  NaiveBackend naive;
+  for (const PoolCase& pc : cases) {
+    const ConvCase c{pc.input,
+                     {.in_channels = pc.input.c,
+                      .out_channels = 20,
+                      .kernel = 3,
+                      .padding = 1,
+                      .activation = Activation::leaky_relu(0.1f)}};
+    const Operands o = random_operands(c, rng);
+    const Variable conv = conv_naive(c.desc, o.input, o.weights, o.bias);
+    Variable expected(
+        {conv.shape().n, conv.shape().c, pc.pool.output_h(conv.shape().h), pc.pool.output_w(conv.shape().w)});
+    naive.pool2d(pc.pool, conv, expected);
+    for (const std::uint32_t split : {1u, 4u}) {
+      for (const bool fuse : {true, false}) {
+        VulkanOptions options = validated_vulkan_options();
+        options.convolution = {.split_k = split, .fuse_pool = fuse};
+        VulkanBackend vulkan(options);
+        vulkan.upload_constant(o.weights);
+        vulkan.upload_constant(o.bias);
+        Variable actual(expected.shape());
+        vulkan.conv2d_maxpool(c.desc, pc.pool, o.input, o.weights, &o.bias, actual);
+        EXPECT_TRUE(outputs_match(actual, expected)) << describe(c) << " pool " << pc.pool.kernel_h << "/"
+                                                     << pc.pool.stride_h << " split " << split << " fuse " << fuse;
+      }
+    }
+  }
+}
+
+TEST(VulkanConvolution, Fp16PrecisionKeepsIntermediatesInHalfAndStaysClose) {
+  // A chain whose intermediates are device-only: in fp16 they are stored as halves; the output stays fp32.
+  std::mt19937 rng(23);
+  Sequential model;
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  model.add(Conv2d({.in_channels = 3, .out_channels = 16, .kernel = 3, .padding = 1, .activation = leaky}));
+  model.add(MaxPool2d({.kernel = 2}));
+  model.add(Conv2d({.in_channels = 16, .out_channels = 32, .kernel = 3, .padding = 1, .activation = leaky}));
+  model.add(MaxPool2d::darknet(2, 1));
+  model.add(BatchNorm(32));  // channel_affine reads fp32 only: its input is converted
+  model.add(Conv2d({.in_channels = 32, .out_channels = 8, .kernel = 1}));
+  randomize_parameters(model, rng);
+  const Variable input = random_variable({2, 3, 20, 20}, rng);
+  model.set_backend("naive");
+  const Variable expected = model.forward(input).clone();
+
+  VulkanOptions options = validated_vulkan_options();
+  options.precision = Precision::fp16;
+  options.convolution.split_k = 1;
+  auto owned = std::make_unique<VulkanBackend>(options);
+  VulkanBackend& vulkan = *owned;
+  model.set_backend(std::move(owned));
+  EXPECT_TRUE(outputs_match(model.forward(input), expected, 2e-2));
+  if (vulkan.precision() != Precision::fp16) GTEST_SKIP() << "the device has no 16-bit storage: fp32 ran";
+  vulkan.set_profiling(true);
+  model.forward(input);
+  std::vector<std::string> kernels;
+  for (const VulkanDispatchProfile& d : vulkan.dispatch_profile()) kernels.push_back(d.kernel);
+  const bool coopmat = vulkan.cooperative_matrix();
+  const std::string conv_kernel = coopmat ? "conv2d_coopmat_fp16" : "conv2d_implicit_gemm_fp16";
+  // conv (fp32 input, fp16 output), pool, conv, pool, conversion for the batch norm, batch norm (fp32 output),
+  // conv (fp32 in and out: the plain fp32 kernel unless on tensor cores).
+  const std::vector<std::string> wanted = {conv_kernel,
+                                           "pool2d_fp16",
+                                           conv_kernel,
+                                           "pool2d_fp16",
+                                           "tensor_convert_fp16",
+                                           "channel_affine",
+                                           coopmat ? conv_kernel : "conv2d_implicit_gemm"};
+  EXPECT_EQ(kernels, wanted);
+}
+
+TEST(VulkanConvolution, BackendNamesSetThePrecision) {
+  auto half = make_backend("vulkan+fp16", {.validation = true});
+  const auto* vulkan = dynamic_cast<const VulkanBackend*>(half.get());
+  ASSERT_NE(vulkan, nullptr);
+  EXPECT_EQ(vulkan->precision(), Precision::fp16);  // lavapipe and the GPUs corgy meets have 16-bit storage
+  auto by_index = make_backend("vulkan:0+fp32");
+  EXPECT_EQ(dynamic_cast<const VulkanBackend&>(*by_index).precision(), Precision::fp32);
+  EXPECT_EQ(make_backend("blas+fp16")->name(), "blas");  // the CPU backends compute in fp32
+  try {
+    make_backend("vulkan:no-such-gpu+fp16");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no device name contains 'no-such-gpu'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(VulkanConvolution, ProfileListsEveryDispatchWithItsLayerAndTime) {
+  std::mt19937 rng(24);
+  const ConvCase c{{1, 8, 16, 16}, {.in_channels = 8, .out_channels = 16, .kernel = 3, .padding = 1}};
+  const Operands o = random_operands(c, rng);
+  VulkanOptions options = validated_vulkan_options();
+  options.convolution.split_k = 2;
+  VulkanBackend vulkan(options);
+  vulkan.upload_constant(o.weights);
+  vulkan.upload_constant(o.bias);
+  vulkan.set_profiling(true);
+  Variable conv({1, 16, 16, 16});
+  Variable pooled({1, 16, 8, 8});
+  vulkan.begin_forward();
+  vulkan.begin_layer(0);
+  vulkan.conv2d(c.desc, o.input, o.weights, &o.bias, conv);
+  vulkan.begin_layer(1);
+  vulkan.pool2d({}, conv, pooled);
+  vulkan.end_forward();
+  const std::vector<VulkanDispatchProfile>& profile = vulkan.dispatch_profile();
+  ASSERT_EQ(profile.size(), 3u);  // the split GEMM, its reduction, the pool
+  EXPECT_EQ(profile[0].kernel, "conv2d_implicit_gemm");
+  EXPECT_EQ(profile[0].operation, "conv2d");
+  EXPECT_EQ(profile[0].layer, 0);
+  EXPECT_NE(profile[0].detail.find("split 2"), std::string::npos) << profile[0].detail;
+  EXPECT_DOUBLE_EQ(profile[0].flops, 2.0 * 16 * 256 * 72);
+  EXPECT_EQ(profile[1].kernel, "conv2d_split_k_reduce");
+  EXPECT_EQ(profile[2].operation, "pool2d");
+  EXPECT_EQ(profile[2].layer, 1);
+  double sum = 0.0;
+  for (const VulkanDispatchProfile& d : profile) {
+    EXPECT_GE(d.ms, 0.0);
+    sum += d.ms;
+  }
+  EXPECT_LE(sum, vulkan.stats().last_gpu_ms + 1e-6);
+  EXPECT_TRUE(outputs_match(conv, conv_naive(c.desc, o.input, o.weights, o.bias)));
+}
+
+}  // namespace
+}  // namespace corgy::testing
