@@ -76,7 +76,6 @@ TEST_P(FusionOnBackend, FusedAndUnfusedForwardsAgree) {
 }
 
 TEST_P(FusionOnBackend, ProfileHasAnEntryPerComputedLayer) {
-  if (GetParam().starts_with("vulkan")) GTEST_SKIP() << "the Vulkan backend does not profile yet";
   std::mt19937 rng(5);
   Sequential model = tiny_yolo_like();
   randomize_parameters(model, rng);
@@ -84,14 +83,18 @@ TEST_P(FusionOnBackend, ProfileHasAnEntryPerComputedLayer) {
   model.backend().set_profiling(true);
   model.forward(random_variable({1, 3, 16, 16}, rng));
   const std::vector<OpProfile> profile = model.backend().take_profile();
-  // Layers 0 and 2 are computed inside the fused steps of layers 1 and 3.
-  ASSERT_EQ(profile.size(), 3u);
-  const int layers[] = {1, 3, 4};
-  for (std::size_t i = 0; i < profile.size(); ++i) {
-    EXPECT_EQ(profile[i].layer, layers[i]);
-    EXPECT_FALSE(profile[i].algorithm.empty()) << "layer " << profile[i].layer;
-    EXPECT_GT(profile[i].ms, 0.0);
+  // Layers 0 and 2 are computed inside the fused steps of layers 1 and 3. A GPU backend may record several
+  // entries for one layer (a dispatch each), in layer order.
+  std::vector<int> layers;
+  double total_ms = 0.0;
+  for (const OpProfile& entry : profile) {
+    if (layers.empty() || layers.back() != entry.layer) layers.push_back(entry.layer);
+    EXPECT_FALSE(entry.algorithm.empty()) << "layer " << entry.layer;
+    EXPECT_GE(entry.ms, 0.0);
+    total_ms += entry.ms;
   }
+  EXPECT_EQ(layers, (std::vector<int>{1, 3, 4}));
+  EXPECT_GT(total_ms, 0.0);
   EXPECT_TRUE(model.backend().take_profile().empty());  // taken
   model.backend().set_profiling(false);
   model.forward(random_variable({1, 3, 16, 16}, rng));

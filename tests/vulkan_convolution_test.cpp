@@ -182,15 +182,12 @@ TEST(VulkanConvolution, Fp16PrecisionKeepsIntermediatesInHalfAndStaysClose) {
   for (const VulkanDispatchProfile& d : vulkan.dispatch_profile()) kernels.push_back(d.kernel);
   const bool coopmat = vulkan.cooperative_matrix();
   const std::string conv_kernel = coopmat ? "conv2d_coopmat_fp16" : "conv2d_implicit_gemm_fp16";
-  // conv (fp32 input, fp16 output), pool, conv, pool, conversion for the batch norm, batch norm (fp32 output),
-  // conv (fp32 in and out: the plain fp32 kernel unless on tensor cores).
-  const std::vector<std::string> wanted = {conv_kernel,
-                                           "pool2d_fp16",
-                                           conv_kernel,
-                                           "pool2d_fp16",
-                                           "tensor_convert_fp16",
-                                           "channel_affine",
-                                           coopmat ? conv_kernel : "conv2d_implicit_gemm"};
+  // Sequential fuses each convolution with its pool: the 2x2/2 pool into the convolution's output (fp32 input, fp16
+  // output), the darknet 2/1 pool as a second dispatch; a conversion for the batch norm, which reads fp32 only;
+  // the last convolution reads and writes fp32 (the plain fp32 kernel unless on tensor cores).
+  const std::vector<std::string> wanted = {conv_kernel,      conv_kernel,
+                                           "pool2d_fp16",    "tensor_convert_fp16",
+                                           "channel_affine", coopmat ? conv_kernel : "conv2d_implicit_gemm"};
   EXPECT_EQ(kernels, wanted);
 }
 

@@ -379,6 +379,8 @@ void CommandRecorder::read_gpu_time() {
     record.detail = d.detail;
     record.flops = d.flops;
     record.ms = static_cast<double>(ticks[i + 2] - ticks[i + 1]) * ms_per_tick;
+    taken_profile_.push_back(
+        {record.layer, record.detail.empty() ? record.kernel : record.kernel + " " + record.detail, record.ms});
     profile_.push_back(std::move(record));
   }
 }

@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "corgy/backends/vulkan/pipelines.h"
@@ -73,6 +74,8 @@ class CommandRecorder {
   /// Timestamps around each dispatch from the next recording on; profile() lists the last forward's.
   void set_profiling(bool enabled) { profiling_ = enabled; }
   const std::vector<VulkanDispatchProfile>& profile() const { return profile_; }
+  /// Every profiled dispatch since the last call, as Backend::take_profile() gives them.
+  std::vector<OpProfile> take_profile() { return std::exchange(taken_profile_, {}); }
   /// A small buffer for a binding the kernel does not read (a convolution without bias).
   BufferUse unused_binding() const { return {&placeholder_, placeholder_.size(), false}; }
   /// Records (if anything changed), submits, waits, and copies staged results to the host. Throws corgy::Error
@@ -124,6 +127,7 @@ class CommandRecorder {
   bool profiling_ = false;
   bool recorded_profiling_ = false;
   std::vector<VulkanDispatchProfile> profile_;
+  std::vector<OpProfile> taken_profile_;
 
   bool in_forward_ = false;
   std::vector<Dispatch> dispatches_;

@@ -103,9 +103,9 @@ TensorEntry& TensorBuffers::entry_for(const Variable& tensor) {
   if (tensor.empty()) throw Error("Vulkan: an operation got an empty Variable");
   const std::uint64_t id = tensor.storage()->id();
   auto& slot = entries_[id];
-  const TensorPlace wanted = slot && slot->place == TensorPlace::constant          ? TensorPlace::constant
+  const TensorPlace wanted = slot && slot->place == TensorPlace::constant ? TensorPlace::constant
                              : device_only_.contains(id)                  ? TensorPlace::device_only
-                                                                                   : TensorPlace::host;
+                                                                          : TensorPlace::host;
   if (!slot || slot->place != wanted) {
     slot = std::make_unique<TensorEntry>();
     slot->storage = tensor.storage();

@@ -61,6 +61,8 @@ const std::vector<VulkanDispatchProfile>& VulkanBackend::dispatch_profile() cons
 
 void VulkanBackend::begin_layer(int index) { runtime_->recorder.set_layer(index); }
 
+std::vector<OpProfile> VulkanBackend::take_profile() { return runtime_->recorder.take_profile(); }
+
 void VulkanBackend::set_device_only(std::span<const std::uint64_t> storage_ids) {
   runtime_->tensors.set_device_only(storage_ids);
 }

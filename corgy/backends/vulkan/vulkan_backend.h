@@ -157,11 +157,13 @@ class VulkanBackend final : public Backend {
   bool cooperative_matrix() const;
 
   /// Timestamps around every dispatch of the following forwards (a little slower); dispatch_profile() then
-  /// lists the last forward's dispatches with their GPU time.
-  void set_profiling(bool enabled);
+  /// lists the last forward's dispatches with their GPU time, and take_profile() every dispatch since its last
+  /// call as "kernel plan" (e.g. "conv2d_coopmat_fp16 128x128x32 (2x4 warps of 4x2) +maxpool").
+  void set_profiling(bool enabled) override;
   const std::vector<VulkanDispatchProfile>& dispatch_profile() const;
+  std::vector<OpProfile> take_profile() override;
   /// The layer whose operations follow (for the profile); Sequential calls it before each layer.
-  void begin_layer(int index);
+  void begin_layer(int index) override;
 
   void set_device_only(std::span<const std::uint64_t> storage_ids) override;
   void upload_constant(const Variable& tensor) override;
