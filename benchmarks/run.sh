@@ -126,7 +126,7 @@ if ((gpu)); then
   batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1")
   slow_repeat[yolo.1]=1 slow_warmup[yolo.1]=0
   rounds=1
-  peers=(torch-cuda torch-cuda-jit)
+  peers=(torch-cuda torch-cuda-jit torch-cuda-graph torch-cuda-fp16)
 fi
 
 kind_of() {
@@ -211,6 +211,8 @@ peer() {
   [[ $peer == darknet && $key == yolo.8 ]] && reps=2  # 4 s or more per forward
   [[ $peer == torch-cuda* ]] && warmup_ms=$gpu_warmup_ms
   local reference=$work/out/corgy-$model-b$batch-$reference_config
+  # fp16 peers against corgy's fp16 outputs (vulkan with +fp16).
+  [[ $peer == *fp16 ]] && reference=$work/out/corgy-$model-b$batch-${reference_config/-t0/+fp16-t0}
   local common=(--model "$(model_path "$model")" --input "$(input_of "$model" "$batch")" --reference "$reference"
     --repeat "$reps" --warmup "$warmup" --warmup-ms "$warmup_ms")
   local threads=(1 2)
@@ -283,7 +285,10 @@ fast_backends() {  # ROUND MODEL BATCH
     corgy "$1" "$2" "$3" blas:im2col 1 other
     corgy "$1" "$2" "$3" blas:im2col 0 other
   fi
-  for index in $gpu_indices; do corgy "$1" "$2" "$3" "vulkan:$index" 0; done
+  for index in $gpu_indices; do
+    corgy "$1" "$2" "$3" "vulkan:$index" 0
+    ((gpu)) && corgy "$1" "$2" "$3" "vulkan:$index+fp16" 0
+  done
 }
 
 slow_backends() {  # MODEL BATCH
@@ -308,6 +313,8 @@ for round in $(seq 1 "$rounds"); do
       fast_backends "$round" "$model" "$batch"
       for p in "${peers[@]}"; do
         [[ $batch == 64 && $model != mnist && $p != torch-cuda* ]] && continue
+        # The CUDA graph and fp16 peers where the GPU tables compare them: Tiny YOLO at batch 1 and 64.
+        [[ ($p == torch-cuda-graph || $p == torch-cuda-fp16) && ($model == mnist || $batch == 8) ]] && continue
         # darknet: its own cfgs only, and one round (a second or more per forward, one thread)
         [[ $p == darknet && ($model == mnist || $round != 1) ]] && continue
         [[ $model == style* && $p != torch* ]] && continue  # no ONNX export or darknet cfg of the style network
@@ -320,11 +327,37 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
+# The GPU's matrix ceilings (cuBLAS through PyTorch), and where a Tiny YOLO forward's time goes on it: corgy's
+# per-dispatch profile against the fp32 or fp16 ceiling.
+if ((gpu)); then
+  log "GPU peaks and profiles"
+  peaks=$("$python" benchmarks/gpu_peak.py 2>>"$work/stderr.log" || echo '{"framework": "gpu-peak"}')
+  echo "$peaks" >>"$results"
+  : >"$work/profiles.txt"
+  for model in yolov2-tiny-voc yolov3-tiny; do
+    for batch in 1 64; do
+      for precision in fp32 fp16; do
+        peak=$("$python" -c "import json, sys; print(json.loads(sys.argv[1]).get('${precision}_gflops', 0))" "$peaks")
+        backend=vulkan:$first_gpu
+        [[ $precision == fp16 ]] && backend+=+fp16
+        model_args "$model"
+        {
+          echo "== $model batch $batch, $backend"
+          "$bin/model_benchmark" "${model_flags[@]}" --input "$(input_of "$model" "$batch")" --backend "$backend" \
+            --warmup-ms "$gpu_warmup_ms" --repeat 10 --profile --peak-gflops "$peak" \
+            --peak-label "cuBLAS $precision 8192^3 on this GPU$([[ $precision == fp16 ]] && echo ', tensor cores' || echo ', TF32 off')"
+        } >>"$work/profiles.txt" 2>>"$work/stderr.log" || log "FAILED: profile $model $batch $backend"
+      done
+    done
+  done
+fi
+
 # Do corgy's backends agree with each other? (The peers were checked against corgy before they were timed.)
 "$python" benchmarks/compare_outputs.py "$work/out" >>"$results"
 
 # Where the time goes: model_benchmark --profile's per-layer table (algorithm, ms, GFLOP/s, % of the FMA peak) for
-# Tiny YOLO v2-VOC at batch 1 and MNIST at batch 64, on blas at 1 thread and all cores (on the GPU machine, vulkan).
+# Tiny YOLO v2-VOC at batch 1 and MNIST at batch 64, on blas at 1 thread and all cores (on the GPU machine, vulkan's
+# per-dispatch profiles are above, against the GPU's ceilings).
 mkdir -p "$work/profiles"
 profile() {  # MODEL BATCH BACKEND THREADS
   local name
@@ -335,9 +368,7 @@ profile() {  # MODEL BATCH BACKEND THREADS
     --warmup 2 --repeat "${repeat[$(kind_of "$1").$2]}" --profile 2>>"$work/stderr.log" | tail -n +2 \
     >"$work/profiles/$name.txt" || log "FAILED: profile $name"
 }
-if ((gpu)); then
-  for index in $gpu_indices; do profile yolov2-tiny-voc 1 "vulkan:$index" 0; done
-else
+if ((!gpu)); then
   for threads in 1 0; do
     profile yolov2-tiny-voc 1 blas "$threads"
     profile mnist 64 blas "$threads"
@@ -355,7 +386,7 @@ if ((gpu)); then
   out=${OUT:-$work}
   cat "$work/machine.json" "$results" >"$out/gpu-machine.jsonl"
   cp "$work/stderr.log" "$out/gpu-stderr.log" 2>/dev/null || true
-  for file in "$work"/profiles/*.txt; do cp "$file" "$out/profile-gpu-$(basename "$file")"; done
+  cp "$work/profiles.txt" "$out/gpu-profiles.txt" 2>/dev/null || true
   exit 0
 fi
 report_out=$work/report

@@ -3,7 +3,7 @@
 # naive backend (the Vulkan test programs, fp32 and fp16, the face detector in fp16), then times every plan of
 # every Tiny YOLO layer and the models with their per-dispatch profile (vulkan_conv_benchmark). Prebuilt:
 #   <folder>/bin/   vulkan_backend_test vulkan_model_test vulkan_convolution_test layer_harness_test
-#                   face_detector_test vulkan_conv_benchmark
+#                   fusion_test face_detector_test vulkan_conv_benchmark
 #   <folder>/lib/   libcorgy.so*
 #   <folder>/debs/  vulkan-validationlayers (unpacked into /), for the tests' validation layer
 # Usage, from the project root after `source .gl/env.sh`:
@@ -22,10 +22,14 @@ if [ ! -e "$built_from" ]; then mkdir -p "$(dirname "$built_from")" && ln -s "$P
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
 vulkaninfo --summary 2>/dev/null | grep -E "deviceName|driverInfo|apiVersion" | head -6
 status=0
-for test in vulkan_convolution_test vulkan_backend_test vulkan_model_test layer_harness_test face_detector_test; do
+# The programs that also test CPU backends run their Vulkan cases only.
+for test in vulkan_convolution_test vulkan_backend_test vulkan_model_test layer_harness_test fusion_test \
+  face_detector_test; do
   [ -x "$folder/bin/$test" ] || continue
+  filter='*'
+  case $test in layer_harness_test | fusion_test | face_detector_test) filter='*vulkan*' ;; esac
   start=$(date +%s)
-  "$folder/bin/$test" --gtest_brief=1 >"$logs/$test.log" 2>&1 || status=1
+  "$folder/bin/$test" --gtest_brief=1 --gtest_filter="$filter" >"$logs/$test.log" 2>&1 || status=1
   echo "== $test: $(grep -E '^\[  (PASSED|FAILED)' "$logs/$test.log" | tr '\n' ' ') ($(($(date +%s) - start)) s)"
   grep -E "FAILED|Failure|error" "$logs/$test.log" | head -8
 done
