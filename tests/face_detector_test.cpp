@@ -108,6 +108,8 @@ class TinyFaceDetectorOnBackend : public ::testing::TestWithParam<std::string> {
 // and more under the sanitizers, so they check every photo at 416 and the first two at 608.
 bool checks_everything(const std::string& backend) { return backend == "blas"; }
 constexpr int photos_at_608_when_short = 2;
+// fp16 precision runs only on Vulkan (lavapipe in CI): every photo at 416 keeps CI's time in bounds.
+int photos_at_608(const std::string& backend) { return half_precision(backend) ? 0 : photos_at_608_when_short; }
 
 TEST_P(TinyFaceDetectorOnBackend, FindsTheFacesFaceApiFinds) {
   Sequential model = load_tiny_face_detector(manifest);
@@ -115,7 +117,7 @@ TEST_P(TinyFaceDetectorOnBackend, FindsTheFacesFaceApiFinds) {
   Agreement agreement;
   int photo_index = 0;
   for (const Json& image : reference().at("images")) {
-    const bool all_sizes = checks_everything(GetParam()) || photo_index++ < photos_at_608_when_short;
+    const bool all_sizes = checks_everything(GetParam()) || photo_index++ < photos_at_608(GetParam());
     const std::string file = std::filesystem::path(image.at("image").get<std::string>()).filename().string();
     const Variable photo = load_image(face_api_data(file), 3);
     ASSERT_EQ(photo.shape().w, image.at("width").get<int>()) << file;
@@ -137,7 +139,7 @@ TEST_P(TinyFaceDetectorOnBackend, FindsTheFacesFaceApiFinds) {
     }
   }
   // 6 photos x 2 thresholds at 416, and at 608 for 6 or 2 photos.
-  EXPECT_EQ(agreement.runs, checks_everything(GetParam()) ? 24 : 12 + 2 * photos_at_608_when_short);
+  EXPECT_EQ(agreement.runs, checks_everything(GetParam()) ? 24 : 12 + 2 * photos_at_608(GetParam()));
   RecordProperty("worst_iou", fmt::format("{:.7f}", agreement.worst_iou));
   RecordProperty("worst_score_difference", fmt::format("{:.2g}", agreement.worst_score_difference));
   fmt::print("{}: {} faces in {} runs as face-api found them; lowest IoU 1 - {:.2g}, largest score difference {:.2g}\n",
