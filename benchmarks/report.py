@@ -294,7 +294,8 @@ def gpu_peer_table(m):
                 for c in cases}
 
     vulkan = vulkan_rows("fp32")
-    for precision, rows in (("fp32", vulkan), ("fp16", vulkan_rows("fp16"))):
+    vulkan16 = vulkan_rows("fp16")
+    for precision, rows in (("fp32", vulkan), ("fp16", vulkan16)):
         if not any(rows.values()):
             continue
         cells = [f"**corgy vulkan {precision}**"]
@@ -310,7 +311,8 @@ def gpu_peer_table(m):
             if row is None:
                 cells.append(peer_cell(m, case, label, None))
                 continue
-            ratio = f" ({fmt_ratio(vulkan[case].median / row.median)})" if vulkan[case] else ""
+            own = (vulkan16 if "fp16" in label else vulkan)[case]  # fp16 peers against corgy's fp16 row
+            ratio = f" ({fmt_ratio(own.median / row.median)})" if own else ""
             cells.append(f"{fmt_ms(row.median)} [{fmt_ms(row.gpu)}]{ratio}")
         out.append("| " + " | ".join(cells) + " |")
     peak = next((r for r in m.records if r["framework"] == "gpu-peak" and r.get("fp32_gflops")), None)
@@ -622,8 +624,8 @@ def machine_section(m, title, name, out_dir, profiles=""):
                   "Median ms per forward end to end (host to host); in square brackets the GPU time alone (corgy: "
                   "timestamp queries around the forward's dispatches, without the copies of the host input and "
                   "outputs; PyTorch: CUDA events around the forward, input already on the GPU; the CUDA graph row "
-                  "replays one captured forward); in round brackets corgy vulkan fp32's end-to-end median divided "
-                  "by PyTorch's (above 1×: PyTorch is faster). fp16 rows: corgy with '+fp16' (fp16 storage, fp32 "
+                  "replays one captured forward); in round brackets corgy vulkan's end-to-end median divided by "
+                  "PyTorch's, in the same precision (above 1×: PyTorch is faster). fp16 rows: corgy with '+fp16' (fp16 storage, fp32 "
                   "sums, tensor cores through VK_NV_cooperative_matrix) and PyTorch in fp16, channels-last; each "
                   "checked against corgy's fp16 outputs (tolerance 2e-2).\n", gpu_peer_table(m)]
     if m.peers or m.disagreeing:
