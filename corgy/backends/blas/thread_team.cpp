@@ -1,5 +1,6 @@
 #include "corgy/backends/blas/thread_team.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -27,20 +28,22 @@ bool spin_while(const Condition& waiting, CpuPlacement& placement, int member, i
   }
 }
 
-/// Pins the calling thread to one CPU of those the process may run on, the `slot`-th (round robin). Returns false
-/// (and leaves the thread as it was) when the process may use only one CPU.
-bool pin_to_allowed_cpu(unsigned slot) {
+/// The CPUs the process may run on (empty when it may use only one: pinning would gain nothing).
+std::vector<int> allowed_cpus() {
   cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2) return false;
-  unsigned wanted = slot % static_cast<unsigned>(CPU_COUNT(&allowed));
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2) return {};
+  std::vector<int> cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed) || wanted-- != 0) continue;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    return sched_setaffinity(0, sizeof(one), &one) == 0;
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
   }
-  return false;
+  return cpus;
+}
+
+bool pin_thread(pthread_t thread, int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return pthread_setaffinity_np(thread, sizeof(one), &one) == 0;
 }
 
 /// Worker slots handed out across all teams, so that teams of several backends spread over the CPUs.
@@ -85,12 +88,33 @@ TeamMember::Range TeamMember::share(std::size_t total, std::size_t granule) cons
 }
 
 ThreadTeam::ThreadTeam(int size, bool pin_workers) : placement_(std::max(size, 1)) {
+  const std::vector<int> cpus = pin_workers ? allowed_cpus() : std::vector<int>{};
   for (int index = 1; index < size; ++index) {
     const unsigned slot = next_worker_slot.fetch_add(1, std::memory_order_relaxed);
-    workers_.emplace_back([this, index, slot, pin_workers] {
-      if (pin_workers) pin_to_allowed_cpu(slot);
-      work(index);
-    });
+    workers_.emplace_back([this, index] { work(index); });
+    int cpu = -1;
+    if (!cpus.empty()) {
+      cpu = cpus[slot % cpus.size()];
+      if (!pin_thread(workers_.back().native_handle(), cpu)) cpu = -1;
+    }
+    worker_cpus_.push_back(cpu);
+  }
+  allowed_cpus_ = pin_workers ? cpus : std::vector<int>{};
+}
+
+void ThreadTeam::move_workers_off_callers_cpu(int count) {
+  const int here = sched_getcpu();
+  for (int worker = 0; worker + 1 < count; ++worker) {
+    if (worker_cpus_[worker] != here) continue;
+    // The allowed CPU, other than the caller's, with the fewest of this team's workers.
+    int best = -1;
+    long fewest = 0;
+    for (int cpu : allowed_cpus_) {
+      if (cpu == here) continue;
+      const long on_it = std::count(worker_cpus_.begin(), worker_cpus_.end(), cpu);
+      if (best < 0 || on_it < fewest) best = cpu, fewest = on_it;
+    }
+    if (best >= 0 && pin_thread(workers_[worker].native_handle(), best)) worker_cpus_[worker] = best;
   }
 }
 
@@ -107,6 +131,7 @@ void ThreadTeam::run(int count, const std::function<void(const TeamMember&)>& ta
     task(TeamMember(0, 1, nullptr));
     return;
   }
+  if (!allowed_cpus_.empty()) move_workers_off_callers_cpu(count);
   task_ = &task;
   count_ = count;
   barrier_.emplace(count, &placement_);

@@ -82,7 +82,9 @@ class ThreadTeam {
   /// Starts size - 1 workers (the caller of run() is the first member). With `pin_workers`, each worker is pinned to
   /// one CPU of those the process may use, round robin over all teams (the caller's thread is left alone): on a busy
   /// machine the scheduler otherwise wakes the workers on the caller's CPU, where they take turns instead of running
-  /// in parallel (a 2-thread MNIST forward ran 1.8x slower than 1 thread here; pinned, 1.45x faster).
+  /// in parallel (a 2-thread MNIST forward ran 1.8x slower than 1 thread here; pinned, 1.45x faster). run() moves a
+  /// worker pinned to the CPU its caller runs on to another one: the scheduler leaves a caller where it is while the
+  /// worker sleeps, and the two then took turns on one CPU in about one process of three.
   explicit ThreadTeam(int size, bool pin_workers = true);
   ~ThreadTeam();
   ThreadTeam(const ThreadTeam&) = delete;
@@ -94,8 +96,11 @@ class ThreadTeam {
 
  private:
   void work(int index);
+  void move_workers_off_callers_cpu(int count);
 
   std::vector<std::thread> workers_;
+  std::vector<int> worker_cpus_;   // the CPU each worker is pinned to, -1 when it is not; changed by run() only
+  std::vector<int> allowed_cpus_;  // empty when workers are not pinned
   std::atomic<std::uint32_t> generation_{0};  // 32 bits: a futex word, so waits and notifies need no proxy
   std::atomic<int> unfinished_workers_{0};
   const std::function<void(const TeamMember&)>* task_ = nullptr;
