@@ -15,6 +15,7 @@
 #include "corgy/io/darknet_weights.h"
 #include "corgy/io/idx.h"
 #include "corgy/io/image.h"
+#include "corgy/io/load_limits.h"
 #include "corgy/io/npy.h"
 #include "corgy/io/raw_weights.h"
 #include "corgy/io/tfjs_manifest.h"
