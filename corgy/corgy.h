@@ -17,6 +17,7 @@
 #include "corgy/io/image.h"
 #include "corgy/io/load_limits.h"
 #include "corgy/io/npy.h"
+#include "corgy/io/onnx.h"
 #include "corgy/io/raw_weights.h"
 #include "corgy/io/tfjs_manifest.h"
 #include "corgy/layers/activation_layer.h"

@@ -18,6 +18,8 @@ class Add final : public Layer {
     backend.add(*inputs[0], *inputs[1], activation_, output);
   }
 
+  Activation activation() const { return activation_; }
+
  private:
   Activation activation_;
 };

@@ -1,0 +1,1165 @@
+// The ONNX operators corgy runs: one function per operator, registered in the table at the end. A function reads its
+// node through Graph (inputs, attributes, the producer it may fuse with) and sets the node's outputs: a constant, an
+// alias of its input, or a corgy layer. What an operator cannot do fails with the node's name, op type and opset.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "corgy/error.h"
+#include "corgy/io/onnx.h"
+#include "corgy/io/onnx_graph.h"
+#include "corgy/layers/activation_layer.h"
+#include "corgy/layers/add.h"
+#include "corgy/layers/avgpool2d.h"
+#include "corgy/layers/concat.h"
+#include "corgy/layers/conv2d.h"
+#include "corgy/layers/elementwise.h"
+#include "corgy/layers/flatten.h"
+#include "corgy/layers/instance_norm.h"
+#include "corgy/layers/linear.h"
+#include "corgy/layers/maxpool2d.h"
+#include "corgy/layers/pad.h"
+#include "corgy/layers/prelu.h"
+#include "corgy/layers/softmax.h"
+#include "corgy/layers/upsample.h"
+
+namespace corgy::onnx_import {
+
+namespace {
+
+using Dims = std::vector<std::int64_t>;
+
+constexpr std::int64_t unknown = -1;
+
+/// Axis `axis` of a rank-`rank` tensor, negative axes counted from the end; fails when out of range.
+std::int64_t normalize_axis(const Graph& g, std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) g.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return axis < 0 ? axis + r : axis;
+}
+
+/// The tensor input i, which must be 4-D (N, C, H, W).
+const Tensor& image_input(const Graph& g, int i = 0) {
+  const Tensor& x = g.tensor_input(i);
+  if (x.dims.size() != 4) g.fail(fmt::format("expects a 4-D (N, C, H, W) input, got {}", dims_text(x.dims)));
+  return x;
+}
+
+/// The tensor input i, 4-D or 2-D (N, features): what corgy's (N, C, H, W) holds.
+const Tensor& feature_input(const Graph& g, int i = 0) {
+  const Tensor& x = g.tensor_input(i);
+  if (x.dims.size() != 4 && x.dims.size() != 2) {
+    g.fail(fmt::format("expects a 4-D (N, C, H, W) or 2-D (N, F) input, got {}", dims_text(x.dims)));
+  }
+  return x;
+}
+
+int channels_of(const Graph& g, const Tensor& x) {
+  if (x.dims[1] <= 0) g.fail(fmt::format("needs a known channel count, got input {}", dims_text(x.dims)));
+  return static_cast<int>(x.dims[1]);
+}
+
+std::int64_t product(std::span<const std::int64_t> dims) {
+  std::int64_t p = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0) return unknown;
+    if (__builtin_mul_overflow(p, d, &p)) return std::numeric_limits<std::int64_t>::max();  // over every limit
+  }
+  return p;
+}
+
+/// corgy's 4-D layout of ONNX dims: (N, C, H, W) as is, (N, F) as (N, F, 1, 1); nullopt for other ranks. Two dims
+/// with the same layout are the same memory.
+std::optional<Dims> corgy_layout(const Dims& dims) {
+  if (dims.size() == 4) return dims;
+  if (dims.size() == 2) return Dims{dims[0], dims[1], 1, 1};
+  return std::nullopt;
+}
+
+/// Output 0 = input 0 with dims `result`: an alias when corgy's layout is unchanged, a Flatten for (N, C, H, W) to
+/// (N, C*H*W); anything else fails.
+void reshape_to(Graph& g, const Dims& result) {
+  const Tensor& x = g.tensor_input(0);
+  const std::optional<Dims> from = corgy_layout(x.dims);
+  const std::optional<Dims> to = corgy_layout(result);
+  if (from && to && *from == *to) return g.set_alias_output(0, result);
+  if (x.dims.size() == 4 && result.size() == 2 &&
+      (result[1] == product(std::span(x.dims).subspan(1)) || result[1] == unknown)) {
+    return g.add_layer(Flatten(), {x}, Dims{x.dims[0], product(std::span(x.dims).subspan(1))});
+  }
+  g.fail(
+      fmt::format("reshapes {} to {}; corgy runs reshapes that only flatten (N, C, H, W) to (N, C*H*W) or add or "
+                  "drop axes of size 1 after the channels",
+                  dims_text(x.dims), dims_text(result)));
+}
+
+// --- constants and no-ops -----------------------------------------------------------------------------------------
+
+void map_constant(Graph& g) {
+  Constant c;
+  if (const onnx::AttributeProto* value = g.attribute("value")) {
+    c = read_tensor(value->t(), g.limits(), fmt::format("Constant '{}'", g.node().output(0)));
+  } else if (const onnx::AttributeProto* f = g.attribute("value_float")) {
+    c.floats = {f->f()};
+  } else if (const onnx::AttributeProto* fs = g.attribute("value_floats")) {
+    c.floats.assign(fs->floats().begin(), fs->floats().end());
+    c.dims = {static_cast<std::int64_t>(c.floats.size())};
+  } else if (const onnx::AttributeProto* i = g.attribute("value_int")) {
+    c.integer = true;
+    c.integers = {i->i()};
+  } else if (const onnx::AttributeProto* is = g.attribute("value_ints")) {
+    c.integer = true;
+    c.integers.assign(is->ints().begin(), is->ints().end());
+    c.dims = {static_cast<std::int64_t>(c.integers.size())};
+  } else {
+    g.fail("has no value corgy reads (value, value_float(s), value_int(s))");
+  }
+  g.set_constant_output(std::move(c));
+}
+
+/// Identity, and Dropout at inference (its mask output must be unread).
+void map_identity(Graph& g) {
+  g.require_unused_outputs_from(1);
+  if (g.input_is_constant(0)) return g.set_constant_output(g.constant_input(0, "input"));
+  g.set_alias_output(0, g.tensor_input(0).dims);
+}
+
+void map_cast(Graph& g) {
+  const std::int64_t to = g.attribute_int("to", 0);
+  if (g.input_is_constant(0)) {
+    Constant c = g.constant_input(0, "input");
+    if (to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE) {
+      c.floats = c.as_floats();
+      c.integers.clear();
+      c.integer = false;
+    } else {
+      c.integers = c.as_integers();
+      c.floats.clear();
+      c.integer = true;
+    }
+    return g.set_constant_output(std::move(c));
+  }
+  if (to != onnx::TensorProto::FLOAT) g.fail("casts a computed tensor to another type than float");
+  g.set_alias_output(0, g.tensor_input(0).dims);
+}
+
+/// Shape of a tensor whose dimensions are all known at load time (a fixed batch): a constant.
+void map_shape(Graph& g) {
+  const Dims& dims = g.input_is_constant(0) ? g.constant_input(0, "input").dims : g.tensor_input(0).dims;
+  if (std::any_of(dims.begin(), dims.end(), [](std::int64_t d) { return d < 0; })) {
+    g.fail(
+        fmt::format("takes the shape of {} at run time; corgy needs shapes known when the model loads (export "
+                    "with a fixed batch, or use Flatten)",
+                    dims_text(dims)));
+  }
+  Constant c;
+  c.integer = true;
+  c.integers = dims;
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  const std::int64_t start = std::clamp<std::int64_t>(
+      g.attribute_int("start", 0) < 0 ? g.attribute_int("start", 0) + rank : g.attribute_int("start", 0), 0, rank);
+  const std::int64_t end_attr = g.attribute_int("end", rank);
+  const std::int64_t end = std::clamp<std::int64_t>(end_attr < 0 ? end_attr + rank : end_attr, start, rank);
+  c.integers = Dims(dims.begin() + start, dims.begin() + end);
+  c.dims = {static_cast<std::int64_t>(c.integers.size())};
+  g.set_constant_output(std::move(c));
+}
+
+/// Gather on constants (the index of a shape: shape[0]).
+void map_gather(Graph& g) {
+  const Constant& data = g.constant_input(0, "data");
+  const Constant& indices = g.constant_input(1, "indices");
+  if (data.dims.size() != 1) g.fail("gathers from a constant that is not 1-D");
+  Constant c;
+  c.integer = data.integer;
+  c.dims = indices.dims;
+  const auto size = static_cast<std::int64_t>(data.count());
+  for (std::int64_t index : indices.as_integers()) {
+    if (index < -size || index >= size) g.fail(fmt::format("index {} is out of range for {} values", index, size));
+    const auto i = static_cast<std::size_t>(index < 0 ? index + size : index);
+    if (c.integer) {
+      c.integers.push_back(data.integers[i]);
+    } else {
+      c.floats.push_back(data.floats[i]);
+    }
+  }
+  g.set_constant_output(std::move(c));
+}
+
+/// ConstantOfShape: a constant of the given shape filled with one value (PyTorch builds Pad's pads with it).
+void map_constant_of_shape(Graph& g) {
+  const Dims shape = g.constant_input(0, "shape").as_integers();
+  if (std::any_of(shape.begin(), shape.end(), [](std::int64_t d) { return d < 0; })) {
+    g.fail(fmt::format("has a negative dimension in shape {}", dims_text(shape)));
+  }
+  check_tensor_bytes(g.limits(), "", fmt::format("ConstantOfShape '{}' {}", g.node().output(0), dims_text(shape)),
+                     float32_bytes(shape));
+  Constant c;
+  c.integer = false;
+  c.floats = {0.0f};
+  if (const onnx::AttributeProto* value = g.attribute("value")) {
+    c = read_tensor(value->t(), g.limits(), fmt::format("ConstantOfShape '{}' value", g.node().output(0)));
+    if (c.count() != 1) g.fail("has a value that is not a single element");
+  }
+  const auto count = static_cast<std::size_t>(std::max<std::int64_t>(product(shape), 0));
+  if (c.integer) {
+    c.integers.assign(count, c.integers[0]);
+  } else {
+    c.floats.assign(count, c.floats[0]);
+  }
+  c.dims = shape;
+  g.set_constant_output(std::move(c));
+}
+
+/// The flat index of each element of a constant of `dims`, in C order, for the coordinates `at(axis, k)` gives.
+std::vector<std::size_t> strides_of(const Dims& dims) {
+  std::vector<std::size_t> strides(dims.size(), 1);
+  for (std::size_t a = dims.size(); a-- > 1;) strides[a - 1] = strides[a] * static_cast<std::size_t>(dims[a]);
+  return strides;
+}
+
+/// `c` with its elements at the flat indices `from` (in order), of dims `dims`.
+Constant gathered(const Constant& c, const std::vector<std::size_t>& from, Dims dims) {
+  Constant result;
+  result.integer = c.integer;
+  result.dims = std::move(dims);
+  for (std::size_t i : from) {
+    if (c.integer) {
+      result.integers.push_back(c.integers[i]);
+    } else {
+      result.floats.push_back(c.floats[i]);
+    }
+  }
+  return result;
+}
+
+/// Slice on constants (steps of either sign; opset 10 on: starts, ends, axes, steps as inputs; before: attributes).
+void map_slice(Graph& g) {
+  const Constant& data = g.constant_input(0, "data");
+  Dims starts, ends, axes, steps;
+  if (g.opset() >= 10) {
+    starts = g.constant_input(1, "starts").as_integers();
+    ends = g.constant_input(2, "ends").as_integers();
+    if (g.has_input(3)) axes = g.constant_input(3, "axes").as_integers();
+    if (g.has_input(4)) steps = g.constant_input(4, "steps").as_integers();
+  } else {
+    starts = g.attribute_ints("starts");
+    ends = g.attribute_ints("ends");
+    axes = g.attribute_ints("axes");
+  }
+  const std::size_t rank = data.dims.size();
+  if (axes.empty()) {
+    for (std::size_t a = 0; a < starts.size(); ++a) axes.push_back(static_cast<std::int64_t>(a));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    g.fail("has starts, ends, axes and steps of different lengths");
+  }
+  // Per axis: the first index, the step and the count of elements taken.
+  Dims first(rank, 0), step(rank, 1), count = data.dims;
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    const auto a = static_cast<std::size_t>(normalize_axis(g, axes[k], rank));
+    const std::int64_t dim = data.dims[a], st = steps[k];
+    if (st == 0) g.fail("has a step of 0");
+    // ONNX's rule: negative positions count from the end; then clamp to [0, dim] (or [-1, dim - 1] going back).
+    auto position = [&](std::int64_t v) {
+      if (v < 0) v = v < -dim ? -1 : v + dim;
+      return st > 0 ? std::clamp<std::int64_t>(v, 0, dim) : std::clamp<std::int64_t>(v, -1, dim - 1);
+    };
+    const std::int64_t begin = position(starts[k]), end = position(ends[k]);
+    const std::int64_t span = st > 0 ? end - begin : begin - end;
+    const std::int64_t magnitude = st > 0 ? st : (st == INT64_MIN ? INT64_MAX : -st);
+    first[a] = begin;
+    step[a] = st > 0 ? std::min(st, dim + 1) : std::max(st, -(dim + 1));
+    count[a] = span <= 0 ? 0 : (span - 1) / magnitude + 1;
+  }
+  const std::vector<std::size_t> strides = strides_of(data.dims);
+  std::vector<std::size_t> from;
+  const auto total = static_cast<std::size_t>(product(count));
+  for (std::size_t i = 0; i < total; ++i) {
+    std::size_t rest = i, index = 0;
+    for (std::size_t a = rank; a-- > 0;) {
+      const auto extent = static_cast<std::size_t>(count[a]);
+      const auto k = static_cast<std::int64_t>(rest % extent);
+      rest /= extent;
+      index += static_cast<std::size_t>(first[a] + k * step[a]) * strides[a];
+    }
+    from.push_back(index);
+  }
+  g.set_constant_output(gathered(data, from, count));
+}
+
+/// Transpose on constants (PyTorch transposes Pad's pads with it).
+void map_transpose(Graph& g) {
+  if (!g.input_is_constant(0)) g.fail("transposes a tensor computed at run time; corgy transposes constants only");
+  const Constant& data = g.constant_input(0, "data");
+  const std::size_t rank = data.dims.size();
+  Dims perm = g.attribute_ints("perm");
+  if (perm.empty()) {
+    for (std::size_t a = rank; a-- > 0;) perm.push_back(static_cast<std::int64_t>(a));
+  }
+  Dims sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t a = 0; a < std::max(sorted.size(), rank); ++a) {
+    if (sorted.size() != rank || sorted[a] != static_cast<std::int64_t>(a)) {
+      g.fail(fmt::format("perm has {} axes or repeats one; the constant is {}", perm.size(), dims_text(data.dims)));
+    }
+  }
+  Dims dims(rank);
+  for (std::size_t a = 0; a < rank; ++a) dims[a] = data.dims[static_cast<std::size_t>(perm[a])];
+  const std::vector<std::size_t> strides = strides_of(data.dims);
+  std::vector<std::size_t> from;
+  for (std::size_t i = 0; i < data.count(); ++i) {
+    std::size_t rest = i, index = 0;
+    for (std::size_t a = rank; a-- > 0;) {
+      const auto extent = static_cast<std::size_t>(dims[a]);
+      index += (rest % extent) * strides[static_cast<std::size_t>(perm[a])];
+      rest /= extent;
+    }
+    from.push_back(index);
+  }
+  g.set_constant_output(gathered(data, from, dims));
+}
+
+// --- axes of size 1, flatten, reshape ------------------------------------------------------------------------------
+
+/// The axes of Squeeze / Unsqueeze / Reduce*: the attribute before `input_from_opset`, input 1 from it.
+Dims axes_of(const Graph& g, int input_from_opset) {
+  if (g.opset() >= input_from_opset) return g.has_input(1) ? g.constant_input(1, "axes").as_integers() : Dims{};
+  return g.attribute_ints("axes");
+}
+
+void map_squeeze(Graph& g) {
+  const Dims& dims = g.input_is_constant(0) ? g.constant_input(0, "input").dims : g.tensor_input(0).dims;
+  Dims axes = axes_of(g, 13);
+  for (std::int64_t& axis : axes) axis = normalize_axis(g, axis, dims.size());
+  Dims result;
+  for (std::size_t a = 0; a < dims.size(); ++a) {
+    const bool listed = std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(a)) != axes.end();
+    if (axes.empty() ? dims[a] == 1 : listed) {
+      if (dims[a] != 1) g.fail(fmt::format("squeezes axis {} of {}, which is not 1", a, dims_text(dims)));
+      continue;
+    }
+    result.push_back(dims[a]);
+  }
+  if (g.input_is_constant(0)) {
+    Constant c = g.constant_input(0, "input");
+    c.dims = result;
+    return g.set_constant_output(std::move(c));
+  }
+  reshape_to(g, result);
+}
+
+void map_unsqueeze(Graph& g) {
+  const Dims& dims = g.input_is_constant(0) ? g.constant_input(0, "input").dims : g.tensor_input(0).dims;
+  Dims axes = axes_of(g, 13);
+  const std::size_t rank = dims.size() + axes.size();
+  for (std::int64_t& axis : axes) axis = normalize_axis(g, axis, rank);
+  Dims result;
+  std::size_t next = 0;
+  for (std::size_t a = 0; a < rank; ++a) {
+    if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(a)) != axes.end()) {
+      result.push_back(1);
+    } else if (next < dims.size()) {
+      result.push_back(dims[next++]);
+    }
+  }
+  if (g.input_is_constant(0)) {
+    Constant c = g.constant_input(0, "input");
+    c.dims = result;
+    return g.set_constant_output(std::move(c));
+  }
+  reshape_to(g, result);
+}
+
+void map_flatten(Graph& g) {
+  const Tensor& x = feature_input(g);
+  const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", 1), x.dims.size());
+  if (axis != 1) g.fail(fmt::format("flattens from axis {}; corgy flattens from axis 1 (after the batch)", axis));
+  reshape_to(g, {x.dims[0], product(std::span(x.dims).subspan(1))});
+}
+
+void map_reshape(Graph& g) {
+  const Dims target = g.constant_input(1, "shape").as_integers();
+  const bool allow_zero = g.attribute_int("allowzero", 0) != 0;
+  const bool constant = g.input_is_constant(0);
+  const Dims& dims = constant ? g.constant_input(0, "data").dims : g.tensor_input(0).dims;
+  Dims result;
+  int inferred = -1;
+  for (std::size_t a = 0; a < target.size(); ++a) {
+    std::int64_t d = target[a];
+    if (d == 0 && !allow_zero) {
+      if (a >= dims.size()) g.fail("copies a dimension the input does not have");
+      d = dims[a];
+    } else if (d == -1) {
+      if (inferred >= 0) g.fail("infers more than one dimension");
+      inferred = static_cast<int>(a);
+    } else if (d < 0) {
+      g.fail(fmt::format("target shape {} has a negative dimension", dims_text(target)));
+    }
+    result.push_back(d);
+  }
+  if (inferred >= 0) {
+    result[static_cast<std::size_t>(inferred)] = 1;
+    const std::int64_t rest = product(result);
+    const std::int64_t total = product(dims);
+    result[static_cast<std::size_t>(inferred)] = rest > 0 && total >= 0 ? total / rest : unknown;
+    // A free batch with the rest fixed: the inferred dimension is the batch when it is the first.
+    if (total < 0 && inferred == 0 && !dims.empty() && product(std::span(dims).subspan(1)) == rest) {
+      result[0] = dims[0];
+    }
+    if (total < 0 && inferred == 1 && result.size() == 2 && result[0] == dims[0]) {
+      result[1] = product(std::span(dims).subspan(1));
+    }
+  }
+  if (constant) {
+    Constant c = g.constant_input(0, "data");
+    if (product(result) != static_cast<std::int64_t>(c.count())) {
+      g.fail(fmt::format("reshapes {} values to {}", c.count(), dims_text(result)));
+    }
+    c.dims = result;
+    return g.set_constant_output(std::move(c));
+  }
+  // A batch written as a number (export at batch 1) stands for the batch.
+  if (!result.empty() && !dims.empty() && (result[0] == dims[0] || target[0] == 0)) result[0] = dims[0];
+  reshape_to(g, result);
+}
+
+void map_concat(Graph& g) {
+  const int count = g.node().input_size();
+  if (std::all_of(g.node().input().begin(), g.node().input().end(),
+                  [&](const std::string& name) { return g.find(name) && g.find(name)->constant; })) {
+    // Constant index vectors (shapes built in the graph): 1-D concatenation.
+    Constant c;
+    c.integer = true;
+    for (int i = 0; i < count; ++i) {
+      const Constant& part = g.constant_input(i, "input");
+      if (part.dims.size() > 1) g.fail("concatenates constants that are not 1-D");
+      const Dims values = part.as_integers();
+      c.integers.insert(c.integers.end(), values.begin(), values.end());
+    }
+    c.dims = {static_cast<std::int64_t>(c.integers.size())};
+    return g.set_constant_output(std::move(c));
+  }
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < count; ++i) inputs.push_back(feature_input(g, i));
+  const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", 1), inputs[0].dims.size());
+  if (axis != 1) g.fail(fmt::format("concatenates along axis {}; corgy concatenates channels (axis 1)", axis));
+  Dims dims = inputs[0].dims;
+  dims[1] = 0;
+  for (const Tensor& input : inputs) {
+    if (input.dims.size() != dims.size()) g.fail("concatenates tensors of different ranks");
+    dims[1] = input.dims[1] < 0 || dims[1] < 0 ? unknown : dims[1] + input.dims[1];
+  }
+  g.add_layer(Concat(), inputs, dims);
+}
+
+// --- convolution, fully connected ---------------------------------------------------------------------------------
+
+/// Padding of one spatial axis: before and after.
+struct AxisPads {
+  std::int64_t before = 0;
+  std::int64_t after = 0;
+};
+
+/// ONNX's auto_pad and pads attributes for a 2-D window (kernel already dilated) over input `dims`: top, left,
+/// bottom, right.
+std::array<std::int64_t, 4> window_pads(const Graph& g, const Dims& dims, std::int64_t kernel, std::int64_t stride) {
+  const std::string auto_pad = g.attribute_string("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    Dims pads = g.attribute_ints("pads");
+    if (pads.empty()) pads = {0, 0, 0, 0};
+    if (pads.size() != 4) g.fail(fmt::format("has {} pads; a 2-D window needs 4", pads.size()));
+    if (std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p < 0; })) g.fail("has negative pads");
+    return {pads[0], pads[1], pads[2], pads[3]};
+  }
+  if (auto_pad == "VALID") return {0, 0, 0, 0};
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") g.fail(fmt::format("auto_pad {} is unknown", auto_pad));
+  std::array<AxisPads, 2> axes;
+  for (int a = 0; a < 2; ++a) {
+    const std::int64_t in = dims[2 + static_cast<std::size_t>(a)];
+    if (in < 0) g.fail("auto_pad SAME needs the input's height and width, which the file leaves free");
+    const std::int64_t out = (in + stride - 1) / stride;
+    const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * stride + kernel - in);
+    // SAME_UPPER puts the odd cell at the end, SAME_LOWER at the beginning.
+    axes[a].before = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    axes[a].after = total - axes[a].before;
+  }
+  return {axes[0].before, axes[1].before, axes[0].after, axes[1].after};
+}
+
+/// One value for both spatial axes of a 2-D attribute (kernel_shape, strides, dilations), or `fallback` when absent.
+std::int64_t square(const Graph& g, std::string_view name, std::int64_t fallback) {
+  const Dims values = g.attribute_ints(name);
+  if (values.empty()) return fallback;
+  if (values.size() != 2) g.fail(fmt::format("{} has {} values; corgy runs 2-D windows", name, values.size()));
+  if (values[0] != values[1]) {
+    g.fail(fmt::format("{} {} x {} differs between height and width; corgy's windows are square", name, values[0],
+                       values[1]));
+  }
+  return values[0];
+}
+
+std::int64_t window_output(std::int64_t in, std::int64_t before, std::int64_t after, std::int64_t kernel,
+                           std::int64_t stride) {
+  return in < 0 ? unknown : (in + before + after - kernel) / stride + 1;
+}
+
+/// Input x padded with constant `value` by pads (top, left, bottom, right): a Pad layer, or x when all are 0.
+Tensor padded(Graph& g, const Tensor& x, const std::array<std::int64_t, 4>& pads, float value) {
+  if (pads == std::array<std::int64_t, 4>{0, 0, 0, 0}) return x;
+  const PadDesc desc{.mode = PadMode::constant,
+                     .top = static_cast<int>(pads[0]),
+                     .left = static_cast<int>(pads[1]),
+                     .bottom = static_cast<int>(pads[2]),
+                     .right = static_cast<int>(pads[3]),
+                     .value = value};
+  Dims dims = x.dims;
+  if (dims[2] >= 0) dims[2] += pads[0] + pads[2];
+  if (dims[3] >= 0) dims[3] += pads[1] + pads[3];
+  return g.intermediate(std::make_unique<Pad>(desc), {x}, dims);
+}
+
+void map_conv(Graph& g) {
+  Tensor x = image_input(g);
+  const Constant& w = g.constant_input(1, "the weights");
+  if (w.integer || w.dims.size() != 4) g.fail(fmt::format("weights {} are not a 2-D convolution's", dims_text(w.dims)));
+  const std::int64_t groups = g.attribute_int("group", 1);
+  const std::int64_t out_channels = w.dims[0];
+  const std::int64_t in_channels = w.dims[1] * groups;
+  if (x.dims[1] >= 0 && x.dims[1] != in_channels) {
+    g.fail(fmt::format("weights {} with group {} need {} input channels, got input {}", dims_text(w.dims), groups,
+                       in_channels, dims_text(x.dims)));
+  }
+  if (w.dims[2] != w.dims[3]) g.fail(fmt::format("kernel {} x {} is not square", w.dims[2], w.dims[3]));
+  const std::int64_t kernel = square(g, "kernel_shape", w.dims[2]);
+  if (kernel != w.dims[2]) g.fail("kernel_shape disagrees with the weights");
+  const std::int64_t stride = square(g, "strides", 1);
+  const std::int64_t dilation = square(g, "dilations", 1);
+  std::array<std::int64_t, 4> pads = window_pads(g, x.dims, dilation * (kernel - 1) + 1, stride);
+  // Asymmetric padding: an explicit zero Pad layer, then the convolution without padding.
+  std::int64_t padding = pads[0];
+  if (!std::all_of(pads.begin(), pads.end(), [&](std::int64_t p) { return p == padding; })) {
+    x = padded(g, x, pads, 0.0f);
+    padding = 0;
+  }
+  const bool has_bias = g.has_input(2);
+  auto conv = std::make_unique<Conv2d>(Conv2dOptions{.in_channels = static_cast<int>(in_channels),
+                                                     .out_channels = static_cast<int>(out_channels),
+                                                     .kernel = static_cast<int>(kernel),
+                                                     .stride = static_cast<int>(stride),
+                                                     .padding = static_cast<int>(padding),
+                                                     .dilation = static_cast<int>(dilation),
+                                                     .groups = static_cast<int>(groups),
+                                                     .bias = has_bias});
+  conv->set_weights(w.floats);
+  if (has_bias) {
+    const Constant& b = g.constant_input(2, "the bias");
+    if (b.count() != static_cast<std::size_t>(out_channels)) g.fail("bias size differs from the output channels");
+    conv->set_bias(b.as_floats());
+  }
+  const std::int64_t effective = dilation * (kernel - 1) + 1;
+  const Dims dims{x.dims[0], out_channels, window_output(x.dims[2], padding, padding, effective, stride),
+                  window_output(x.dims[3], padding, padding, effective, stride)};
+  g.add_layer(std::move(conv), {x}, dims);
+}
+
+/// A fully connected layer from weights [out][in] and an optional bias: Gemm and MatMul.
+void add_linear(Graph& g, const Tensor& x, std::vector<float> weights, std::int64_t out, std::int64_t in,
+                std::optional<std::vector<float>> bias) {
+  if (x.dims.size() != 2) g.fail(fmt::format("expects a 2-D (N, features) input, got {}", dims_text(x.dims)));
+  if (x.dims[1] >= 0 && x.dims[1] != in) {
+    g.fail(fmt::format("weights take {} features, the input {} has {}", in, dims_text(x.dims), x.dims[1]));
+  }
+  auto linear = std::make_unique<Linear>(LinearOptions{
+      .in_features = static_cast<int>(in), .out_features = static_cast<int>(out), .bias = bias.has_value()});
+  linear->set_weights(weights);
+  if (bias) linear->set_bias(*bias);
+  g.add_layer(std::move(linear), {x}, Dims{x.dims[0], out});
+}
+
+/// [rows][cols] to [cols][rows].
+std::vector<float> transposed(const std::vector<float>& values, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> result(values.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      result[static_cast<std::size_t>(c * rows + r)] = values[static_cast<std::size_t>(r * cols + c)];
+    }
+  }
+  return result;
+}
+
+void map_gemm(Graph& g) {
+  const Tensor& x = g.tensor_input(0);
+  if (g.attribute_int("transA", 0) != 0) g.fail("transposes its input (transA = 1)");
+  const Constant& b = g.constant_input(1, "B (the weights)");
+  if (b.dims.size() != 2) g.fail(fmt::format("B {} is not a matrix", dims_text(b.dims)));
+  const bool trans_b = g.attribute_int("transB", 0) != 0;
+  const std::int64_t out = trans_b ? b.dims[0] : b.dims[1];
+  const std::int64_t in = trans_b ? b.dims[1] : b.dims[0];
+  std::vector<float> weights = trans_b ? b.as_floats() : transposed(b.as_floats(), in, out);
+  const float alpha = g.attribute_float("alpha", 1.0f);
+  const float beta = g.attribute_float("beta", 1.0f);
+  for (float& v : weights) v *= alpha;
+  std::optional<std::vector<float>> bias;
+  if (g.has_input(2)) {
+    const Constant& c = g.constant_input(2, "C (the bias)");
+    std::vector<float> values = c.as_floats();
+    const bool scalar = values.size() == 1;
+    if (!scalar && (values.size() != static_cast<std::size_t>(out) || product(c.dims) != out ||
+                    (c.dims.size() == 2 && c.dims[0] != 1))) {
+      g.fail(fmt::format("C {} is not one value per output ({} outputs)", dims_text(c.dims), out));
+    }
+    bias = std::vector<float>(static_cast<std::size_t>(out));
+    for (std::size_t o = 0; o < bias->size(); ++o) (*bias)[o] = beta * values[scalar ? 0 : o];
+  }
+  add_linear(g, x, std::move(weights), out, in, std::move(bias));
+}
+
+void map_matmul(Graph& g) {
+  const Tensor& x = g.tensor_input(0);
+  const Constant& b = g.constant_input(1, "the right-hand matrix");
+  if (b.dims.size() != 2) g.fail(fmt::format("right-hand side {} is not a matrix", dims_text(b.dims)));
+  add_linear(g, x, transposed(b.as_floats(), b.dims[0], b.dims[1]), b.dims[1], b.dims[0], std::nullopt);
+}
+
+// --- normalization --------------------------------------------------------------------------------------------------
+
+/// A per-channel parameter of `channels` values (BatchNormalization, InstanceNormalization).
+std::vector<float> channel_parameter(const Graph& g, int i, std::string_view what, int channels) {
+  const Constant& c = g.constant_input(i, what);
+  if (c.count() != static_cast<std::size_t>(channels)) {
+    g.fail(fmt::format("{} has {} values for {} channels", what, c.count(), channels));
+  }
+  return c.as_floats();
+}
+
+/// Folded into the convolution or linear layer before it when it is that layer's only reader, else a per-channel
+/// scale and shift.
+void map_batch_normalization(Graph& g) {
+  g.require_unused_outputs_from(1);
+  if (g.attribute_int("training_mode", 0) != 0) g.fail("is in training mode");
+  if (g.opset() < 9 && g.attribute_int("spatial", 1) != 1) g.fail("normalises per position (spatial = 0)");
+  const Tensor& x = feature_input(g);
+  const int channels = channels_of(g, x);
+  const std::vector<float> gamma = channel_parameter(g, 1, "scale", channels);
+  const std::vector<float> beta = channel_parameter(g, 2, "B", channels);
+  const std::vector<float> mean = channel_parameter(g, 3, "mean", channels);
+  const std::vector<float> variance = channel_parameter(g, 4, "var", channels);
+  const float epsilon = g.attribute_float("epsilon", 1e-5f);
+  if (auto* conv = dynamic_cast<Conv2d*>(g.fusible_producer(0));
+      conv && conv->desc().activation.kind == ActivationKind::none) {
+    conv->fold_batch_norm({gamma, beta, mean, variance, epsilon});
+    return g.set_tensor_output(x);
+  }
+  std::vector<float> scale(gamma.size()), shift(gamma.size());
+  for (std::size_t c = 0; c < gamma.size(); ++c) {
+    scale[c] = gamma[c] / std::sqrt(variance[c] + epsilon);
+    shift[c] = beta[c] - mean[c] * scale[c];
+  }
+  g.set_tensor_output(g.channel_affine(x, scale, shift));
+}
+
+void map_instance_normalization(Graph& g) {
+  const Tensor& x = image_input(g);
+  const int channels = channels_of(g, x);
+  auto norm = std::make_unique<InstanceNorm>(channels, g.attribute_float("epsilon", 1e-5f));
+  norm->set_parameters(channel_parameter(g, 1, "scale", channels), channel_parameter(g, 2, "B", channels));
+  g.add_layer(std::move(norm), {x}, x.dims);
+}
+
+// --- activations ---------------------------------------------------------------------------------------------------
+
+void activation_node(Graph& g, Activation activation) {
+  const Tensor& x = feature_input(g);
+  g.set_tensor_output(g.activate(x, activation));
+}
+
+void map_relu(Graph& g) { activation_node(g, Activation::relu()); }
+void map_sigmoid(Graph& g) { activation_node(g, Activation::sigmoid()); }
+void map_tanh(Graph& g) { activation_node(g, Activation::tanh()); }
+void map_hard_swish(Graph& g) { activation_node(g, Activation::hard_swish()); }
+void map_leaky_relu(Graph& g) { activation_node(g, Activation::leaky_relu(g.attribute_float("alpha", 0.01f))); }
+
+/// Clip(x, 0, max) is clipped ReLU (ReLU6 for max 6), Clip(x, 0, +inf) ReLU; other bounds are not supported.
+void map_clip(Graph& g) {
+  float low = -std::numeric_limits<float>::infinity();
+  float high = std::numeric_limits<float>::infinity();
+  if (g.opset() < 11) {
+    low = g.attribute_float("min", low);
+    high = g.attribute_float("max", high);
+  } else {
+    auto bound = [&](int i, std::string_view what, float fallback) {
+      if (!g.has_input(i)) return fallback;
+      const Constant& c = g.constant_input(i, what);
+      if (c.count() != 1) g.fail(fmt::format("{} is not a scalar", what));
+      return static_cast<float>(c.at(0));
+    };
+    low = bound(1, "min", low);
+    high = bound(2, "max", high);
+  }
+  const float huge = std::numeric_limits<float>::max();
+  const Tensor& x = feature_input(g);
+  if (low <= -huge && high >= huge) return g.set_tensor_output(x);
+  if (low != 0.0f) g.fail(fmt::format("clips to [{}, {}]; corgy clips with min 0 (ReLU, ReLU6)", low, high));
+  g.set_tensor_output(g.activate(x, high >= huge ? Activation::relu() : Activation::clipped_relu(high)));
+}
+
+/// max(0, min(1, alpha * x + beta)): a per-channel scale and shift, then ReLU clipped at 1; both fold into a
+/// convolution before it.
+void map_hard_sigmoid(Graph& g) {
+  const Tensor& x = feature_input(g);
+  const auto channels = static_cast<std::size_t>(channels_of(g, x));
+  const Tensor scaled = g.channel_affine(x, std::vector<float>(channels, g.attribute_float("alpha", 0.2f)),
+                                         std::vector<float>(channels, g.attribute_float("beta", 0.5f)));
+  g.set_tensor_output(g.activate(scaled, Activation::clipped_relu(1.0f)));
+}
+
+void map_prelu(Graph& g) {
+  const Tensor& x = feature_input(g);
+  const Constant& slope = g.constant_input(1, "slope");
+  if (slope.count() == 1) return activation_node(g, Activation::leaky_relu(static_cast<float>(slope.at(0))));
+  const std::optional<std::vector<float>> slopes = g.per_channel(slope, x);
+  if (!slopes)
+    g.fail(fmt::format("slope {} is not one value per channel of {}", dims_text(slope.dims), dims_text(x.dims)));
+  auto layer = std::make_unique<PReLU>(channels_of(g, x));
+  layer->set_slopes(*slopes);
+  g.add_layer(std::move(layer), {x}, x.dims);
+}
+
+void map_softmax(Graph& g) {
+  const Tensor& x = feature_input(g);
+  const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", g.opset() >= 13 ? -1 : 1), x.dims.size());
+  // Before opset 13 Softmax flattens everything from `axis` on: over the channels only when H = W = 1.
+  const bool channels_only =
+      axis == 1 && (x.dims.size() == 2 || g.opset() >= 13 || (x.dims.size() == 4 && x.dims[2] == 1 && x.dims[3] == 1));
+  if (!channels_only) {
+    g.fail(fmt::format("softmax over axis {} of {}; corgy computes it over the channels (axis 1)", axis,
+                       dims_text(x.dims)));
+  }
+  g.add_layer(Softmax(), {x}, x.dims);
+}
+
+// --- element-wise arithmetic ---------------------------------------------------------------------------------------
+
+/// Both inputs constant: computed now, with NumPy broadcasting.
+Constant fold_binary(const Graph& g, ElementwiseOp op, const Constant& a, const Constant& b) {
+  const std::size_t rank = std::max(a.dims.size(), b.dims.size());
+  Dims dims(rank, 1);
+  auto dim = [rank](const Constant& c, std::size_t axis) {
+    const std::size_t offset = rank - c.dims.size();
+    return axis < offset ? std::int64_t{1} : c.dims[axis - offset];
+  };
+  for (std::size_t axis = 0; axis < rank; ++axis) {
+    const std::int64_t da = dim(a, axis), db = dim(b, axis);
+    if (da != db && da != 1 && db != 1) g.fail("constant operands do not broadcast");
+    dims[axis] = std::max(da, db);
+  }
+  Constant c;
+  c.dims = dims;
+  c.integer = a.integer && b.integer;
+  const auto count = static_cast<std::size_t>(product(dims));
+  check_tensor_bytes(g.limits(), "", "a folded constant", count * 4);
+  auto index_in = [&](const Constant& operand, std::size_t flat) {
+    std::size_t index = 0, stride = 1;
+    for (std::size_t axis = rank; axis-- > 0;) {
+      const auto extent = static_cast<std::size_t>(dims[axis]);
+      const std::size_t coordinate = flat % extent;
+      flat /= extent;
+      const auto operand_extent = static_cast<std::size_t>(dim(operand, axis));
+      if (operand_extent != 1) index += coordinate * stride;
+      stride *= operand_extent;
+    }
+    return index;
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    const double x = a.at(index_in(a, i)), y = b.at(index_in(b, i));
+    double r = 0;
+    switch (op) {
+      case ElementwiseOp::add: r = x + y; break;
+      case ElementwiseOp::subtract: r = x - y; break;
+      case ElementwiseOp::multiply: r = x * y; break;
+      case ElementwiseOp::divide:
+        if (c.integer && y == 0) g.fail("divides an integer constant by 0");
+        r = c.integer ? std::trunc(x / y) : x / y;
+        break;
+    }
+    if (c.integer) {
+      if (!(std::fabs(r) < 9.2e18)) g.fail("integer arithmetic on constants overflows");
+      c.integers.push_back(static_cast<std::int64_t>(r));
+    } else {
+      c.floats.push_back(static_cast<float>(r));
+    }
+  }
+  return c;
+}
+
+/// x op c with c one value per channel (or a scalar): a per-channel scale and shift.
+void binary_with_constant(Graph& g, ElementwiseOp op, const Tensor& x, const Constant& c, bool constant_first) {
+  const std::optional<std::vector<float>> values = g.per_channel(c, x);
+  if (!values) {
+    g.fail(fmt::format("constant operand {} varies along other axes than the channels of {}", dims_text(c.dims),
+                       dims_text(x.dims)));
+  }
+  const std::size_t channels = values->size();
+  std::vector<float> scale(channels, 1.0f), shift(channels, 0.0f);
+  for (std::size_t k = 0; k < channels; ++k) {
+    const float v = (*values)[k];
+    switch (op) {
+      case ElementwiseOp::add: shift[k] = v; break;
+      case ElementwiseOp::multiply: scale[k] = v; break;
+      case ElementwiseOp::subtract:
+        scale[k] = constant_first ? -1.0f : 1.0f;  // c - x or x - c
+        shift[k] = constant_first ? v : -v;
+        break;
+      case ElementwiseOp::divide:
+        if (constant_first) g.fail("divides a constant by a computed tensor");
+        scale[k] = 1.0f / v;
+        break;
+    }
+  }
+  g.set_tensor_output(g.channel_affine(x, scale, shift));
+}
+
+void binary_node(Graph& g, ElementwiseOp op) {
+  const bool a_constant = g.input_is_constant(0);
+  const bool b_constant = g.input_is_constant(1);
+  if (a_constant && b_constant) {
+    return g.set_constant_output(fold_binary(g, op, g.constant_input(0, "A"), g.constant_input(1, "B")));
+  }
+  if (b_constant) return binary_with_constant(g, op, feature_input(g, 0), g.constant_input(1, "B"), false);
+  if (a_constant) return binary_with_constant(g, op, feature_input(g, 1), g.constant_input(0, "A"), true);
+  Tensor a = feature_input(g, 0);
+  Tensor b = feature_input(g, 1);
+  if (a.dims.size() != b.dims.size()) {
+    g.fail(fmt::format("operands {} and {} differ in rank", dims_text(a.dims), dims_text(b.dims)));
+  }
+  const bool commutes = op == ElementwiseOp::add || op == ElementwiseOp::multiply;
+  auto one_per_plane = [](const Tensor& small, const Tensor& large) {
+    return small.dims.size() == 4 && small.dims[0] == large.dims[0] && small.dims[1] == large.dims[1] &&
+           small.dims[2] == 1 && small.dims[3] == 1;
+  };
+  if (a.dims != b.dims && commutes && one_per_plane(a, b) && !one_per_plane(b, a)) std::swap(a, b);
+  if (a.dims != b.dims && !one_per_plane(b, a)) {
+    g.fail(
+        fmt::format("operands {} and {}: corgy computes equal shapes, or a second operand with one value per "
+                    "channel (N, C, 1, 1)",
+                    dims_text(a.dims), dims_text(b.dims)));
+  }
+  if (op == ElementwiseOp::add && a.dims == b.dims) return g.add_layer(Add(), {a, b}, a.dims);
+  g.add_layer(Elementwise(op), {a, b}, a.dims);
+}
+
+void map_add(Graph& g) { binary_node(g, ElementwiseOp::add); }
+void map_sub(Graph& g) { binary_node(g, ElementwiseOp::subtract); }
+void map_mul(Graph& g) { binary_node(g, ElementwiseOp::multiply); }
+void map_div(Graph& g) { binary_node(g, ElementwiseOp::divide); }
+
+// --- pooling -------------------------------------------------------------------------------------------------------
+
+/// MaxPool and AveragePool. corgy's pools pad top and left by one amount and bottom and right by another; other
+/// paddings (and ceil_mode's overhang) go into a Pad layer before the pool: -infinity for max, zeros for an
+/// average that counts padding.
+void pool_node(Graph& g, PoolKind kind) {
+  g.require_unused_outputs_from(1);
+  const Tensor& input = image_input(g);
+  const std::int64_t kernel = square(g, "kernel_shape", 0);
+  if (kernel <= 0) g.fail("has no kernel_shape");
+  const std::int64_t stride = square(g, "strides", 1);
+  if (square(g, "dilations", 1) != 1) g.fail("has dilations; corgy's pools are not dilated");
+  if (g.attribute_int("storage_order", 0) != 0) g.fail("stores indices in column order");
+  const bool ceil_mode = g.attribute_int("ceil_mode", 0) != 0;
+  bool include_pad = kind == PoolKind::average && g.attribute_int("count_include_pad", 0) != 0;
+  std::array<std::int64_t, 4> pads = window_pads(g, input.dims, kernel, stride);
+  // ceil_mode: windows that start inside the (padded) input but reach past it, as PyTorch and ONNX Runtime count
+  // them; the cells they reach past count for nothing (never as padding).
+  std::array<std::int64_t, 2> overhang{0, 0};
+  if (ceil_mode) {
+    for (int a = 0; a < 2; ++a) {
+      const std::int64_t in = input.dims[2 + static_cast<std::size_t>(a)];
+      if (in < 0) g.fail("ceil_mode needs the input's height and width, which the file leaves free");
+      const std::int64_t span = in + pads[a] + pads[2 + a] - kernel;
+      std::int64_t out = (span + stride - 1) / stride + 1;
+      if ((out - 1) * stride >= in + pads[a]) --out;
+      overhang[a] = std::max<std::int64_t>(0, (out - 1) * stride + kernel - (in + pads[a] + pads[2 + a]));
+    }
+  }
+  Tensor x = input;
+  std::array<std::int64_t, 4> window_pad = pads;
+  const bool fits = pads[0] == pads[1] && pads[2] == pads[3];
+  if (kind == PoolKind::max) {
+    // Padded cells never win a max: any padding (and the overhang) as -infinity when corgy's pool cannot express it.
+    window_pad = {pads[0], pads[1], pads[2] + overhang[0], pads[3] + overhang[1]};
+    if (window_pad[0] != window_pad[1] || window_pad[2] != window_pad[3]) {
+      x = padded(g, x, window_pad, -std::numeric_limits<float>::infinity());
+      window_pad = {0, 0, 0, 0};
+    }
+  } else if (include_pad) {
+    // Padding counts as zeros, the overhang does not: zero-pad explicitly, then exclude what is left (the overhang).
+    if (overhang != std::array<std::int64_t, 2>{0, 0} || !fits) {
+      x = padded(g, x, pads, 0.0f);
+      window_pad = {0, 0, overhang[0], overhang[1]};
+      include_pad = false;
+    }
+  } else {
+    window_pad = {pads[0], pads[1], pads[2] + overhang[0], pads[3] + overhang[1]};
+  }
+  if (window_pad[2] != window_pad[3] && !include_pad && x.dims[2] >= 0 && x.dims[3] >= 0) {
+    // Cells that count for nothing may be added at the bottom or right as long as they start no new window: pad
+    // both by the larger amount when that leaves the output's height and width as they are.
+    const std::int64_t wider = std::max(window_pad[2], window_pad[3]);
+    if (window_output(x.dims[2], window_pad[0], wider, kernel, stride) ==
+            window_output(x.dims[2], window_pad[0], window_pad[2], kernel, stride) &&
+        window_output(x.dims[3], window_pad[1], wider, kernel, stride) ==
+            window_output(x.dims[3], window_pad[1], window_pad[3], kernel, stride)) {
+      window_pad[2] = window_pad[3] = wider;
+    }
+  }
+  if (window_pad[0] != window_pad[1] || window_pad[2] != window_pad[3]) {
+    g.fail(
+        fmt::format("pads {} {} {} {} (with ceil_mode's overhang) differ between height and width in a way "
+                    "corgy's average pooling cannot express",
+                    window_pad[0], window_pad[1], window_pad[2], window_pad[3]));
+  }
+  const PoolOptions options{.kernel = static_cast<int>(kernel),
+                            .stride = static_cast<int>(stride),
+                            .padding = static_cast<int>(window_pad[0]),
+                            .padding_bottom_right = static_cast<int>(window_pad[2]),
+                            .count_include_pad = include_pad};
+  const Dims dims{x.dims[0], x.dims[1], window_output(x.dims[2], window_pad[0], window_pad[2], kernel, stride),
+                  window_output(x.dims[3], window_pad[1], window_pad[3], kernel, stride)};
+  if (kind == PoolKind::max) return g.add_layer(MaxPool2d(options), {x}, dims);
+  g.add_layer(AvgPool2d(options), {x}, dims);
+}
+
+void map_max_pool(Graph& g) { pool_node(g, PoolKind::max); }
+void map_average_pool(Graph& g) { pool_node(g, PoolKind::average); }
+
+void global_pool(Graph& g, PoolKind kind, bool keep_dims) {
+  const Tensor& x = image_input(g);
+  const Dims dims = keep_dims ? Dims{x.dims[0], x.dims[1], 1, 1} : Dims{x.dims[0], x.dims[1]};
+  if (kind == PoolKind::max) return g.add_layer(MaxPool2d({.global = true}), {x}, dims);
+  g.add_layer(AvgPool2d::global(), {x}, dims);
+}
+
+void map_global_average_pool(Graph& g) { global_pool(g, PoolKind::average, true); }
+void map_global_max_pool(Graph& g) { global_pool(g, PoolKind::max, true); }
+
+/// ReduceMean / ReduceMax over the two spatial axes (PyTorch's x.mean([2, 3])): a global pool.
+void reduce_node(Graph& g, PoolKind kind) {
+  const Tensor& x = image_input(g);
+  Dims axes = axes_of(g, 18);
+  if (axes.empty() && g.attribute_int("noop_with_empty_axes", 0) != 0) return g.set_alias_output(0, x.dims);
+  for (std::int64_t& axis : axes) axis = normalize_axis(g, axis, 4);
+  std::sort(axes.begin(), axes.end());
+  if (axes != Dims{2, 3}) {
+    g.fail(fmt::format("reduces over axes {}; corgy reduces over the spatial axes (2, 3)", dims_text(axes)));
+  }
+  global_pool(g, kind, g.attribute_int("keepdims", 1) != 0);
+}
+
+void map_reduce_mean(Graph& g) { reduce_node(g, PoolKind::average); }
+void map_reduce_max(Graph& g) { reduce_node(g, PoolKind::max); }
+
+// --- resizing and padding ------------------------------------------------------------------------------------------
+
+/// Nearest upsampling by one integer factor for height and width.
+void upsample_by(Graph& g, const Tensor& x, const std::vector<float>& scales) {
+  if (scales.size() != 4 || scales[0] != 1.0f || scales[1] != 1.0f) {
+    g.fail("scales the batch or channel axes, or is not 4-D");
+  }
+  const float scale = scales[2];
+  if (scales[3] != scale || !(scale >= 1.0f && scale <= 1024.0f) || scale != std::floor(scale)) {
+    g.fail(fmt::format("scales by {} x {}; corgy upsamples by one integer factor for height and width", scales[2],
+                       scales[3]));
+  }
+  const auto factor = static_cast<std::int64_t>(scale);
+  if (factor == 1) return g.set_alias_output(0, x.dims);
+  Dims dims = x.dims;
+  for (std::size_t a = 2; a < 4; ++a) dims[a] = dims[a] < 0 ? unknown : dims[a] * factor;
+  g.add_layer(Upsample(static_cast<int>(factor)), {x}, dims);
+}
+
+void require_nearest(const Graph& g) {
+  const std::string mode = g.attribute_string("mode", "nearest");
+  if (mode != "nearest") g.fail(fmt::format("mode {}; corgy resizes with nearest neighbours", mode));
+}
+
+void map_upsample(Graph& g) {
+  require_nearest(g);
+  const Tensor& x = image_input(g);
+  upsample_by(g, x, g.opset() < 9 ? g.attribute_floats("scales") : g.constant_input(1, "scales").as_floats());
+}
+
+/// Resize with nearest neighbours and an integer factor: floor(y / factor) is where every coordinate mode below
+/// puts output row y (asymmetric with floor; the half-pixel modes with rounding; tf_half_pixel_for_nn with floor).
+void map_resize(Graph& g) {
+  require_nearest(g);
+  const Tensor& x = image_input(g);
+  if (g.opset() >= 11) {
+    const std::string transform = g.attribute_string("coordinate_transformation_mode", "half_pixel");
+    const std::string nearest = g.attribute_string("nearest_mode", "round_prefer_floor");
+    const bool rounding = nearest == "round_prefer_floor" || nearest == "round_prefer_ceil";
+    const bool same_as_floor = (transform == "asymmetric" && nearest == "floor") ||
+                               ((transform == "half_pixel" || transform == "pytorch_half_pixel") && rounding) ||
+                               (transform == "tf_half_pixel_for_nn" && nearest == "floor");
+    if (!same_as_floor) {
+      g.fail(
+          fmt::format("coordinate_transformation_mode {} with nearest_mode {} is not supported", transform, nearest));
+    }
+    if (!g.attribute_ints("axes").empty() && g.attribute_ints("axes") != Dims{2, 3}) {
+      g.fail("resizes other axes than height and width");
+    }
+  }
+  const int scales_input = g.opset() >= 11 ? 2 : 1;
+  std::vector<float> scales;
+  if (g.has_input(scales_input) && g.constant_input(scales_input, "scales").count() > 0) {
+    scales = g.constant_input(scales_input, "scales").as_floats();
+  } else if (g.has_input(3)) {
+    const Dims sizes = g.constant_input(3, "sizes").as_integers();
+    if (sizes.size() != 4 || x.dims[2] < 0 || x.dims[3] < 0) {
+      g.fail("resizes to sizes without a known 4-D input size");
+    }
+    for (std::size_t a = 0; a < 4; ++a) {
+      const std::int64_t in = a == 0 ? sizes[0] : x.dims[a];
+      if (in <= 0 || sizes[a] % in != 0) g.fail(fmt::format("resizes {} to {}", dims_text(x.dims), dims_text(sizes)));
+      scales.push_back(static_cast<float>(sizes[a] / in));
+    }
+    scales[0] = 1.0f;
+  } else {
+    g.fail("has neither scales nor sizes");
+  }
+  if (scales.size() == 2) scales.insert(scales.begin(), {1.0f, 1.0f});  // opset 18's axes = (2, 3)
+  upsample_by(g, x, scales);
+}
+
+void map_pad(Graph& g) {
+  const Tensor& x = image_input(g);
+  const std::string mode_name = g.attribute_string("mode", "constant");
+  PadMode mode = PadMode::constant;
+  if (mode_name == "reflect") {
+    mode = PadMode::reflect;
+  } else if (mode_name == "edge") {
+    mode = PadMode::edge;
+  } else if (mode_name != "constant") {
+    g.fail(fmt::format("mode {} is not supported (constant, reflect and edge are)", mode_name));
+  }
+  Dims pads;
+  float value = 0.0f;
+  if (g.opset() < 11) {
+    pads = g.attribute_ints(g.opset() < 2 ? "paddings" : "pads");
+    value = g.attribute_float("value", 0.0f);
+  } else {
+    pads = g.constant_input(1, "pads").as_integers();
+    if (g.has_input(2)) {
+      const Constant& c = g.constant_input(2, "constant_value");
+      if (c.count() != 1) g.fail("constant_value is not a scalar");
+      value = static_cast<float>(c.at(0));
+    }
+  }
+  // Opset 18's axes: the pads given are for those axes only.
+  Dims full(8, 0);
+  if (g.opset() >= 18 && g.has_input(3)) {
+    Dims axes = g.constant_input(3, "axes").as_integers();
+    if (pads.size() != 2 * axes.size()) g.fail("has not two pads per axis");
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+      const auto axis = static_cast<std::size_t>(normalize_axis(g, axes[k], 4));
+      full[axis] = pads[k];
+      full[axis + 4] = pads[k + axes.size()];
+    }
+  } else {
+    if (pads.size() != 8) g.fail(fmt::format("has {} pads; a 4-D input needs 8", pads.size()));
+    full = pads;
+  }
+  if (full[0] != 0 || full[1] != 0 || full[4] != 0 || full[5] != 0) g.fail("pads the batch or channel axis");
+  if (std::any_of(full.begin(), full.end(), [](std::int64_t p) { return p < 0; })) g.fail("crops (negative pads)");
+  const PadDesc desc{.mode = mode,
+                     .top = static_cast<int>(full[2]),
+                     .left = static_cast<int>(full[3]),
+                     .bottom = static_cast<int>(full[6]),
+                     .right = static_cast<int>(full[7]),
+                     .value = value};
+  Dims dims = x.dims;
+  if (dims[2] >= 0) dims[2] += full[2] + full[6];
+  if (dims[3] >= 0) dims[3] += full[3] + full[7];
+  g.add_layer(Pad(desc), {x}, dims);
+}
+
+// --- the table -----------------------------------------------------------------------------------------------------
+
+constexpr int first = onnx_min_opset;
+constexpr int last = onnx_max_opset;
+
+/// Sorted by op type (find_operator searches it by halves).
+constexpr OperatorMapping table[] = {
+    {"Add", first, last, map_add,
+     "Add (residuals; an activation after it is fused), a per-channel scale and shift with a constant (folded into "
+     "the convolution before it), Elementwise for a second operand (N, C, 1, 1)"},
+    {"AveragePool", first, last, map_average_pool,
+     "AvgPool2d: square kernels, equal strides, explicit or auto pads, ceil_mode, count_include_pad both ways"},
+    {"BatchNormalization", first, last, map_batch_normalization,
+     "folded into the convolution before it; elsewhere a per-channel scale and shift; inference mode only"},
+    {"Cast", first, last, map_cast, "constants; to float on tensors (a no-op)"},
+    {"Clip", first, last, map_clip, "ReLU (min 0), clipped ReLU / ReLU6 (min 0, max m), fused; other minimums fail"},
+    {"Concat", first, last, map_concat, "Concat along the channels (axis 1); 1-D constants"},
+    {"Constant", first, last, map_constant, "a constant (value, value_float(s), value_int(s))"},
+    {"ConstantOfShape", 9, last, map_constant_of_shape, "a constant"},
+    {"Conv", first, last, map_conv,
+     "Conv2d: 2-D, square kernels, equal strides and dilations, groups (depthwise), auto_pad; asymmetric pads as a "
+     "zero Pad layer before it; constant weights"},
+    {"Div", first, last, map_div, "a per-channel scale by a constant; Elementwise for tensors"},
+    {"Dropout", first, last, map_identity, "nothing (inference); the mask output must be unread"},
+    {"Flatten", first, last, map_flatten, "Flatten (axis 1)"},
+    {"Gather", first, last, map_gather, "constants only (an index into a shape)"},
+    {"Gemm", first, last, map_gemm,
+     "Linear: constant B (either transB), alpha and beta folded, C one value per output; transA = 0"},
+    {"GlobalAveragePool", first, last, map_global_average_pool, "AvgPool2d::global()"},
+    {"GlobalMaxPool", first, last, map_global_max_pool, "MaxPool2d({.global = true})"},
+    {"HardSigmoid", first, last, map_hard_sigmoid, "a per-channel scale and shift, then clipped ReLU at 1; fused"},
+    {"HardSwish", 14, last, map_hard_swish, "hard swish activation, fused"},
+    {"Identity", first, last, map_identity, "nothing"},
+    {"InstanceNormalization", first, last, map_instance_normalization,
+     "InstanceNorm (an activation after it is fused)"},
+    {"LeakyRelu", first, last, map_leaky_relu, "leaky ReLU activation, fused"},
+    {"MatMul", first, last, map_matmul, "Linear without bias: a 2-D input times a constant 2-D matrix"},
+    {"MaxPool", first, last, map_max_pool,
+     "MaxPool2d: square kernels, equal strides, explicit or auto pads, ceil_mode; no dilations, Indices unread"},
+    {"Mul", first, last, map_mul,
+     "a per-channel scale by a constant (folded into the convolution before it); Elementwise for tensors, the second "
+     "equal in shape or (N, C, 1, 1)"},
+    {"PRelu", first, last, map_prelu, "PReLU with a slope per channel; leaky ReLU for one slope"},
+    {"Pad", first, last, map_pad, "Pad: constant (with its value), reflect, edge; height and width only, no cropping"},
+    {"ReduceMax", first, last, map_reduce_max, "a global max pool: axes (2, 3), keepdims either way"},
+    {"ReduceMean", first, last, map_reduce_mean, "a global average pool: axes (2, 3), keepdims either way"},
+    {"Relu", first, last, map_relu, "ReLU activation, fused into the layer before"},
+    {"Reshape", first, last, map_reshape,
+     "a view when only axes of size 1 change, a Flatten for (N, C, H, W) to (N, C*H*W); constants"},
+    {"Resize", 10, last, map_resize,
+     "Upsample: nearest, one integer scale for height and width (scales or sizes), floor-equivalent coordinates"},
+    {"Shape", first, last, map_shape, "a constant, when the dimensions are known at load time"},
+    {"Sigmoid", first, last, map_sigmoid, "sigmoid activation, fused"},
+    {"Slice", first, last, map_slice, "constants only (PyTorch's arithmetic on Pad's pads)"},
+    {"Softmax", first, last, map_softmax, "Softmax over the channels (axis 1)"},
+    {"Squeeze", first, last, map_squeeze, "a view (axes of size 1 after the channels); constants"},
+    {"Sub", first, last, map_sub, "a per-channel shift by a constant (x - c, c - x); Elementwise for tensors"},
+    {"Tanh", first, last, map_tanh, "tanh activation, fused"},
+    {"Transpose", first, last, map_transpose, "constants only (PyTorch's arithmetic on Pad's pads)"},
+    {"Unsqueeze", first, last, map_unsqueeze, "a view (axes of size 1 after the channels); constants"},
+    {"Upsample", first, 9, map_upsample, "Upsample: nearest, one integer scale for height and width"},
+};
+
+}  // namespace
+
+std::span<const OperatorMapping> operator_table() { return table; }
+
+const OperatorMapping* find_operator(std::string_view op_type, int opset) {
+  for (const OperatorMapping& entry : table) {
+    if (entry.op_type == op_type && opset >= entry.first_opset && opset <= entry.last_opset) return &entry;
+  }
+  return nullptr;
+}
+
+}  // namespace corgy::onnx_import

@@ -1,0 +1,327 @@
+// ONNX models against ONNX Runtime, on every backend; and every way a file can be wrong.
+//
+// tests/fixtures/onnx/<case>/ holds model.onnx and input.npy (tools/make_onnx_models.py: networks exported from
+// PyTorch at two opsets; tools/make_onnx_op_models.py: small hand-built graphs for single operators) and ONNX
+// Runtime's outputs output_<k>.npy (tools/onnx_reference.mjs). Each case loads, runs on each backend and must match
+// every output within 1e-4 of its largest magnitude. The error cases build broken models with the ONNX protobuf
+// classes themselves.
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "test_util.h"
+
+namespace corgy::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> onnx_cases() {
+  std::vector<std::string> names;
+  for (const fs::directory_entry& entry : fs::directory_iterator(fixture_path("onnx"))) {
+    if (fs::exists(entry.path() / "model.onnx")) names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class OnnxModelOnBackend : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(OnnxModelOnBackend, MatchesOnnxRuntime) {
+  const auto& [name, backend] = GetParam();
+  const std::string directory = fixture_path("onnx/" + name);
+  OnnxModel net = load_onnx(directory + "/model.onnx");
+  net.model.set_backend(make_backend(backend, {.validation = true}));
+  Variable input = load_npy(directory + "/input.npy");
+  // A 2-D (N, F) array reads as (1, 1, N, F); corgy's batch of vectors is (N, F, 1, 1).
+  if (net.input.dims.size() == 2) input.reshape({input.shape().h, input.shape().w, 1, 1});
+  net.forward(input);
+  ASSERT_FALSE(net.outputs.empty());
+  for (std::size_t k = 0; k < net.outputs.size(); ++k) {
+    Variable expected = load_npy(fmt::format("{}/output_{}.npy", directory, k));
+    const Variable& actual = net.output(k);
+    // ONNX Runtime's (N, F) is corgy's (N, F, 1, 1); load_npy reads it as (1, 1, N, F).
+    ASSERT_EQ(expected.count(), actual.count()) << name << " output " << k << " " << actual.shape().str();
+    expected.reshape(actual.shape());
+    EXPECT_TRUE(outputs_match(actual, expected))
+        << name << " output " << k << " ('" << net.outputs[k].name << "') on " << backend;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryModel, OnnxModelOnBackend,
+                         ::testing::Combine(::testing::ValuesIn(onnx_cases()), ::testing::ValuesIn(all_backends())),
+                         [](const ::testing::TestParamInfo<OnnxModelOnBackend::ParamType>& param_info) {
+                           return fmt::format("{}_on_{}", std::get<0>(param_info.param), std::get<1>(param_info.param));
+                         });
+
+TEST(OnnxModels, FusesBatchNormAndActivationsIntoTheirConvolutions) {
+  // tiny_yolo_v2: 9 convolutions, 6 max pools, the edge pad; no layer for the batch norms or leaky ReLUs.
+  OnnxModel net = load_onnx(fixture_path("onnx/tiny_yolo_v2_opset9/model.onnx"));
+  int convolutions = 0;
+  for (int i = 0; i < net.model.size(); ++i) {
+    const std::string_view type = net.model.layer(i).type();
+    if (type == "conv2d") ++convolutions;
+    EXPECT_TRUE(type == "conv2d" || type == "maxpool2d" || type == "pad") << net.model.layer(i).describe();
+  }
+  EXPECT_EQ(convolutions, 9);
+  EXPECT_EQ(net.model.size(), 9 + 6 + 1);
+  EXPECT_EQ(net.input.name, "input");
+  EXPECT_EQ(net.input.dims, (std::vector<std::int64_t>{1, 3, 96, 128}));
+  EXPECT_EQ(net.input_shape(4), (Shape{4, 3, 96, 128}));
+}
+
+TEST(OnnxModels, RunAnyBatchButCheckFixedDimensions) {
+  OnnxModel net = load_onnx(fixture_path("onnx/mnist_opset17/model.onnx"));
+  const Variable input = load_npy(fixture_path("onnx/mnist_opset17/input.npy"));  // (2, 1, 28, 28)
+  const Variable expected = net.forward(input).clone();
+  // The same two digits in a batch of 3 (the file was exported at batch 2): the same logits.
+  Variable three(Shape{3, 1, 28, 28});
+  std::copy(input.data(), input.data() + input.count(), three.data());
+  const Variable& logits = net.forward(three);
+  for (std::size_t i = 0; i < expected.count(); ++i) EXPECT_EQ(logits.data()[i], expected.data()[i]);
+  EXPECT_THROW(net.forward(Variable(Shape{1, 1, 32, 32})), Error);
+  EXPECT_THROW(net.output("no such output"), Error);
+  EXPECT_EQ(&net.output("output"), &net.output(0));
+}
+
+TEST(OnnxModels, ListsTheSupportedOperators) {
+  std::vector<std::string_view> names;
+  for (const OnnxOperatorSupport& op : onnx_supported_operators()) names.push_back(op.op_type);
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  for (std::string_view required : {"Conv",
+                                    "Gemm",
+                                    "MatMul",
+                                    "Relu",
+                                    "LeakyRelu",
+                                    "PRelu",
+                                    "Sigmoid",
+                                    "Tanh",
+                                    "Clip",
+                                    "HardSigmoid",
+                                    "HardSwish",
+                                    "MaxPool",
+                                    "AveragePool",
+                                    "GlobalAveragePool",
+                                    "GlobalMaxPool",
+                                    "ReduceMean",
+                                    "ReduceMax",
+                                    "BatchNormalization",
+                                    "InstanceNormalization",
+                                    "Add",
+                                    "Mul",
+                                    "Sub",
+                                    "Div",
+                                    "Concat",
+                                    "Flatten",
+                                    "Reshape",
+                                    "Squeeze",
+                                    "Unsqueeze",
+                                    "Resize",
+                                    "Upsample",
+                                    "Pad",
+                                    "Softmax",
+                                    "Identity",
+                                    "Dropout",
+                                    "Constant"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
+  }
+}
+
+// --- broken files -------------------------------------------------------------------------------------------------
+
+/// A valid model to break: input (1, 3, 8, 8) -> Conv 3x3 (4 filters) -> Relu -> output.
+onnx::ModelProto small_model(int opset = 13) {
+  onnx::ModelProto model;
+  model.set_ir_version(7);
+  model.add_opset_import()->set_version(opset);
+  onnx::GraphProto& graph = *model.mutable_graph();
+  graph.set_name("small");
+  auto value = [](onnx::ValueInfoProto* info, const std::string& name, std::vector<std::int64_t> dims) {
+    info->set_name(name);
+    onnx::TypeProto::Tensor* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    for (std::int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  value(graph.add_input(), "x", {1, 3, 8, 8});
+  value(graph.add_output(), "y", {1, 4, 6, 6});
+  onnx::TensorProto& weights = *graph.add_initializer();
+  weights.set_name("w");
+  weights.set_data_type(onnx::TensorProto::FLOAT);
+  for (std::int64_t d : {4, 3, 3, 3}) weights.add_dims(d);
+  for (int i = 0; i < 4 * 3 * 3 * 3; ++i) weights.add_float_data(0.01f * static_cast<float>(i % 7 - 3));
+  onnx::NodeProto& conv = *graph.add_node();
+  conv.set_name("conv");
+  conv.set_op_type("Conv");
+  conv.add_input("x");
+  conv.add_input("w");
+  conv.add_output("c");
+  onnx::NodeProto& relu = *graph.add_node();
+  relu.set_name("relu");
+  relu.set_op_type("Relu");
+  relu.add_input("c");
+  relu.add_output("y");
+  return model;
+}
+
+std::vector<std::byte> bytes_of(const onnx::ModelProto& model) {
+  const std::string text = model.SerializeAsString();
+  std::vector<std::byte> bytes(text.size());
+  std::memcpy(bytes.data(), text.data(), text.size());
+  return bytes;
+}
+
+/// The message of the corgy::Error that loading `bytes` throws, or "(no error)".
+std::string load_error(const std::vector<std::byte>& bytes, const OnnxOptions& options = {}) {
+  try {
+    load_onnx_from_memory(bytes, "broken.onnx", options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string load_error(const onnx::ModelProto& model, const OnnxOptions& options = {}) {
+  return load_error(bytes_of(model), options);
+}
+
+bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+TEST(OnnxErrors, TheSmallModelLoadsAndRuns) {
+  OnnxModel net = load_onnx_from_memory(bytes_of(small_model()), "small.onnx");
+  ASSERT_EQ(net.model.size(), 1);  // the ReLU is fused into the convolution
+  EXPECT_EQ(net.model.layer(0).describe(), "conv2d 3x3/1 pad 0, 3->4, relu");
+  Variable x(Shape{1, 3, 8, 8});
+  x.fill(1.0f);
+  EXPECT_EQ(net.forward(x).shape(), (Shape{1, 4, 6, 6}));
+}
+
+TEST(OnnxErrors, UnsupportedOperatorsAreAllListedAtOnce) {
+  onnx::ModelProto model = small_model();
+  onnx::GraphProto& graph = *model.mutable_graph();
+  graph.mutable_node(1)->set_op_type("Erf");
+  graph.mutable_node(1)->set_output(0, "e");
+  onnx::NodeProto& second = *graph.add_node();
+  second.set_name("odd_one");
+  second.set_op_type("NonMaxSuppression");
+  second.add_input("e");
+  second.add_output("y");
+  const std::string error = load_error(model);
+  EXPECT_TRUE(contains(error, "broken.onnx: 2 nodes with operators corgy does not support")) << error;
+  EXPECT_TRUE(contains(error, "node 'relu' (Erf, opset 13)")) << error;
+  EXPECT_TRUE(contains(error, "node 'odd_one' (NonMaxSuppression, opset 13)")) << error;
+  EXPECT_TRUE(contains(error, "--list-ops")) << error;
+}
+
+TEST(OnnxErrors, OperatorsOfOtherDomainsAreUnsupported) {
+  onnx::ModelProto model = small_model();
+  model.mutable_graph()->mutable_node(1)->set_domain("com.microsoft");
+  model.add_opset_import()->set_domain("com.microsoft");
+  model.mutable_opset_import(1)->set_version(1);
+  const std::string error = load_error(model);
+  EXPECT_TRUE(contains(error, "node 'relu' (com.microsoft.Relu, opset 13)")) << error;
+}
+
+TEST(OnnxErrors, TruncatedFilesAreRejected) {
+  const std::vector<std::byte> whole = bytes_of(small_model());
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, whole.size() / 3, whole.size() / 2, whole.size() - 1}) {
+    const std::vector<std::byte> part(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(size));
+    const std::string error = load_error(part);
+    EXPECT_TRUE(contains(error, "broken.onnx: ")) << size << ": " << error;
+  }
+  // From a file: the message names it.
+  const std::string path = (fs::temp_directory_path() / "corgy_truncated.onnx").string();
+  {
+    std::ofstream file(path, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(whole.data()), static_cast<std::streamsize>(whole.size() / 2));
+  }
+  try {
+    load_onnx(path);
+    ADD_FAILURE() << "a truncated file loaded";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), path + ": not an ONNX model, or a truncated one")) << e.what();
+  }
+  fs::remove(path);
+  EXPECT_THROW(load_onnx("/nonexistent/model.onnx"), Error);
+}
+
+TEST(OnnxErrors, CyclesAreNamed) {
+  onnx::ModelProto model = small_model();
+  onnx::GraphProto& graph = *model.mutable_graph();
+  // conv reads x and a value computed after it: conv -> add -> relu -> conv.
+  onnx::NodeProto& conv = *graph.mutable_node(0);
+  conv.set_input(0, "looped");
+  onnx::NodeProto& add = *graph.add_node();
+  add.set_name("add");
+  add.set_op_type("Add");
+  add.add_input("y");
+  add.add_input("x");
+  add.add_output("looped");
+  const std::string error = load_error(model);
+  EXPECT_TRUE(contains(error, "broken.onnx: the graph has a cycle")) << error;
+  EXPECT_TRUE(contains(error, "'conv' (Conv)")) << error;
+  EXPECT_TRUE(contains(error, "'add' (Add)")) << error;
+}
+
+TEST(OnnxErrors, DanglingInputsAreNamed) {
+  onnx::ModelProto model = small_model();
+  model.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");
+  const std::string error = load_error(model);
+  EXPECT_TRUE(contains(error, "broken.onnx: node 'relu' (Relu) reads 'nowhere', which no node computes")) << error;
+}
+
+TEST(OnnxErrors, DeclaredSizesMustMatchTheData) {
+  onnx::ModelProto model = small_model();
+  onnx::TensorProto& weights = *model.mutable_graph()->mutable_initializer(0);
+  weights.mutable_float_data()->RemoveLast();
+  std::string error = load_error(model);
+  EXPECT_TRUE(contains(error,
+                       "broken.onnx: initializer 'w': declares shape (4, 3, 3, 3) = 108 values, but its data "
+                       "holds 107"))
+      << error;
+  // Raw bytes that are not whole values, and a shape far larger than the file.
+  weights.clear_float_data();
+  weights.set_raw_data(std::string(431, '\0'));
+  error = load_error(model);
+  EXPECT_TRUE(contains(error, "431 bytes, not whole values")) << error;
+  weights.set_raw_data(std::string(432, '\0'));
+  weights.set_dims(0, std::int64_t{1} << 40);
+  error = load_error(model);
+  EXPECT_TRUE(contains(error, "max_tensor_bytes")) << error;
+}
+
+TEST(OnnxErrors, LimitsAndUnreadableFeaturesGiveErrors) {
+  EXPECT_TRUE(contains(load_error(small_model(), {.limits = {.max_tensor_bytes = 100}}), "max_tensor_bytes"));
+  EXPECT_TRUE(contains(load_error(small_model(), {.limits = {.max_model_bytes = 50}}), "max_model_bytes"));
+  onnx::ModelProto external = small_model();
+  external.mutable_graph()->mutable_initializer(0)->set_data_location(onnx::TensorProto::EXTERNAL);
+  EXPECT_TRUE(contains(load_error(external), "external file")) << load_error(external);
+  EXPECT_TRUE(contains(load_error(small_model(6)), "opset 6; corgy reads opsets 7 to 18"));
+  EXPECT_TRUE(contains(load_error(small_model(19)), "opset 19"));
+  onnx::ModelProto no_graph;
+  no_graph.set_ir_version(7);
+  EXPECT_TRUE(contains(load_error(no_graph), "no graph")) << load_error(no_graph);
+}
+
+TEST(OnnxErrors, TheOnnxCheckerRunsOnTheModel) {
+  onnx::ModelProto model = small_model();
+  model.mutable_graph()->mutable_node(0)->add_attribute()->set_name("no_such_attribute");
+  const std::string error = load_error(model);
+  EXPECT_TRUE(contains(error, "broken.onnx: the ONNX checker rejects the model")) << error;
+}
+
+TEST(OnnxErrors, OperatorLimitsNameTheNode) {
+  onnx::ModelProto model = small_model();
+  onnx::AttributeProto& strides = *model.mutable_graph()->mutable_node(0)->add_attribute();
+  strides.set_name("strides");
+  strides.set_type(onnx::AttributeProto::INTS);
+  strides.add_ints(1);
+  strides.add_ints(2);
+  const std::string error = load_error(model);
+  EXPECT_TRUE(contains(error, "broken.onnx: node 'conv' (Conv, opset 13): strides 1 x 2 differs")) << error;
+}
+
+}  // namespace
+}  // namespace corgy::testing

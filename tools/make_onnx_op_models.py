@@ -1,0 +1,290 @@
+#!/usr/bin/python3
+"""Writes small hand-built ONNX models for tests/onnx_models_test.cpp: the operators and attributes that
+torch.onnx.export does not produce for the test networks of tools/make_onnx_models.py (auto_pad, asymmetric pads,
+a batch norm without a convolution before it, Gemm's transB = 0 with alpha and beta, MatMul, HardSigmoid, PRelu,
+constant arithmetic, squeeze-and-excitation gates, every pooling variant, Reduce*, opset 18's inputs for axes,
+Resize by sizes, Pad's modes, Shape arithmetic, several outputs).
+
+For each case, tests/fixtures/onnx/op_<case>/ gets model.onnx and input.npy (float32, seeded);
+tools/onnx_reference.mjs then adds ONNX Runtime's outputs. Weights are random from a seed derived from the case name.
+
+Run: tools/make_onnx_op_models.py [--out DIR]   (Debian's python3-onnx and python3-numpy)
+"""
+import argparse
+import pathlib
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CASES = {}
+
+
+def case(opset, input_shape):
+    def register(function):
+        CASES[function.__name__] = (opset, input_shape, function)
+        return function
+    return register
+
+
+class Builder:
+    """Nodes, initializers and outputs of one graph, with seeded random constants."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.nodes = []
+        self.initializers = []
+        self.outputs = []
+        self.count = 0
+
+    def name(self, prefix):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def const(self, array, name=None):
+        name = name or self.name("c")
+        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def rand(self, *shape, scale=1.0):
+        return self.const((self.rng.uniform(-1, 1, size=shape) * scale).astype(np.float32))
+
+    def node(self, op, inputs, outputs=1, **attributes):
+        names = [self.name(op.lower() + "_out") for _ in range(outputs)]
+        self.nodes.append(helper.make_node(op, inputs, names, name=self.name(op), **attributes))
+        return names[0] if outputs == 1 else names
+
+    def conv(self, x, cin, cout, k, **attributes):
+        fan_in = cin // attributes.get("group", 1) * k * k
+        w = self.rand(cout, cin // attributes.get("group", 1), k, k, scale=1.7 / np.sqrt(fan_in))
+        return self.node("Conv", [x, w, self.rand(cout, scale=0.5)], kernel_shape=[k, k], **attributes)
+
+    def output(self, name, rank=4):
+        self.outputs.append((name, rank))
+
+
+# --- convolution ----------------------------------------------------------------------------------------------------
+
+@case(13, (2, 3, 9, 10))
+def conv_asymmetric_pads_bn_relu(b, x):
+    """Asymmetric pads (a Pad layer), batch norm folded into the convolution, ReLU fused."""
+    y = b.conv(x, 3, 6, 3, pads=[0, 1, 2, 1], strides=[2, 2])
+    scale = b.const(b.rng.uniform(0.5, 1.5, 6).astype(np.float32))
+    bias = b.rand(6, scale=0.5)
+    mean = b.rand(6, scale=0.5)
+    var = b.const(b.rng.uniform(0.5, 2.0, 6).astype(np.float32))
+    y = b.node("BatchNormalization", [y, scale, bias, mean, var], epsilon=1e-3)
+    b.output(b.node("Relu", [y]))
+
+
+@case(11, (1, 4, 9, 10))
+def conv_auto_pad(b, x):
+    """auto_pad SAME_UPPER and SAME_LOWER at stride 2 (odd padding), VALID, a dilated grouped convolution."""
+    b.output(b.conv(x, 4, 5, 3, auto_pad="SAME_UPPER", strides=[2, 2]))
+    b.output(b.conv(x, 4, 5, 4, auto_pad="SAME_LOWER", strides=[2, 2]))
+    b.output(b.conv(x, 4, 3, 3, auto_pad="VALID"))
+    b.output(b.conv(x, 4, 6, 3, pads=[2, 2, 2, 2], dilations=[2, 2], group=2))
+
+
+@case(9, (3, 5, 6, 7))
+def batch_norm_alone_leaky(b, x):
+    """A batch norm that no convolution precedes (a per-channel scale and shift), leaky ReLU."""
+    scale = b.const(b.rng.uniform(0.5, 1.5, 5).astype(np.float32))
+    y = b.node("BatchNormalization", [x, scale, b.rand(5), b.rand(5), b.const(b.rng.uniform(0.5, 2, 5).astype(np.float32))])
+    b.output(b.node("LeakyRelu", [y], alpha=0.2))
+
+
+# --- fully connected ----------------------------------------------------------------------------------------------
+
+@case(11, (3, 12))
+def gemm_transposed_alpha_beta(b, x):
+    w = b.rand(12, 5)  # [in][out]: transB = 0
+    c = b.rand(1, 5)
+    y = b.node("Gemm", [x, w, c], transB=0, alpha=0.5, beta=2.0)
+    b.output(b.node("Sigmoid", [y]), rank=2)
+
+
+@case(13, (2, 6))
+def matmul_add_tanh(b, x):
+    y = b.node("MatMul", [x, b.rand(6, 4)])
+    y = b.node("Add", [y, b.rand(4)])
+    b.output(b.node("Tanh", [y]), rank=2)
+
+
+# --- activations and arithmetic ------------------------------------------------------------------------------------
+
+@case(14, (2, 4, 5, 6))
+def hard_sigmoid_hard_swish(b, x):
+    gate = b.node("HardSigmoid", [b.conv(x, 4, 4, 1)], alpha=0.3, beta=0.4)
+    swish = b.node("HardSwish", [b.node("Mul", [x, b.const(np.float32(3.0))])])
+    b.output(b.node("Mul", [gate, swish]))
+
+
+@case(9, (2, 3, 4, 5))
+def prelu(b, x):
+    y = b.node("PRelu", [x, b.const(np.array([[[0.1]], [[-0.3]], [[0.7]]], dtype=np.float32))])
+    b.output(b.node("PRelu", [y, b.const(np.array([0.25], dtype=np.float32))]))
+
+
+@case(13, (2, 3, 4, 4))
+def constant_arithmetic(b, x):
+    """x - c per channel, divided by 2, c - x, times a scalar, plus a Constant node; Clip as ReLU6."""
+    c = b.const(np.array([0.5, -1.0, 2.0], dtype=np.float32).reshape(3, 1, 1))
+    y = b.node("Div", [b.node("Sub", [x, c]), b.const(np.float32(2.0))])
+    y = b.node("Sub", [b.const(np.float32(1.0)), y])
+    k = b.node("Constant", [], value=numpy_helper.from_array(np.array([[[[4.0]], [[-2.0]], [[1.5]]]], dtype=np.float32)))
+    y = b.node("Mul", [k, y])
+    lo = b.const(np.float32(0.0))
+    hi = b.const(np.float32(6.0))
+    b.output(b.node("Clip", [y, lo, hi]))
+    b.output(b.node("Clip", [y, lo]))
+
+
+@case(13, (2, 6, 7, 5))
+def squeeze_excitation(b, x):
+    """x * sigmoid(conv(relu(conv(mean(x))))): a (N, C, 1, 1) gate broadcast over each plane; x - x / gate too."""
+    s = b.node("GlobalAveragePool", [x])
+    s = b.node("Relu", [b.conv(s, 6, 3, 1)])
+    gate = b.node("Sigmoid", [b.conv(s, 3, 6, 1)])
+    b.output(b.node("Mul", [gate, x]))
+    y = b.conv(x, 6, 6, 3, pads=[1, 1, 1, 1])
+    b.output(b.node("Sub", [y, b.node("Div", [x, gate])]))
+    b.output(b.node("Add", [y, x]))
+
+
+# --- pooling and reductions -----------------------------------------------------------------------------------------
+
+@case(10, (2, 3, 10, 11))
+def pools(b, x):
+    """Every padding case: ceil_mode with an overhang, count_include_pad both ways, asymmetric pads."""
+    b.output(b.node("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+                    count_include_pad=1))
+    b.output(b.node("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+                    count_include_pad=0))
+    b.output(b.node("AveragePool", [x], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 1, 1, 0],
+                    count_include_pad=1))
+    b.output(b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 0, 1], ceil_mode=1))
+    b.output(b.node("MaxPool", [x], kernel_shape=[2, 2], auto_pad="SAME_UPPER"))
+    b.output(b.node("AveragePool", [x], kernel_shape=[3, 3], strides=[3, 3], auto_pad="SAME_LOWER"))
+
+
+@case(13, (2, 4, 5, 7))
+def reductions(b, x):
+    b.output(b.node("GlobalMaxPool", [x]))
+    b.output(b.node("ReduceMean", [x], axes=[2, 3], keepdims=0), rank=2)
+    b.output(b.node("ReduceMax", [x], axes=[-1, -2], keepdims=1))
+
+
+@case(18, (2, 4, 5, 7))
+def reduce_mean_opset18(b, x):
+    """Opset 18: ReduceMean's axes and Pad's axes are inputs."""
+    y = b.node("ReduceMean", [x, b.const(np.array([2, 3], dtype=np.int64))], keepdims=0)
+    b.output(b.node("Gemm", [y, b.rand(3, 4)], transB=1), rank=2)
+    pads = b.const(np.array([1, 2, 0, 1], dtype=np.int64))
+    axes = b.const(np.array([2, 3], dtype=np.int64))
+    b.output(b.node("Pad", [x, pads, b.const(np.float32(-0.5)), axes], mode="constant"))
+
+
+# --- shapes ---------------------------------------------------------------------------------------------------------
+
+@case(13, (2, 5, 3, 3))
+def softmax_and_shapes(b, x):
+    """Squeeze / Unsqueeze / Reshape that only drop axes or flatten; x.view(x.size(0), -1) as Shape arithmetic;
+    softmax over the channels of a 4-D tensor (opset 13)."""
+    b.output(b.node("Softmax", [x], axis=1))
+    p = b.node("GlobalAveragePool", [x])
+    s = b.node("Squeeze", [p, b.const(np.array([2, 3], dtype=np.int64))])
+    u = b.node("Unsqueeze", [s, b.const(np.array([2, 3], dtype=np.int64))])
+    b.output(b.node("Reshape", [u, b.const(np.array([0, -1], dtype=np.int64))]), rank=2)
+    batch = b.node("Gather", [b.node("Shape", [x]), b.const(np.array(0, dtype=np.int64))], axis=0)
+    shape = b.node("Concat", [b.node("Unsqueeze", [batch, b.const(np.array([0], dtype=np.int64))]),
+                              b.const(np.array([-1], dtype=np.int64))], axis=0)
+    flat = b.node("Reshape", [x, shape])
+    b.output(b.node("Softmax", [b.node("Gemm", [flat, b.rand(4, 45)], transB=1)], axis=1), rank=2)
+
+
+@case(11, (2, 3, 3, 4))
+def softmax_opset11_flatten(b, x):
+    f = b.node("Flatten", [x], axis=1)
+    y = b.node("Gemm", [f, b.rand(36, 7)])
+    b.output(b.node("Softmax", [y], axis=1), rank=2)
+
+
+# --- resizing and padding -------------------------------------------------------------------------------------------
+
+@case(13, (1, 2, 3, 4))
+def resize(b, x):
+    empty = b.const(np.array([], dtype=np.float32))
+    b.output(b.node("Resize", [x, empty, empty, b.const(np.array([1, 2, 9, 12], dtype=np.int64))], mode="nearest",
+                    coordinate_transformation_mode="asymmetric", nearest_mode="floor"))
+    b.output(b.node("Resize", [x, empty, b.const(np.array([1, 1, 2, 2], dtype=np.float32))], mode="nearest",
+                    coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor"))
+
+
+@case(7, (2, 2, 3, 3))
+def upsample_opset7(b, x):
+    b.output(b.node("Upsample", [x], mode="nearest", scales=[1.0, 1.0, 3.0, 3.0]))
+
+
+@case(11, (2, 3, 5, 6))
+def pad_modes(b, x):
+    pads = b.const(np.array([0, 0, 1, 2, 0, 0, 3, 1], dtype=np.int64))
+    b.output(b.node("Pad", [x, pads], mode="edge"))
+    b.output(b.node("Pad", [x, pads, b.const(np.float32(1.5))], mode="constant"))
+    b.output(b.node("Pad", [x, pads], mode="reflect"))
+
+
+@case(12, (2, 3, 6, 5))
+def concat_dropout_instance_norm(b, x):
+    """Concat of three, Dropout and Identity (no-ops), InstanceNormalization followed by ReLU (fused)."""
+    a = b.node("Identity", [b.conv(x, 3, 2, 1)])
+    d = b.node("Dropout", [b.conv(x, 3, 4, 3, pads=[1, 1, 1, 1]), b.const(np.float32(0.5))])
+    y = b.node("Concat", [a, x, d], axis=1)
+    scale = b.const(b.rng.uniform(0.5, 1.5, 9).astype(np.float32))
+    y = b.node("InstanceNormalization", [y, scale, b.rand(9)], epsilon=1e-4)
+    b.output(b.node("Relu", [y]))
+
+
+@case(7, (2, 3, 4, 4))
+def opset7_clip_batchnorm(b, x):
+    """Opset 7's attribute forms: Clip's min/max, BatchNormalization after a convolution (folded)."""
+    y = b.conv(x, 3, 4, 3, pads=[1, 1, 1, 1])
+    scale = b.const(b.rng.uniform(0.5, 1.5, 4).astype(np.float32))
+    y = b.node("BatchNormalization", [y, scale, b.rand(4), b.rand(4), b.const(b.rng.uniform(0.5, 2, 4).astype(np.float32))])
+    b.output(b.node("Clip", [y], min=0.0, max=1.0))
+
+
+def build(name, opset, input_shape, function, out):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    b = Builder(rng)
+    function(b, "input")
+    graph = helper.make_graph(
+        b.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(input_shape))],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, [f"{o}_d{k}" for k in range(rank)])
+         for o, rank in b.outputs], b.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="corgy tools")
+    model.ir_version = 8 if opset >= 15 else 7 if opset >= 12 else 6 if opset >= 11 else 5 if opset >= 10 else 4 if opset >= 9 else 3
+    if model.ir_version < 4:  # before IR version 4 every initializer is listed among the graph inputs too
+        for tensor in b.initializers:
+            model.graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
+    if opset <= 17:  # Debian's onnx 1.12 knows opsets up to 17
+        onnx.checker.check_model(model)
+    directory = out / f"op_{name}"
+    directory.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(directory / "model.onnx"))
+    np.save(directory / "input.npy", (rng.standard_normal(input_shape) * 2).astype(np.float32))
+    print(f"{directory}: opset {opset}, {len(b.nodes)} nodes, {len(b.outputs)} outputs")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "tests" / "fixtures" / "onnx")
+    args = parser.parse_args()
+    for name, (opset, input_shape, function) in CASES.items():
+        build(name, opset, input_shape, function, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+// Runs ONNX Runtime (npm onnxruntime-node, CPU) on test models and writes its outputs as the reference that
+// corgy's ONNX tests compare against.
+//
+// For every folder DIR given (or every folder under tests/fixtures/onnx), reads DIR/model.onnx and DIR/input.npy,
+// runs the model and writes each graph output k as DIR/output_<k>.npy (float32, C order, ONNX Runtime's shape) and
+// DIR/outputs.json (the output names and shapes, in graph order).
+//
+// Usage: node tools/onnx_reference.mjs [DIR...]
+// onnxruntime-node must be resolvable: NODE_PATH=<folder with node_modules/onnxruntime-node>/node_modules, e.g.
+//   npm install --ignore-scripts --prefix build/onnx-reference onnxruntime-node@1.30.0
+//   NODE_PATH=build/onnx-reference/node_modules node tools/onnx_reference.mjs
+import fs from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const require = createRequire(import.meta.url);
+const ort = require("onnxruntime-node");
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+// A float32, C-order .npy file: { shape, data (Float32Array) }.
+function readNpy(file) {
+  const bytes = fs.readFileSync(file);
+  if (bytes.toString("latin1", 1, 6) !== "NUMPY") throw new Error(`${file}: not a .npy file`);
+  const major = bytes[6];
+  const headerLength = major === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8);
+  const headerStart = major === 1 ? 10 : 12;
+  const header = bytes.toString("latin1", headerStart, headerStart + headerLength);
+  if (!header.includes("'descr': '<f4'") || header.includes("'fortran_order': True")) {
+    throw new Error(`${file}: expected little-endian float32 in C order, header ${header}`);
+  }
+  const shape = header.match(/'shape': \(([^)]*)\)/)[1].split(",").filter((s) => s.trim()).map(Number);
+  const start = headerStart + headerLength;
+  const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.length));
+  return { shape, data };
+}
+
+function writeNpy(file, shape, data) {
+  const shapeText = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`;
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': ${shapeText}, }`;
+  header += " ".repeat(64 - ((10 + header.length + 1) % 64)) + "\n";  // data starts on a 64-byte boundary
+  const prefix = Buffer.alloc(10);
+  prefix.write("\x93NUMPY", 0, "latin1");
+  prefix[6] = 1;
+  prefix[7] = 0;
+  prefix.writeUInt16LE(header.length, 8);
+  const body = Buffer.from(new Float32Array(data).buffer);
+  fs.writeFileSync(file, Buffer.concat([prefix, Buffer.from(header, "latin1"), body]));
+}
+
+async function reference(directory) {
+  const session = await ort.InferenceSession.create(path.join(directory, "model.onnx"), {
+    executionProviders: ["cpu"],
+    intraOpNumThreads: 1,
+    graphOptimizationLevel: "disabled",  // the operators as the file states them, no fusions of ORT's own
+  });
+  const input = readNpy(path.join(directory, "input.npy"));
+  const feeds = { [session.inputNames[0]]: new ort.Tensor("float32", input.data, input.shape) };
+  const results = await session.run(feeds);
+  const outputs = session.outputNames.map((name, k) => {
+    const tensor = results[name];
+    const shape = tensor.dims.map(Number);
+    writeNpy(path.join(directory, `output_${k}.npy`), shape, tensor.data);
+    return { name, shape };
+  });
+  fs.writeFileSync(path.join(directory, "outputs.json"), JSON.stringify({ onnxruntime: ort.env.versions?.common ?? "", outputs }, null, 1) + "\n");
+  console.log(`${directory}: ${outputs.map((o) => `${o.name} (${o.shape.join(", ")})`).join(", ")}`);
+}
+
+const fixtures = path.join(root, "tests", "fixtures", "onnx");
+const directories = process.argv.length > 2
+  ? process.argv.slice(2)
+  : fs.readdirSync(fixtures).map((d) => path.join(fixtures, d)).filter((d) => fs.existsSync(path.join(d, "model.onnx")));
+for (const directory of directories) await reference(directory);
