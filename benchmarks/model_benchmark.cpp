@@ -6,6 +6,7 @@
 //                   --repeat 20 [--warmup 2] [--warmup-ms 200] [--output PREFIX]
 //   model_benchmark --mnist data/mnist --input digits.npy --backend vulkan:0 --repeat 50
 //   model_benchmark --style-transfer data/style_transfer/weights --input photo512.npy --backend blas
+//   model_benchmark --onnx resnet18.onnx --input images.npy --backend blas --repeat 20   (every graph output)
 //   model_benchmark --cfg FILE --random-weights SEED --write-weights FILE   (the .weights the peers load)
 //   model_benchmark --list-devices                                         (Vulkan devices, JSON)
 //   model_benchmark ... --profile      (then a table: each layer's algorithm, ms, GFLOP/s and % of the FMA peak)
@@ -15,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -36,6 +38,7 @@ struct Options {
   std::optional<std::uint32_t> random_weights;
   std::string mnist;
   std::string style_transfer;
+  std::string onnx;
   std::string input;
   std::string backend;
   int threads = 0;
@@ -111,6 +114,21 @@ class StyleTransferNetwork final : public Network {
 
  private:
   corgy::StyleTransferModel model_;
+};
+
+class OnnxNetwork final : public Network {
+ public:
+  explicit OnnxNetwork(const std::string& path) : net_(corgy::load_onnx(path)) {}
+  corgy::Sequential& sequential() override { return net_.model; }
+  std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override {
+    net_.forward(input);
+    std::vector<const corgy::Variable*> outputs;
+    for (std::size_t k = 0; k < net_.outputs.size(); ++k) outputs.push_back(&net_.output(k));
+    return outputs;
+  }
+
+ private:
+  corgy::OnnxModel net_;
 };
 
 struct Summary {
@@ -195,9 +213,11 @@ void write_outputs(const std::vector<const corgy::Variable*>& outputs, const std
   for (std::size_t k = 0; k < outputs.size(); ++k) corgy::save_npy(fmt::format("{}.{}.npy", prefix, k), *outputs[k]);
 }
 
-/// The model's name in the results: the cfg, "mnist", or "style<side>" (style256, style512) for the style network.
+/// The model's name in the results: the cfg, "mnist", "style<side>" (style256, style512) for the style
+/// network, or the ONNX file's name without ".onnx".
 std::string model_name(const Options& options, const corgy::Variable& input) {
   if (!options.style_transfer.empty()) return fmt::format("style{}", input.shape().w);
+  if (!options.onnx.empty()) return std::filesystem::path(options.onnx).stem().string();
   return options.mnist.empty() ? options.cfg : "mnist";
 }
 
@@ -268,6 +288,7 @@ void write_random_weights(const Options& options) {
 std::unique_ptr<Network> make_network(const Options& options) {
   if (!options.mnist.empty()) return std::make_unique<MnistNetwork>(options.mnist);
   if (!options.style_transfer.empty()) return std::make_unique<StyleTransferNetwork>(options.style_transfer);
+  if (!options.onnx.empty()) return std::make_unique<OnnxNetwork>(options.onnx);
   return std::make_unique<DarknetNetwork>(options.cfg, *options.random_weights);
 }
 
@@ -281,6 +302,10 @@ void define_options(CLI::App& app, Options& options) {
       app.add_option("--random-weights", options.random_weights, "seed of the deterministic random darknet weights");
   CLI::Option* mnist = app.add_option("--mnist", options.mnist, "folder of the trained MNIST model (data/mnist)")
                            ->check(CLI::ExistingDirectory);
+  CLI::Option* onnx = app.add_option("--onnx", options.onnx,
+                                     "an ONNX model (ResNet-18, MobileNetV2 exported from "
+                                     "PyTorch: benchmarks/run.sh)")
+                          ->check(CLI::ExistingFile);
   CLI::Option* style =
       app.add_option(
              "--style-transfer", options.style_transfer,
@@ -290,6 +315,9 @@ void define_options(CLI::App& app, Options& options) {
   cfg->excludes(mnist);
   cfg->excludes(style);
   mnist->excludes(style);
+  cfg->excludes(onnx);
+  mnist->excludes(onnx);
+  style->excludes(onnx);
   app.add_option("--input", options.input, "float32 NCHW input (.npy); its N is the batch")->check(CLI::ExistingFile);
   app.add_option("--backend", options.backend,
                  "naive, blas, blas:im2col, vulkan, vulkan:<index> or vulkan:<part of the device name>; vulkan "
@@ -307,7 +335,8 @@ void define_options(CLI::App& app, Options& options) {
       ->capture_default_str();
   app.add_option(
       "--output", options.output,
-      "after timing, write the raw head inputs (darknet), the logits (MNIST) or the image (style) as PREFIX.<k>.npy");
+      "after timing, write the raw head inputs (darknet), the logits (MNIST), the image (style) or the graph "
+      "outputs (ONNX) as PREFIX.<k>.npy");
   app.add_flag("--profile", options.profile,
                "after timing, profile --repeat more forwards and print each layer's algorithm, ms, GFLOP/s and % of "
                "the FMA peak");
@@ -331,8 +360,8 @@ int run(const Options& options) {
     write_random_weights(options);
     return 0;
   }
-  if (options.cfg.empty() && options.mnist.empty() && options.style_transfer.empty())
-    throw corgy::Error("a model is required: --cfg FILE, --mnist DIR or --style-transfer DIR");
+  if (options.cfg.empty() && options.mnist.empty() && options.style_transfer.empty() && options.onnx.empty())
+    throw corgy::Error("a model is required: --cfg FILE, --mnist DIR, --style-transfer DIR or --onnx FILE");
   if (options.input.empty() || options.backend.empty()) throw corgy::Error("--input and --backend are required");
   const std::unique_ptr<Network> network = make_network(options);
   network->sequential().set_backend(options.backend, options.threads);

@@ -1,5 +1,5 @@
-// corgy-run: runs a darknet model (or the MNIST network) on an input and writes the raw tensors that feed its
-// detection heads, or times it. The command-line interface is stable and documented in docs/corgy-run.md.
+// corgy-run: runs a darknet model, an ONNX model or the MNIST network on an input and writes the raw tensors that feed
+// its detection heads, or times it. The command-line interface is stable and documented in docs/corgy-run.md.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +23,8 @@ struct Options {
   std::string weights;
   std::optional<std::uint32_t> random_weights;
   std::string mnist;
+  std::string onnx;
+  bool list_ops = false;
   std::string input;
   std::string backend = "auto";
   int threads = 0;
@@ -36,10 +38,13 @@ struct Options {
 
 void define_options(CLI::App& app, Options& options) {
   app.description(
-      "Runs a darknet model (or corgy's MNIST network) on an input and writes the raw tensors that feed its "
+      "Runs a darknet model, an ONNX model or corgy's MNIST network on an input and writes the raw tensors that feed "
+      "its "
       "detection heads, or times it (docs/corgy-run.md).\n"
       "  corgy-run --cfg FILE (--weights FILE | --random-weights SEED) [options]\n"
-      "  corgy-run --mnist DIR [options]");
+      "  corgy-run --mnist DIR [options]\n"
+      "  corgy-run --onnx FILE [options]\n"
+      "  corgy-run --list-ops");
   CLI::Option* cfg = app.add_option("--cfg", options.cfg, "darknet cfg")->type_name("FILE");
   CLI::Option* weights =
       app.add_option("--weights", options.weights, "darknet .weights for that cfg")->type_name("FILE");
@@ -50,8 +55,14 @@ void define_options(CLI::App& app, Options& options) {
       app.add_option("--mnist", options.mnist,
                      "instead of a cfg: corgy's MNIST network with the weight files of DIR (data/mnist)")
           ->type_name("DIR");
+  CLI::Option* onnx =
+      app.add_option("--onnx", options.onnx, "instead of a cfg: an ONNX model (docs/onnx.md lists the operators)")
+          ->type_name("FILE");
+  app.add_flag("--list-ops", options.list_ops, "print the ONNX operators corgy supports and exit");
   weights->excludes(random);
   cfg->excludes(mnist);
+  cfg->excludes(onnx);
+  mnist->excludes(onnx);
   weights->needs(cfg);
   random->needs(cfg);
   app.add_option("--input", options.input,
@@ -70,7 +81,8 @@ void define_options(CLI::App& app, Options& options) {
       ->check(CLI::Range(1, 1 << 30));
   app.add_option("--output", options.output,
                  "write the raw input of each [region]/[yolo] layer, in cfg order, as PREFIX.0.npy, PREFIX.1.npy, ... "
-                 "(the final output when the cfg has no such layer; the logits for MNIST)")
+                 "(the final output when the cfg has no such layer; the logits for MNIST; every graph output, in "
+                 "order, for ONNX)")
       ->type_name("PREFIX");
   app.add_option("--repeat", options.repeat, "time N forwards after one warm-up; print median, min and max")
       ->type_name("N")
@@ -107,6 +119,18 @@ class Model {
   virtual corgy::Variable read_image(const std::string& path) const = 0;
   /// The tensors --output writes.
   virtual std::vector<const corgy::Variable*> forward(const corgy::Variable& input) = 0;
+  /// A .npy input as the model takes it; throws corgy::Error naming `path` when it does not fit.
+  virtual corgy::Variable prepare_npy(corgy::Variable tensor, const std::string& path) const {
+    if (tensor.shape().c != input_shape().c) {
+      throw corgy::Error(fmt::format("{}: expects (N, {}, H, W), got {}", path, input_shape().c, tensor.shape().str()));
+    }
+    return tensor;
+  }
+  /// What --output calls output k.
+  virtual std::string output_name(std::size_t k) const {
+    (void)k;
+    return "";
+  }
 };
 
 class DarknetRun final : public Model {
@@ -152,6 +176,43 @@ class MnistRun final : public Model {
   corgy::Sequential model_;
 };
 
+class OnnxRun final : public Model {
+ public:
+  explicit OnnxRun(const std::string& path) : net_(corgy::load_onnx(path)) {}
+  std::string name() const override {
+    return fmt::format("{} (ONNX opset {}, {})", net_.source, net_.opset, net_.producer);
+  }
+  corgy::Sequential& sequential() override { return net_.model; }
+  corgy::Shape input_shape() const override { return net_.input_shape(); }
+  corgy::Variable read_image(const std::string& path) const override {
+    throw corgy::Error(
+        fmt::format("{}: an ONNX model takes its input as a .npy (float32 NCHW, prepared as the model "
+                    "expects: scaled, normalised)",
+                    path));
+  }
+  std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override {
+    net_.forward(input);
+    std::vector<const corgy::Variable*> outputs;
+    for (std::size_t k = 0; k < net_.outputs.size(); ++k) outputs.push_back(&net_.output(k));
+    return outputs;
+  }
+  corgy::Variable prepare_npy(corgy::Variable tensor, const std::string& path) const override {
+    // A 2-D (N, F) array is read as (1, 1, N, F): corgy's batch of vectors is (N, F, 1, 1).
+    const corgy::Shape s = tensor.shape();
+    if (net_.input.dims.size() == 2 && s.n == 1 && s.c == 1) tensor.reshape({s.h, s.w, 1, 1});
+    try {
+      net_.check_input(tensor.shape());
+    } catch (const corgy::Error& e) {
+      throw corgy::Error(fmt::format("{}: {}", path, e.what()));
+    }
+    return tensor;
+  }
+  std::string output_name(std::size_t k) const override { return net_.outputs.at(k).name; }
+
+ private:
+  corgy::OnnxModel net_;
+};
+
 // The input tensor; `batch` 0 means "not given": one image, or as many as the .npy holds.
 corgy::Variable read_input(const std::string& path, const Model& model, int batch) {
   if (path.empty()) {
@@ -162,11 +223,8 @@ corgy::Variable read_input(const std::string& path, const Model& model, int batc
     return grey;
   }
   if (!path.ends_with(".npy")) return repeat_batch(model.read_image(path), std::max(batch, 1));
-  corgy::Variable tensor = corgy::load_npy(path);
+  corgy::Variable tensor = model.prepare_npy(corgy::load_npy(path), path);
   const corgy::Shape& shape = tensor.shape();
-  if (shape.c != model.input_shape().c) {
-    throw corgy::Error(fmt::format("{}: expects (N, {}, H, W), got {}", path, model.input_shape().c, shape.str()));
-  }
   if (batch == 0 || shape.n == batch) return tensor;
   if (shape.n == 1) return repeat_batch(tensor, batch);
   throw corgy::Error(fmt::format("{} holds a batch of {}; --batch {} asks for another", path, shape.n, batch));
@@ -213,6 +271,8 @@ int run(const Options& options) {
   std::unique_ptr<Model> model;
   if (!options.mnist.empty()) {
     model = std::make_unique<MnistRun>(options.mnist);
+  } else if (!options.onnx.empty()) {
+    model = std::make_unique<OnnxRun>(options.onnx);
   } else {
     model = std::make_unique<DarknetRun>(options);
   }
@@ -227,12 +287,24 @@ int run(const Options& options) {
     for (std::size_t k = 0; k < outputs.size(); ++k) {
       const std::string path = fmt::format("{}.{}.npy", options.output, k);
       corgy::save_npy(path, *outputs[k]);
-      fmt::print("wrote {} {}\n", path, outputs[k]->shape().str());
+      const std::string name = model->output_name(k);
+      fmt::print("wrote {} {}{}\n", path, outputs[k]->shape().str(), name.empty() ? "" : " = output '" + name + "'");
     }
   }
   if (options.repeat) time_forwards(*model, input, *options.repeat);
   if (options.profile) print_profile(*model, input, options.repeat.value_or(10));
   return 0;
+}
+
+void list_operators() {
+  fmt::print("ONNX operators corgy-run --onnx (corgy::load_onnx) supports, opsets {} to {} (docs/onnx.md):\n",
+             corgy::onnx_min_opset, corgy::onnx_max_opset);
+  for (const corgy::OnnxOperatorSupport& op : corgy::onnx_supported_operators()) {
+    const std::string opsets = op.first_opset == corgy::onnx_min_opset && op.last_opset == corgy::onnx_max_opset
+                                   ? std::string()
+                                   : fmt::format(" (opsets {} to {})", op.first_opset, op.last_opset);
+    fmt::print("  {:<22} {}{}\n", op.op_type, op.becomes, opsets);
+  }
 }
 
 }  // namespace
@@ -246,7 +318,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;  // --help: 0; a bad flag or value: the message on stderr, 1
   }
-  if (options.cfg.empty() && options.mnist.empty()) {
+  if (options.list_ops) {
+    list_operators();
+    return 0;
+  }
+  if (options.cfg.empty() && options.mnist.empty() && options.onnx.empty()) {
     fmt::print("{}", app.help());
     return 2;
   }
