@@ -43,6 +43,8 @@ check_installed_package() {
   "$work/consumer/readme_example"
   "$work/consumer/api_example" naive 1
   "$work/consumer/api_example" blas 2 tests/fixtures/mnist/input.npy
+  "$work/consumer/onnx_example" tests/fixtures/onnx/resnet18_opset17/model.onnx \
+    tests/fixtures/onnx/resnet18_opset17/input.npy
 }
 
 build_sanitized() {
