@@ -10,7 +10,7 @@ One JSON object per thread count on stdout.
   peer_benchmark.py run --peer torch|torch-jit|opencv|darknet|torch-cuda|torch-cuda-jit|torch-cuda-graph|torch-cuda-fp16
                     --model CFG|mnist --weights W
                     --input x.npy --reference PREFIX [--threads 1 2] [--repeat 20] [--onnx mnist.onnx]
-  peer_benchmark.py export-onnx --model CFG|mnist --weights W --batch N --out model.onnx
+  peer_benchmark.py export-onnx --model CFG|mnist|resnet18|mobilenet_v2 --weights W --batch N --out model.onnx
 
 Peers: torch (eager), torch-jit (torch.jit.trace + torch.jit.freeze), opencv (cv2.dnn: readNetFromDarknet on the
 same cfg and .weights; for MNIST, readNetFromONNX on the ONNX export), darknet (Debian's libdarknet, darknet cfgs
@@ -265,8 +265,12 @@ def export_onnx(args):
     model = load_model(args.model, args.weights)
     example = torch.zeros((args.batch,) + model.input_shape)
     with torch.no_grad():
+        # PRESERVE keeps batch norms as BatchNormalization nodes (eval mode: inference) instead of folding them into
+        # the convolutions: the weights stay seeded_weights' few distinct values, which compress for the GPU machine;
+        # corgy and ONNX Runtime fold them when they load the model.
         torch.onnx.export(model, example, args.out, opset_version=13, input_names=["input"],
-                          dynamic_axes={"input": {0: "batch"}}, do_constant_folding=True)
+                          dynamic_axes={"input": {0: "batch"}}, do_constant_folding=True,
+                          training=torch.onnx.TrainingMode.PRESERVE)
 
 
 def main():

@@ -5,18 +5,22 @@
 # weights and inputs (PyTorch eager and jit-frozen, OpenCV DNN, ONNX Runtime, darknet; each checked against corgy's
 # outputs before it is timed), and the CPU's FMA peak and sgemm rate; then the tables and charts.
 #
-#   benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs]
-#   benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR]    (on the device tool's GPU machine; see below)
+#   benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] [--models a,b]
+#   benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR] [--models a,b]    (on the device tool's GPU machine)
 #
 # --quick       few repetitions, one process per configuration, naive and lavapipe on batch 1 only: checks the
 #               pipeline in a few minutes; its numbers are not for the docs (they go to docs/ only without --quick)
 # --build DIR   CMake build folder (default build/bench; configured Release, the benchmark targets built)
 # --work DIR    inputs, weights, outputs and raw results (default DIR/bench-work)
 # --no-docs     keep docs/ as it is; write the tables and charts under the work folder only
+# --models a,b  only these of mnist, yolov2-tiny-voc, yolov3-tiny, style256, style512, resnet18, mobilenet_v2 (to
+#               check a few rows quickly; docs/ is left as it is)
 # --gpu-machine runs the GPU machine's set instead (vulkan on the GPU, blas on 2 pinned cores and all cores,
 #               PyTorch fp32 on CUDA) from prebuilt binaries (--prebuilt DIR with bin/model_benchmark,
-#               bin/roofline_benchmark, lib/libcorgy.so*); results go to $OUT (or the work folder), and
-#               docs/benchmarks/gpu-machine.jsonl takes them back here (report.py renders them)
+#               bin/roofline_benchmark, lib/libcorgy.so* and the libraries it needs that the GPU machine lacks,
+#               onnx/resnet18.onnx.xz and onnx/mobilenet_v2.onnx.xz: the ONNX exports this script writes here);
+#               results go to $OUT (or the work folder), and docs/benchmarks/gpu-machine.jsonl takes them back here
+#               (report.py renders them)
 #
 # Benchmark-only packages (not CI's): Debian python3-torch python3-opencv python3-onnx python3-matplotlib darknet
 # (and nodejs npm when there is no npm), installed when missing (as root); npm onnxruntime-node, into the build folder.
@@ -29,7 +33,7 @@ ORT_VERSION=1.30.0
 SEED=1   # --random-weights of the Tiny YOLO runs
 
 command_line="benchmarks/run.sh $*"
-quick=0 gpu=0 docs=1 build=build/bench work="" prebuilt=""
+quick=0 gpu=0 docs=1 build=build/bench work="" prebuilt="" only_models=""
 while (($#)); do
   case $1 in
     --quick) quick=1 ;;
@@ -38,9 +42,10 @@ while (($#)); do
     --build) build=$2; shift ;;
     --work) work=$2; shift ;;
     --prebuilt) prebuilt=$2; shift ;;
+    --models) only_models=$2; docs=0; shift ;;
     *)
-      echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs]" >&2
-      echo "       benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR]" >&2
+      echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] [--models a,b]" >&2
+      echo "       benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR] [--models a,b]" >&2
       exit 2
       ;;
   esac
@@ -106,33 +111,41 @@ fi
 # 8), `slow_repeat` after `slow_warmup` for naive and lavapipe. Naive's batch 8 takes over a minute a forward, so
 # it is timed once, cold: the first forward costs no more than the others (the 'first ms' column of batch 1).
 # The style network (data/style_transfer) runs at 256 x 256 and 512 x 512, batch 1 (models style256, style512).
-models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512)
-declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1")
-declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10 [style.1]=8)
-declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1 [style.1]=1)
-declare -A slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=1 [yolo.8]=0 [style.1]=0)
+# ResNet-18 and MobileNetV2 (torchvision's architectures, seeded random weights: benchmarks/torch_models.py) run
+# from their ONNX export through corgy::load_onnx, at 224 x 224, batch 1 and 8 (kind "imagenet").
+models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512 resnet18 mobilenet_v2)
+declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1"
+  [resnet18]="1 8" [mobilenet_v2]="1 8")
+declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10 [style.1]=8 [imagenet.1]=15
+  [imagenet.8]=4)
+declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1 [style.1]=1 [imagenet.1]=2 [imagenet.8]=1)
+declare -A slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=1 [yolo.8]=0 [style.1]=0 [imagenet.1]=1 [imagenet.8]=0)
 rounds=3
 peers=(torch torch-jit opencv onnxruntime darknet)
 gpu_warmup_ms=300
 if ((quick)); then
-  batches=([mnist]="1 64" [yolov2-tiny-voc]="1" [yolov3-tiny]="1")
-  repeat=([mnist.1]=30 [mnist.64]=5 [yolo.1]=3 [yolo.8]=2 [yolo.64]=3 [style.1]=3)
-  slow_repeat=([mnist.1]=3 [mnist.64]=1 [yolo.1]=1 [yolo.8]=1 [style.1]=1)
-  slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=0 [yolo.8]=0 [style.1]=0)
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1" [yolov3-tiny]="1" [resnet18]="1 8" [mobilenet_v2]="1 8")
+  repeat=([mnist.1]=30 [mnist.64]=5 [yolo.1]=3 [yolo.8]=2 [yolo.64]=3 [style.1]=3 [imagenet.1]=3 [imagenet.8]=2)
+  slow_repeat=([mnist.1]=3 [mnist.64]=1 [yolo.1]=1 [yolo.8]=1 [style.1]=1 [imagenet.1]=1 [imagenet.8]=1)
+  slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=0 [yolo.8]=0 [style.1]=0 [imagenet.1]=0 [imagenet.8]=0)
   rounds=1
 fi
 if ((gpu)); then
   # An idle host, and one call of the device tool: one process per configuration, naive's Tiny YOLO timed once.
-  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1")
-  slow_repeat[yolo.1]=1 slow_warmup[yolo.1]=0
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1"
+    [resnet18]="1 8" [mobilenet_v2]="1 8")
+  slow_repeat[yolo.1]=1 slow_warmup[yolo.1]=0 slow_repeat[imagenet.1]=1 slow_warmup[imagenet.1]=0
   rounds=1
   peers=(torch-cuda torch-cuda-jit torch-cuda-graph torch-cuda-fp16)
 fi
+
+if [[ -n $only_models ]]; then IFS=, read -ra models <<<"$only_models"; fi
 
 kind_of() {
   case $1 in
     mnist) echo mnist ;;
     style*) echo style ;;
+    resnet18 | mobilenet_v2) echo imagenet ;;
     *) echo yolo ;;
   esac
 }
@@ -143,6 +156,7 @@ weights_of() {
   case $1 in
     mnist) echo data/mnist ;;
     style*) echo data/style_transfer/weights ;;
+    resnet18 | mobilenet_v2) echo "$SEED" ;;  # torch_models.seeded_weights
     *) echo "$work/$1.weights" ;;
   esac
 }
@@ -151,10 +165,11 @@ model_args() {
   case $1 in
     mnist) model_flags=(--mnist data/mnist) ;;
     style*) model_flags=(--style-transfer data/style_transfer/weights) ;;
+    resnet18 | mobilenet_v2) model_flags=(--onnx "$work/$1.onnx") ;;
     *) model_flags=(--cfg "data/darknet/$1.cfg" --random-weights "$SEED") ;;
   esac
 }
-model_path() { [[ $1 == mnist || $1 == style* ]] && echo "$1" || echo "data/darknet/$1.cfg"; }
+model_path() { [[ $(kind_of "$1") != yolo ]] && echo "$1" || echo "data/darknet/$1.cfg"; }
 
 # The OpenBLAS kernel choice as given, and the other one: OPENBLAS_CORETYPE=Haswell forces the AVX2 kernels.
 blas_env_given=${OPENBLAS_CORETYPE:-}
@@ -235,7 +250,7 @@ log "work folder $work; load average $load_start"
 read -ra mnist_batches <<<"${batches[mnist]}"
 read -ra yolo_batches <<<"${batches[yolov2-tiny-voc]}"
 "$python" benchmarks/make_inputs.py "$work" --mnist-batches "${mnist_batches[@]}" --yolo-batches "${yolo_batches[@]}" \
-  --style-sides 256 512
+  --style-sides 256 512 --imagenet-batches 1 8
 for model in yolov2-tiny-voc yolov3-tiny; do
   model_args "$model"
   "$bin/model_benchmark" "${model_flags[@]}" --write-weights "$work/$model.weights"
@@ -246,6 +261,22 @@ if ((!gpu)); then
     "$python" benchmarks/peer_benchmark.py export-onnx --model "$(model_path "$model")" \
       --weights "$(weights_of "$model")" --out "$work/$model.onnx" 2>>"$work/stderr.log"
   done
+else
+  # ResNet-18 and MobileNetV2: corgy loads the ONNX exports made on the CPU machine (PyTorch there rebuilds the same
+  # seeded weights, torch_models.seeded_weights); without them those models are left out.
+  kept=()
+  for model in "${models[@]}"; do
+    if [[ $(kind_of "$model") == imagenet ]]; then
+      if [[ ! -f $prebuilt/onnx/$model.onnx.xz ]]; then
+        log "no $prebuilt/onnx/$model.onnx.xz: $model left out"
+        continue
+      fi
+      "$python" -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
+        "$prebuilt/onnx/$model.onnx.xz" "$work/$model.onnx"
+    fi
+    kept+=("$model")
+  done
+  models=("${kept[@]}")
 fi
 
 devices=$("$bin/model_benchmark" --list-devices 2>>"$work/stderr.log" || echo "[]")
@@ -316,8 +347,9 @@ for round in $(seq 1 "$rounds"); do
         # The CUDA graph and fp16 peers where the GPU tables compare them: Tiny YOLO at batch 1 and 64.
         [[ ($p == torch-cuda-graph || $p == torch-cuda-fp16) && ($model == mnist || $batch == 8) ]] && continue
         # darknet: its own cfgs only, and one round (a second or more per forward, one thread)
-        [[ $p == darknet && ($model == mnist || $round != 1) ]] && continue
+        [[ $p == darknet && ($(kind_of "$model") != yolo || $round != 1) ]] && continue
         [[ $model == style* && $p != torch* ]] && continue  # no ONNX export or darknet cfg of the style network
+        [[ $(kind_of "$model") == imagenet && $p == opencv ]] && continue  # its peer reads darknet files and MNIST
         peer "$round" "$p" "$model" "$batch"
       done
       ((round == 1)) && slow_backends "$model" "$batch"
@@ -368,7 +400,7 @@ profile() {  # MODEL BATCH BACKEND THREADS
     --warmup 2 --repeat "${repeat[$(kind_of "$1").$2]}" --profile 2>>"$work/stderr.log" | tail -n +2 \
     >"$work/profiles/$name.txt" || log "FAILED: profile $name"
 }
-if ((!gpu)); then
+if ((!gpu)) && [[ -z $only_models ]]; then  # (--models: a check of a few rows, no profiles)
   for threads in 1 0; do
     profile yolov2-tiny-voc 1 blas "$threads"
     profile mnist 64 blas "$threads"

@@ -8,6 +8,8 @@
   forward returns the logits, as model_benchmark --output writes them.
 - style256 / style512: the style network of data/style_transfer (tools/style_transfer_net.py, the one it was
   trained with), rendering the even blend of styles 0 and 1 that model_benchmark --style-transfer renders.
+- resnet18 / mobilenet_v2: torchvision's ImageNet classifiers rebuilt layer for layer (no torchvision needed on the
+  GPU machine) with seeded_weights(seed); run.sh exports them to ONNX here, which corgy and ONNX Runtime run.
 """
 
 import os
@@ -194,10 +196,123 @@ class StyleNet(torch.nn.Module):
         return (self.net(x, self.blend),)
 
 
+# --- ResNet-18 and MobileNetV2 (ImageNet classifiers; corgy runs them from their ONNX export) ---------------------
+
+class BasicBlock(torch.nn.Module):
+    def __init__(self, in_channels, channels, stride):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(in_channels, channels, 3, stride, 1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(channels)
+        self.conv2 = torch.nn.Conv2d(channels, channels, 3, 1, 1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(channels)
+        self.downsample = None
+        if stride != 1 or in_channels != channels:
+            self.downsample = torch.nn.Sequential(torch.nn.Conv2d(in_channels, channels, 1, stride, bias=False),
+                                                  torch.nn.BatchNorm2d(channels))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet18(torch.nn.Module):
+    """torchvision's resnet18 (He et al. 2016), layer for layer: 7x7/2 stem, 3x3/2 max pool, four stages of two
+    basic blocks (64, 128, 256, 512 channels), global average pool, 1000 logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(64)
+        blocks, channels = [], 64
+        for width, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            blocks += [BasicBlock(channels, width, stride), BasicBlock(width, width, 1)]
+            channels = width
+        self.blocks = torch.nn.Sequential(*blocks)
+        self.fc = torch.nn.Linear(512, 1000)
+        self.input_shape = (3, 224, 224)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = torch.flatten(F.adaptive_avg_pool2d(self.blocks(x), 1), 1)
+        return (self.fc(x),)
+
+
+def conv_bn(in_channels, out_channels, kernel, stride, groups=1, relu6=True):
+    layers = [torch.nn.Conv2d(in_channels, out_channels, kernel, stride, kernel // 2, groups=groups, bias=False),
+              torch.nn.BatchNorm2d(out_channels)]
+    return torch.nn.Sequential(*(layers + [torch.nn.ReLU6()] if relu6 else layers))
+
+
+class InvertedResidual(torch.nn.Module):
+    def __init__(self, in_channels, out_channels, stride, expand):
+        super().__init__()
+        hidden = in_channels * expand
+        layers = [conv_bn(in_channels, hidden, 1, 1)] if expand != 1 else []
+        layers += [conv_bn(hidden, hidden, 3, stride, groups=hidden), conv_bn(hidden, out_channels, 1, 1, relu6=False)]
+        self.body = torch.nn.Sequential(*layers)
+        self.residual = stride == 1 and in_channels == out_channels
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class MobileNetV2(torch.nn.Module):
+    """torchvision's mobilenet_v2 (Sandler et al. 2018) at width 1.0, layer for layer: inverted residual blocks
+    (expansion 6, depthwise 3x3, ReLU6), a 1280-wide 1x1 convolution, global average pool, 1000 logits."""
+
+    def __init__(self):
+        super().__init__()
+        layers, channels = [conv_bn(3, 32, 3, 2)], 32
+        for expand, width, repeat, stride in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                                              (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)):
+            for i in range(repeat):
+                layers.append(InvertedResidual(channels, width, stride if i == 0 else 1, expand))
+                channels = width
+        layers.append(conv_bn(channels, 1280, 1, 1))
+        self.features = torch.nn.Sequential(*layers)
+        self.classifier = torch.nn.Linear(1280, 1000)
+        self.input_shape = (3, 224, 224)
+
+    def forward(self, x):
+        return (self.classifier(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1)),)
+
+
+def seeded_weights(model, seed):
+    """Random weights from NumPy's PCG64 (the same on every machine and NumPy version, unlike torch's generators),
+    so that this machine's ONNX export and the GPU machine's PyTorch rebuild hold the same network. Each weight is a
+    multiple of 1/127 of its layer's bound sqrt(3 / fan_in): 255 distinct values, so that the ONNX file compresses
+    to about a byte per weight for the trip to the GPU machine. Batch norms get statistics and affine parameters
+    away from the identity."""
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            shape = tuple(tensor.shape)
+            if name.endswith("num_batches_tracked"):
+                continue
+            if tensor.dim() > 1:  # convolution and linear weights
+                bound = np.sqrt(3.0 / np.prod(shape[1:]))
+                values = np.round(rng.uniform(-1, 1, shape) * 127) / 127 * bound
+            elif name.endswith("running_var"):
+                values = rng.uniform(0.5, 2.0, shape)
+            elif name.endswith("weight"):  # batch-norm scale
+                values = rng.uniform(0.5, 1.5, shape)
+            else:  # biases, batch-norm shifts and means
+                values = rng.normal(0.0, 0.1, shape)
+            tensor.copy_(torch.from_numpy(values.astype(np.float32)))
+    return model
+
+
+IMAGENET_MODELS = {"resnet18": ResNet18, "mobilenet_v2": MobileNetV2}
+
+
 def load_model(model, weights):
     """`model` is "mnist" (weights: the directory of its .npy files), "style256" / "style512" (weights: the style
-    network's folder) or a darknet cfg (weights: its .weights)."""
-    if model == "mnist":
+    network's folder), "resnet18" / "mobilenet_v2" (weights: the seed of seeded_weights) or a darknet cfg (weights:
+    its .weights)."""
+    if model in IMAGENET_MODELS:
+        net = seeded_weights(IMAGENET_MODELS[model](), int(weights))
+    elif model == "mnist":
         net = MnistNet(weights)
     elif model.startswith("style"):
         net = StyleNet(weights, int(model[len("style"):]))
