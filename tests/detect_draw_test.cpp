@@ -96,7 +96,7 @@ TEST(DetectDraw, ImageErrorsNameTheFile) {
     load_image("/nonexistent/photo.jpg");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/photo.jpg: cannot read the image"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/photo.jpg: cannot open the image"), std::string::npos);
   }
   EXPECT_THROW(save_png("/nonexistent/dir/out.png", Variable(Shape{1, 3, 2, 2})), Error);
   EXPECT_THROW(save_png(temp_png("bad"), Variable(Shape{1, 2, 2, 2})), Error);

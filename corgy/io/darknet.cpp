@@ -1,7 +1,9 @@
 #include "corgy/io/darknet.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <climits>
 #include <fstream>
 
 #include "corgy/error.h"
@@ -24,9 +26,12 @@ namespace {
 // knows its input channels and a mismatch is reported at the cfg line that causes it.
 class Builder {
  public:
-  explicit Builder(DarknetModel& net) : net_(net) {}
+  Builder(DarknetModel& net, const LoadLimits& limits) : net_(net), limits_(limits), weight_bytes_(limits, "") {}
 
   void build() {
+    check_tensor_bytes(limits_, net_.cfg.source,
+                       fmt::format("the network input {} (width x height x channels)", input_.str()),
+                       float32_bytes({input_.n, input_.c, input_.h, input_.w}));
     const int count = static_cast<int>(net_.cfg.layers.size());
     for (int i = 0; i < count; ++i) {
       current_ = i;
@@ -58,12 +63,23 @@ class Builder {
   int append(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
     std::vector<Shape> in;
     for (int input : inputs) in.push_back(shape_of(input));
-    shapes_.push_back(layer->output_shape(in));
+    const Shape out = layer->output_shape(in);
+    // The builder's errors get the cfg location added (build()), so the messages name no source of their own.
+    check_tensor_bytes(limits_, "", fmt::format("the output {}", out.str()),
+                       float32_bytes({out.n, out.c, out.h, out.w}));
+    shapes_.push_back(out);
     return net_.model.add(std::move(layer), std::move(inputs));
+  }
+
+  // Called before a layer allocates its weights, with their dimensions.
+  void add_weights(std::initializer_list<std::int64_t> dims) {
+    weight_bytes_.add(fmt::format("the weights ({})", fmt::join(dims, ", ")), float32_bytes(dims));
   }
 
   int add(const DarknetConvolutional& p) {
     const int in = previous();
+    const int in_channels = shape_of(in).c;
+    add_weights({p.filters, in_channels / p.groups, p.size, p.size});
     return append(std::make_unique<Conv2d>(Conv2dOptions{.in_channels = shape_of(in).c,
                                                          .out_channels = p.filters,
                                                          .kernel = p.size,
@@ -76,9 +92,13 @@ class Builder {
 
   int add(const DarknetConnected& p) {
     const int in = previous();
-    const auto features = static_cast<int>(shape_of(in).image_count());
-    return append(std::make_unique<Linear>(
-                      LinearOptions{.in_features = features, .out_features = p.output, .activation = p.activation}),
+    const std::size_t features = shape_of(in).image_count();
+    add_weights({p.output, static_cast<std::int64_t>(features)});
+    if (features > static_cast<std::size_t>(INT_MAX)) {
+      throw Error(fmt::format("a [connected] layer over {} inputs is more than corgy's Linear takes", features));
+    }
+    return append(std::make_unique<Linear>(LinearOptions{
+                      .in_features = static_cast<int>(features), .out_features = p.output, .activation = p.activation}),
                   {in});
   }
 
@@ -127,6 +147,8 @@ class Builder {
   }
 
   DarknetModel& net_;
+  const LoadLimits& limits_;
+  ModelBytes weight_bytes_;
   Shape input_{1, net_.channels, net_.height, net_.width};
   std::vector<Shape> shapes_;
   int current_ = 0;
@@ -152,7 +174,7 @@ DarknetModel build_darknet_model(DarknetCfg cfg, const DarknetOptions& options) 
   net.height = options.height > 0 ? options.height : cfg.height;
   net.channels = cfg.channels;
   net.cfg = std::move(cfg);
-  Builder(net).build();
+  Builder(net, options.limits).build();
   if (net.model.size() == 0)
     throw Error(fmt::format("{}: the cfg has no layer that computes anything", net.cfg.source));
   // Without heads the output is the last cfg layer's, which may be an earlier Sequential layer ([dropout]).

@@ -8,6 +8,7 @@
 #include "corgy/detect/region.h"
 #include "corgy/detect/yolo.h"
 #include "corgy/io/darknet_cfg.h"
+#include "corgy/io/load_limits.h"
 #include "corgy/model/sequential.h"
 
 namespace corgy {
@@ -17,6 +18,9 @@ struct DarknetOptions {
   /// multiples of 32).
   int width = 0;
   int height = 0;
+  /// Checked while the model is built, before each layer allocates its weights: every weight tensor and every
+  /// layer's output at the input size (batch 1) against max_tensor_bytes, all weights against max_model_bytes.
+  LoadLimits limits{};
 };
 
 /// A [region] or [yolo] layer: not a layer of the Sequential, but a description for the decoders in corgy/detect,
@@ -62,7 +66,8 @@ struct DarknetModel {
 
 /// Builds the Sequential of a parsed cfg, with zero weights. Throws corgy::Error naming the cfg line for a layer
 /// whose input does not fit (e.g. a [route] of maps of different sizes, a [yolo] whose input has the wrong channel
-/// count) or that reads a [region]/[yolo] layer's output.
+/// count), that reads a [region]/[yolo] layer's output, or whose weights or output are over options.limits (a
+/// width=100000 or filters=1000000 fails here, before anything that large is allocated).
 DarknetModel build_darknet_model(DarknetCfg cfg, const DarknetOptions& options = {});
 
 /// Reads a darknet .names file: one class name per line (voc.names, coco.names); trailing whitespace is dropped.

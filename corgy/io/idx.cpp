@@ -65,12 +65,14 @@ std::vector<std::uint32_t> read_idx_header(const MappedFile& file, std::uint32_t
 
 }  // namespace
 
-Variable load_idx_images(const std::string& path) {
+Variable load_idx_images(const std::string& path, const LoadLimits& limits) {
   const MappedFile file(path, "IDX images");
   const std::vector<std::uint32_t> dims = read_idx_header(file, idx_images_magic, "images");
   for (std::uint32_t dim : dims) {
     if (dim > 0x7fffffff) throw Error(fmt::format("{}: IDX images: dimension {} is too large", path, dim));
   }
+  check_tensor_bytes(limits, path, fmt::format("IDX images {} as float32", fmt::join(dims, " x ")),
+                     float32_bytes({dims[0], dims[1], dims[2]}));
   Variable images(Shape{static_cast<int>(dims[0]), 1, static_cast<int>(dims[1]), static_cast<int>(dims[2])});
   const std::span<const std::byte> pixels = file.bytes().subspan(16);
   float* target = images.data();
@@ -80,16 +82,18 @@ Variable load_idx_images(const std::string& path) {
   return images;
 }
 
-std::vector<std::uint8_t> load_idx_labels(const std::string& path) {
+std::vector<std::uint8_t> load_idx_labels(const std::string& path, const LoadLimits& limits) {
   const MappedFile file(path, "IDX labels");
   read_idx_header(file, idx_labels_magic, "labels");
+  check_tensor_bytes(limits, path, "the IDX labels", file.size() - 8);
   std::vector<std::uint8_t> labels(file.size() - 8);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = std::to_integer<std::uint8_t>(file.bytes()[8 + i]);
   return labels;
 }
 
-LabeledImages load_idx_dataset(const std::string& images_path, const std::string& labels_path) {
-  LabeledImages set{load_idx_images(images_path), load_idx_labels(labels_path)};
+LabeledImages load_idx_dataset(const std::string& images_path, const std::string& labels_path,
+                               const LoadLimits& limits) {
+  LabeledImages set{load_idx_images(images_path, limits), load_idx_labels(labels_path, limits)};
   if (static_cast<std::size_t>(set.images.shape().n) != set.labels.size()) {
     throw Error(fmt::format("{} has {} images but {} has {} labels", images_path, set.images.shape().n, labels_path,
                             set.labels.size()));

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "corgy/io/load_limits.h"
 #include "corgy/variable.h"
 
 namespace corgy {
@@ -12,12 +13,13 @@ namespace corgy {
 /// Reads an IDX image file: magic 0x00000803 (unsigned bytes, 3 dimensions), then big-endian int32 count, rows,
 /// columns, then count * rows * columns pixels. Returns (count, 1, rows, columns) floats, pixel = byte / 255 (as
 /// PyTorch's ToTensor does, no normalisation). Throws corgy::Error naming the file for another magic, a header
-/// that is cut short, a zero dimension, and a data size that differs from the header's.
-Variable load_idx_images(const std::string& path);
+/// that is cut short, a zero dimension, a data size that differs from the header's, and images whose floats would
+/// take more than `limits.max_tensor_bytes`.
+Variable load_idx_images(const std::string& path, const LoadLimits& limits = {});
 
 /// Reads an IDX label file: magic 0x00000801 (unsigned bytes, 1 dimension), big-endian int32 count, then count
 /// labels. Throws corgy::Error as load_idx_images does.
-std::vector<std::uint8_t> load_idx_labels(const std::string& path);
+std::vector<std::uint8_t> load_idx_labels(const std::string& path, const LoadLimits& limits = {});
 
 /// Images and their labels, as a data set ships them (train-images-idx3-ubyte + train-labels-idx1-ubyte).
 struct LabeledImages {
@@ -26,6 +28,7 @@ struct LabeledImages {
 };
 
 /// Both files; throws corgy::Error naming both when their counts differ.
-LabeledImages load_idx_dataset(const std::string& images_path, const std::string& labels_path);
+LabeledImages load_idx_dataset(const std::string& images_path, const std::string& labels_path,
+                               const LoadLimits& limits = {});
 
 }  // namespace corgy

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <memory>
 #include <vector>
 
 #include "corgy/error.h"
+#include "corgy/io/mapped_file.h"
 
 // The implementations are compiled here, once, with internal linkage so they never clash with another copy of stb
 // in the application. Debian's libstb-dev installs the headers under /usr/include/stb.
@@ -30,14 +32,35 @@ void check_image(const char* what, const Variable& image) {
 
 }  // namespace
 
-Variable load_image(const std::string& path, int channels) {
+Variable load_image(const std::string& path, int channels, const LoadLimits& limits) {
   if (channels < 1 || channels > 4) throw Error(fmt::format("{}: cannot read an image as {} channels", path, channels));
+  const MappedFile file(path, "image");
+  return decode_image(file.bytes(), path, channels, limits);
+}
+
+Variable decode_image(std::span<const std::byte> bytes, const std::string& source, int channels,
+                      const LoadLimits& limits) {
+  if (channels < 1 || channels > 4) {
+    throw Error(fmt::format("{}: cannot read an image as {} channels", source, channels));
+  }
+  if (bytes.size() > INT_MAX) {
+    throw Error(
+        fmt::format("{}: cannot read the image: {} bytes is more than stb_image reads (2 GiB)", source, bytes.size()));
+  }
+  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+  const int length = static_cast<int>(bytes.size());
   int width = 0;
   int height = 0;
   int file_channels = 0;
+  // The header's size, checked before stb allocates the pixels (and this function their floats).
+  if (stbi_info_from_memory(data, length, &width, &height, &file_channels) == 0) {
+    throw Error(fmt::format("{}: cannot read the image: {}", source, stbi_failure_reason()));
+  }
+  check_tensor_bytes(limits, source, fmt::format("the image ({} x {} pixels, {} channels)", width, height, channels),
+                     float32_bytes({width, height, channels}));
   const std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
-      stbi_load(path.c_str(), &width, &height, &file_channels, channels), stbi_image_free);
-  if (!pixels) throw Error(fmt::format("{}: cannot read the image: {}", path, stbi_failure_reason()));
+      stbi_load_from_memory(data, length, &width, &height, &file_channels, channels), stbi_image_free);
+  if (!pixels) throw Error(fmt::format("{}: cannot read the image: {}", source, stbi_failure_reason()));
   Variable image(Shape{1, channels, height, width});
   const std::size_t plane = image.shape().plane_count();
   for (int c = 0; c < channels; ++c) {

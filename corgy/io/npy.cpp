@@ -1,6 +1,7 @@
 #include "corgy/io/npy.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -55,22 +56,18 @@ std::vector<int> parse_shape(const std::string& path, const std::string& header)
   return dims;
 }
 
-Shape to_shape(const std::string& path, const std::vector<int>& dims) {
+Shape to_shape(const std::string& path, const std::vector<int>& dims, const LoadLimits& limits) {
   if (dims.empty() || dims.size() > 4) {
     throw Error(fmt::format("{}: .npy has {} dimensions; corgy reads 1 to 4", path, dims.size()));
   }
-  // Bounding the count keeps count() * sizeof(float) from overflowing.
-  constexpr auto max_elements = static_cast<std::uint64_t>(PTRDIFF_MAX) / sizeof(float);
-  std::uint64_t elements = 1;
-  for (int dim : dims) {
-    if (dim == 0) throw Error(fmt::format("{}: .npy shape has no elements (a dimension is 0)", path));
-    if (elements > max_elements / static_cast<std::uint64_t>(dim)) {
-      throw Error(fmt::format("{}: .npy shape has too many elements", path));
-    }
-    elements *= static_cast<std::uint64_t>(dim);
-  }
   int padded[4] = {1, 1, 1, 1};
   std::copy(dims.begin(), dims.end(), padded + (4 - dims.size()));
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) {
+    throw Error(fmt::format("{}: .npy shape has no elements (a dimension is 0)", path));
+  }
+  // Before the data size is compared: the limit message is the clearer one for a header claiming terabytes.
+  check_tensor_bytes(limits, path, fmt::format("the .npy array ({})", fmt::join(dims, ", ")),
+                     float32_bytes({padded[0], padded[1], padded[2], padded[3]}));
   return {padded[0], padded[1], padded[2], padded[3]};
 }
 
@@ -106,7 +103,7 @@ std::string read_header(std::ifstream& file, const std::string& path, std::size_
 
 }  // namespace
 
-Variable load_npy(const std::string& path) {
+Variable load_npy(const std::string& path, const LoadLimits& limits) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error(fmt::format("{}: cannot open .npy file", path));
   file.seekg(0, std::ios::end);
@@ -119,7 +116,7 @@ Variable load_npy(const std::string& path) {
   if (header.find("'fortran_order': False") == std::string::npos) {
     throw Error(fmt::format("{}: .npy must be in C order (fortran_order False)", path));
   }
-  const Shape shape = to_shape(path, parse_shape(path, header));
+  const Shape shape = to_shape(path, parse_shape(path, header), limits);
   const auto data_bytes = file_size - static_cast<std::size_t>(file.tellg());
   if (data_bytes != shape.count() * sizeof(float)) {
     throw Error(fmt::format("{}: shape {} needs {} data bytes, the file has {}", path, shape.str(),

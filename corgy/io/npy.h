@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "corgy/io/load_limits.h"
 #include "corgy/variable.h"
 
 namespace corgy {
@@ -11,8 +12,9 @@ namespace corgy {
 /// dimensions: (n) -> (1, 1, 1, n), (r, c) -> (1, 1, r, c), (a, b, c) -> (1, a, b, c), 4-D as is.
 /// Throws corgy::Error naming the file when it cannot be opened, for a bad magic, an unknown version, a truncated
 /// header, another dtype, Fortran order, 0 or more than 4 dimensions, a malformed shape or one with no elements,
-/// and a data size that differs from the header's shape.
-Variable load_npy(const std::string& path);
+/// a data size that differs from the header's shape, and a shape over `limits.max_tensor_bytes` (checked before
+/// anything is allocated).
+Variable load_npy(const std::string& path, const LoadLimits& limits = {});
 
 /// Writes `tensor` as a float32 .npy (format version 1.0) with its 4-D shape (N, C, H, W). Throws corgy::Error
 /// for an empty Variable or when the file cannot be written.

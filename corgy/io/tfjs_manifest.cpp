@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -35,6 +36,7 @@ struct Entry {
   double scale = 1.0;
   double min = 0.0;
 
+  // Only called once ModelBytes has bounded the count, so the product cannot overflow.
   std::size_t count() const {
     std::size_t n = 1;
     for (int d : shape) n *= static_cast<std::size_t>(d);
@@ -67,7 +69,7 @@ void read_quantization(const Json& q, Entry& entry, const std::string& where) {
   entry.min = q.at("min").get<double>();
 }
 
-Entry read_entry(const Json& json, const std::string& source) {
+Entry read_entry(const Json& json, const std::string& source, ModelBytes& model_bytes) {
   Entry entry;
   entry.name = json.at("name").get<std::string>();
   const std::string where = fmt::format("{}: tensor '{}'", source, entry.name);
@@ -75,6 +77,8 @@ Entry read_entry(const Json& json, const std::string& source) {
   if (std::any_of(entry.shape.begin(), entry.shape.end(), [](int d) { return d < 0; })) {
     throw Error(fmt::format("{}: negative dimension in shape {}", where, shape_text(entry.shape)));
   }
+  const std::vector<std::int64_t> dims(entry.shape.begin(), entry.shape.end());
+  model_bytes.add(fmt::format("tensor '{}' {}", entry.name, shape_text(entry.shape)), float32_bytes(dims));
   const std::string dtype = json.at("dtype").get<std::string>();
   if (dtype != "float32") {
     throw Error(fmt::format("{}: unsupported dtype '{}' (corgy reads float32 tensors, stored as float32 or quantized)",
@@ -127,67 +131,105 @@ std::vector<float> decode(const Entry& entry, const std::byte* bytes) {
   return values;
 }
 
-// The shards of one group, concatenated: tfjs lets a tensor straddle two shards.
-std::vector<std::byte> read_shards(const std::vector<std::string>& paths, const std::filesystem::path& folder,
-                                   const std::string& source) {
-  std::vector<std::byte> bytes;
-  for (const std::string& path : paths) {
+// A shard path as the manifest gives it, checked to stay inside the manifest's folder: a downloaded manifest must
+// not make corgy read /etc/passwd or ../../secret.bin.
+std::filesystem::path shard_path(const std::string& path, const std::filesystem::path& folder,
+                                 const std::string& source) {
+  const std::filesystem::path relative(path);
+  const bool escapes = relative.empty() || relative.is_absolute() || relative.has_root_name() ||
+                       std::any_of(relative.begin(), relative.end(), [](const auto& part) { return part == ".."; });
+  if (escapes) {
+    throw Error(fmt::format("{}: shard path '{}' must be a relative path inside the manifest's folder", source, path));
+  }
+  return folder / relative;
+}
+
+// One group: the shards, which hold its tensors one after the other, and the tensors' entries.
+struct Group {
+  std::vector<std::string> paths;
+  std::vector<Entry> entries;
+  std::size_t bytes = 0;
+};
+
+Group read_group_entries(const Json& group, const std::string& source, ModelBytes& model_bytes) {
+  Group result;
+  result.paths = group.at("paths").get<std::vector<std::string>>();
+  for (const Json& json : group.at("weights")) {
     try {
-      const MappedFile shard((folder / path).string(), "TensorFlow.js weight shard");
-      bytes.insert(bytes.end(), shard.bytes().begin(), shard.bytes().end());
+      result.entries.push_back(read_entry(json, source, model_bytes));
+    } catch (const Json::exception& e) {
+      const std::string name = json.is_object() && json.contains("name") ? json.at("name").dump() : "without a name";
+      throw Error(
+          fmt::format("{}: weight entry {} ({}) is malformed: {}", source, result.entries.size(), name, e.what()));
+    }
+    result.bytes += result.entries.back().bytes();
+  }
+  return result;
+}
+
+// The shards of one group, concatenated (tfjs lets a tensor straddle two shards), once their sizes add up to what
+// the group's tensors take.
+std::vector<std::byte> read_shards(const Group& group, const std::filesystem::path& folder, const std::string& source) {
+  std::vector<std::unique_ptr<MappedFile>> shards;
+  std::size_t found = 0;
+  for (const std::string& path : group.paths) {
+    try {
+      shards.push_back(
+          std::make_unique<MappedFile>(shard_path(path, folder, source).string(), "TensorFlow.js weight shard"));
     } catch (const Error& e) {
       throw Error(fmt::format("{} (named by {})", e.what(), source));
     }
+    found += shards.back()->size();
   }
+  if (found != group.bytes) {
+    const std::size_t count = group.paths.size();
+    throw Error(fmt::format("{}: shard{} {} hold{} {} bytes, but the manifest's tensors there ({}) take {} bytes ({})",
+                            source, count == 1 ? "" : "s", fmt::join(group.paths, " + "), count == 1 ? "s" : "", found,
+                            group.entries.size(), group.bytes,
+                            found < group.bytes ? "short: truncated or from another model?" : "too many bytes"));
+  }
+  std::vector<std::byte> bytes;
+  bytes.reserve(found);
+  for (const auto& shard : shards) bytes.insert(bytes.end(), shard->bytes().begin(), shard->bytes().end());
   return bytes;
 }
 
-std::vector<TfjsTensor> read_group(const Json& group, const std::filesystem::path& folder, const std::string& source) {
-  const auto paths = group.at("paths").get<std::vector<std::string>>();
-  std::vector<Entry> entries;
-  std::size_t needed = 0;
-  for (const Json& json : group.at("weights")) {
-    try {
-      entries.push_back(read_entry(json, source));
-    } catch (const Json::exception& e) {
-      const std::string name = json.is_object() && json.contains("name") ? json.at("name").dump() : "without a name";
-      throw Error(fmt::format("{}: weight entry {} ({}) is malformed: {}", source, entries.size(), name, e.what()));
-    }
-    needed += entries.back().bytes();
-  }
-  const std::vector<std::byte> bytes = read_shards(paths, folder, source);
-  if (bytes.size() != needed) {
-    throw Error(fmt::format("{}: shard{} {} hold{} {} bytes, but the manifest's tensors there ({}) take {} bytes ({})",
-                            source, paths.size() == 1 ? "" : "s", fmt::join(paths, " + "), paths.size() == 1 ? "s" : "",
-                            bytes.size(), entries.size(), needed,
-                            bytes.size() < needed ? "short: truncated or from another model?" : "too many bytes"));
-  }
+std::vector<TfjsTensor> read_group(const Group& group, const std::filesystem::path& folder, const std::string& source) {
+  const std::vector<std::byte> bytes = read_shards(group, folder, source);
   std::vector<TfjsTensor> tensors;
   std::size_t offset = 0;
-  for (const Entry& entry : entries) {
+  for (const Entry& entry : group.entries) {
     tensors.push_back({entry.name, entry.shape, decode(entry, bytes.data() + offset)});
     offset += entry.bytes();
   }
   return tensors;
 }
 
-std::string read_text(const std::string& path) {
+std::string read_text(const std::string& path, const LoadLimits& limits) {
   const MappedFile file(path, "TensorFlow.js weights manifest");
+  if (file.size() > limits.max_model_bytes) {
+    throw Error(fmt::format("{}: a manifest of {} bytes is more than LoadLimits::max_model_bytes ({})", path,
+                            file.size(), limits.max_model_bytes));
+  }
   return {reinterpret_cast<const char*>(file.bytes().data()), file.size()};
 }
 
 }  // namespace
 
-TfjsWeights TfjsWeights::load(const std::string& manifest_path) {
+TfjsWeights TfjsWeights::load(const std::string& manifest_path, const LoadLimits& limits) {
   TfjsWeights weights;
   weights.source_ = manifest_path;
   const std::filesystem::path folder = std::filesystem::path(manifest_path).parent_path();
   try {
-    Json manifest = Json::parse(read_text(manifest_path));
+    Json manifest = Json::parse(read_text(manifest_path, limits));
     // A model.json carries the manifest under "weightsManifest".
     if (manifest.is_object() && manifest.contains("weightsManifest")) manifest = manifest.at("weightsManifest");
     if (!manifest.is_array()) throw Error(fmt::format("{}: expects a JSON list of weight groups", manifest_path));
-    for (const Json& group : manifest) {
+    // Every entry is checked against the limits before any shard is read.
+    ModelBytes model_bytes(limits, manifest_path);
+    std::vector<Group> groups;
+    for (const Json& group : manifest) groups.push_back(read_group_entries(group, manifest_path, model_bytes));
+    for (const Group& group : groups) {
       std::vector<TfjsTensor> tensors = read_group(group, folder, manifest_path);
       std::move(tensors.begin(), tensors.end(), std::back_inserter(weights.tensors_));
     }

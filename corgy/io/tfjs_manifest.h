@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "corgy/io/load_limits.h"
 #include "corgy/layers/conv2d.h"
 
 namespace corgy {
@@ -29,9 +30,11 @@ struct TfjsTensor {
 class TfjsWeights {
  public:
   /// Reads the manifest at `manifest_path` and its shards (paths relative to the manifest's folder). Throws
-  /// corgy::Error naming the file for: JSON that is not a manifest, a missing shard, shards shorter or longer than
-  /// the tensors they should hold, an unknown dtype, a repeated tensor name.
-  static TfjsWeights load(const std::string& manifest_path);
+  /// corgy::Error naming the file for: JSON that is not a manifest, a shard path that is absolute or leaves the
+  /// manifest's folder (".."), a missing shard, shards shorter or longer than the tensors they should hold, an
+  /// unknown dtype, a repeated tensor name; and, before reading any shard, a tensor (as float32) over
+  /// `limits.max_tensor_bytes` or tensors (or a manifest text) over `limits.max_model_bytes` in all.
+  static TfjsWeights load(const std::string& manifest_path, const LoadLimits& limits = {});
 
   /// The manifest's path, for messages.
   const std::string& source() const { return source_; }
