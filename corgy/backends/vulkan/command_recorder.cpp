@@ -85,6 +85,12 @@ CommandRecorder::~CommandRecorder() {
 }
 
 void CommandRecorder::begin() {
+  if (lost_) {
+    throw Error(
+        fmt::format("Vulkan: the device {} was lost earlier (VK_ERROR_DEVICE_LOST); this backend cannot run "
+                    "again: set_backend to another backend (\"blas\") or to a new Vulkan backend",
+                    context_.physical().info.name));
+  }
   send_constant_uploads();
   tensors_.begin_forward();
   dispatches_.clear();
@@ -126,6 +132,15 @@ void CommandRecorder::add_dispatch(const Pipeline& pipeline, std::initializer_li
   if (buffers.size() != pipeline.kernel.bindings) {
     throw Error(fmt::format("Vulkan: kernel {} takes {} buffers, got {}", pipeline.kernel.name,
                             pipeline.kernel.bindings, buffers.size()));
+  }
+  const VkDeviceSize range = context_.limits().maxStorageBufferRange;
+  for (const BufferUse& use : buffers) {
+    // Checked while describing, before the scratch buffer that may be this large is allocated at end().
+    if (use.bytes > range) {
+      throw Error(
+          fmt::format("Vulkan: kernel {} would bind {} bytes of one buffer; {} allows {} (maxStorageBufferRange)",
+                      pipeline.kernel.name, use.bytes, context_.physical().info.name, range));
+    }
   }
   const std::uint32_t* limit = context_.limits().maxComputeWorkGroupCount;
   for (int axis = 0; axis < 3; ++axis) {
@@ -216,9 +231,29 @@ void CommandRecorder::submit_and_wait(VkCommandBuffer command_buffer) {
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &command_buffer;
   check(vk_.vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
-  check(vk_.vkQueueSubmit(context_.queue(), 1, &submit, fence_), "vkQueueSubmit");
-  check(vk_.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, std::numeric_limits<std::uint64_t>::max()),
-        "vkWaitForFences");
+  check_submission(vk_.vkQueueSubmit(context_.queue(), 1, &submit, fence_), "vkQueueSubmit");
+  check_submission(
+      vk_.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, std::numeric_limits<std::uint64_t>::max()),
+      "vkWaitForFences");
+}
+
+void CommandRecorder::check_submission(VkResult result, const char* what) {
+  if (result == VK_ERROR_DEVICE_LOST) {
+    // Vulkan allows nothing but destruction on a lost device: remember it, so that later forwards fail at once.
+    lost_ = true;
+    throw Error(
+        fmt::format("Vulkan: the device {} was lost (VK_ERROR_DEVICE_LOST at {}): the GPU was reset or its "
+                    "driver failed; this backend cannot run again: set_backend to another backend "
+                    "(\"blas\") or to a new Vulkan backend",
+                    context_.physical().info.name, what));
+  }
+  if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
+    throw Error(
+        fmt::format("Vulkan: {} ran out of memory on {} ({}); the model can move to another backend with "
+                    "set_backend, or run with a smaller input",
+                    what, context_.physical().info.name, result_name(result)));
+  }
+  check(result, what);
 }
 
 void CommandRecorder::record(const std::vector<HostTransfer>& uploads, const std::vector<HostTransfer>& downloads) {

@@ -96,6 +96,8 @@ class CommandRecorder {
   void record_dispatches();
   void allocate_descriptor_sets();
   void submit_and_wait(VkCommandBuffer command_buffer);
+  /// Throws corgy::Error for a failed submission or wait; VK_ERROR_DEVICE_LOST also marks the backend lost.
+  void check_submission(VkResult result, const char* what);
   void send_constant_uploads();
   void read_gpu_time();
   void ensure_timestamp_queries(std::uint32_t count);
@@ -134,6 +136,7 @@ class CommandRecorder {
   std::vector<std::uint64_t> recorded_signature_;
   int recorded_barriers_ = 0;
   std::uint64_t validation_seen_ = 0;
+  bool lost_ = false;  // the device reported VK_ERROR_DEVICE_LOST: every later forward fails at once
 };
 
 }  // namespace corgy::vulkan

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <string>
 #include <utility>
 
 #include "corgy/error.h"
@@ -15,6 +16,8 @@ std::atomic<std::uint64_t> next_buffer_serial{1};
 
 constexpr VkBufferUsageFlags buffer_usage =
     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+
+std::string mib(VkDeviceSize bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 }  // namespace
 
@@ -62,6 +65,17 @@ VkBuffer BufferFactory::create_buffer(VkDeviceSize size, bool external) const {
   return buffer;
 }
 
+// An allocation the device cannot make at all is refused before the driver is asked: drivers may return
+// VK_ERROR_OUT_OF_DEVICE_MEMORY for it, or fail in ways the specification leaves undefined.
+void BufferFactory::check_allocation_size(VkDeviceSize bytes, int memory_type) const {
+  const VkDeviceSize largest = context_.physical().max_allocation;
+  const VkDeviceSize heap = context_.heap_size(memory_type);
+  if ((largest > 0 && bytes > largest) || bytes > heap) {
+    throw Error(fmt::format("Vulkan: cannot allocate {} on {}: its largest allocation is {} and its memory heap {}",
+                            mib(bytes), context_.physical().info.name, mib(largest), mib(heap)));
+  }
+}
+
 // Takes ownership of `buffer`: on failure it is destroyed with `result`.
 Buffer BufferFactory::bind(VkBuffer buffer, VkDeviceSize size, int memory_type, const void* allocation_next) const {
   const DeviceFunctions& vk = context_.vk();
@@ -80,10 +94,14 @@ Buffer BufferFactory::bind(VkBuffer buffer, VkDeviceSize size, int memory_type, 
   allocation.pNext = allocation_next;
   allocation.allocationSize = allocation_next ? size : requirements.size;
   allocation.memoryTypeIndex = static_cast<std::uint32_t>(memory_type);
+  check_allocation_size(allocation.allocationSize, memory_type);
   const VkResult allocated = vk.vkAllocateMemory(context_.device(), &allocation, nullptr, &result.memory_);
   if (allocated == VK_ERROR_OUT_OF_DEVICE_MEMORY || allocated == VK_ERROR_OUT_OF_HOST_MEMORY) {
-    throw Error(fmt::format("Vulkan: out of memory allocating {:.1f} MiB on {}", static_cast<double>(size) / (1 << 20),
-                            context_.physical().info.name));
+    throw Error(
+        fmt::format("Vulkan: out of {} memory allocating {} on {} ({}); the model can move to another "
+                    "backend with set_backend, or run with a smaller input",
+                    allocated == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "device" : "host", mib(size),
+                    context_.physical().info.name, result_name(allocated)));
   }
   check(allocated, "vkAllocateMemory");
   check(vk.vkBindBufferMemory(context_.device(), buffer, result.memory_, 0), "vkBindBufferMemory");

@@ -60,6 +60,8 @@ class BufferFactory {
  private:
   VkBuffer create_buffer(VkDeviceSize size, bool external) const;
   Buffer bind(VkBuffer buffer, VkDeviceSize size, int memory_type, const void* allocation_next) const;
+  /// Throws corgy::Error when `bytes` is over the device's maxMemoryAllocationSize or the size of the type's heap.
+  void check_allocation_size(VkDeviceSize bytes, int memory_type) const;
 
   const Context& context_;
 };

@@ -66,9 +66,12 @@ PhysicalDevice describe(const Instance& instance, VkPhysicalDevice handle, int i
   import.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
   VkPhysicalDeviceDriverProperties driver{};
   driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+  VkPhysicalDeviceMaintenance3Properties maintenance3{};
+  maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
   VkPhysicalDeviceProperties2 properties2{};
   properties2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
-  void** next = &properties2.pNext;
+  properties2.pNext = &maintenance3;
+  void** next = &maintenance3.pNext;
   if (device.info.host_import) {
     *next = &import;
     next = &import.pNext;
@@ -77,6 +80,7 @@ PhysicalDevice describe(const Instance& instance, VkPhysicalDevice handle, int i
   if (driver_properties) *next = &driver;
   instance.vk().vkGetPhysicalDeviceProperties2(handle, &properties2);
   device.import_alignment = import.minImportedHostPointerAlignment;
+  device.max_allocation = maintenance3.maxMemoryAllocationSize;
   device.info.driver = driver_properties ? fmt::format("{} {}", driver.driverName, driver.driverInfo)
                                          : fmt::format("driver version {:#x}", p.driverVersion);
   return device;

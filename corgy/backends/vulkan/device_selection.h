@@ -16,6 +16,8 @@ struct PhysicalDevice {
   VkPhysicalDeviceProperties properties{};
   /// minImportedHostPointerAlignment when info.host_import is set.
   VkDeviceSize import_alignment = 0;
+  /// maxMemoryAllocationSize (Vulkan 1.1): the largest single allocation the driver promises to try.
+  VkDeviceSize max_allocation = 0;
 };
 
 std::vector<PhysicalDevice> list_physical_devices(const Instance& instance);

@@ -50,20 +50,33 @@ void TensorBuffers::set_device_only(std::span<const std::uint64_t> storage_ids) 
 
 bool TensorBuffers::zero_copy() const { return context_.host_import() && !force_staging_; }
 
+void TensorBuffers::check_binding_range(const Variable& tensor) const {
+  const VkDeviceSize limit = context_.limits().maxStorageBufferRange;
+  if (bytes_of(tensor) > limit) {
+    throw Error(fmt::format("Vulkan: a tensor of shape {} ({} bytes) is larger than {} allows in one buffer ({} bytes)",
+                            tensor.shape().str(), bytes_of(tensor), context_.physical().info.name, limit));
+  }
+}
+
 void TensorBuffers::upload_constant(const Variable& tensor) {
   if (tensor.empty()) return;
+  check_binding_range(tensor);
   const std::uint64_t id = tensor.storage()->id();
-  auto& slot = entries_[id];
   const VkDeviceSize bytes = tensor.storage()->bytes();
-  if (!slot || slot->place != TensorPlace::constant || slot->device.size() != bytes) {
-    slot = std::make_unique<TensorEntry>();
-    slot->storage = tensor.storage();
-    slot->place = TensorPlace::constant;
-    slot->device = factory_.device_buffer(bytes);
+  const auto found = entries_.find(id);
+  TensorEntry* entry = found == entries_.end() ? nullptr : found->second.get();
+  if (!entry || entry->place != TensorPlace::constant || entry->device.size() != bytes) {
+    // Built aside and stored only once its buffer exists: an allocation that fails leaves no half-made entry.
+    auto made = std::make_unique<TensorEntry>();
+    made->storage = tensor.storage();
+    made->place = TensorPlace::constant;
+    made->device = factory_.device_buffer(bytes);
+    entry = made.get();
+    entries_[id] = std::move(made);
   }
-  slot->half_rows = Buffer();  // the values changed: the fp16 copy is made again on its next use
-  slot->half_row_length = 0;
-  PendingConstant pending{factory_.host_buffer(bytes), &slot->device, bytes};
+  entry->half_rows = Buffer();  // the values changed: the fp16 copy is made again on its next use
+  entry->half_row_length = 0;
+  PendingConstant pending{factory_.host_buffer(bytes), &entry->device, bytes};
   std::memcpy(pending.staging.mapped(), tensor.storage()->data(), bytes);
   pending_constants_.push_back(std::move(pending));
 }
@@ -101,27 +114,28 @@ void TensorBuffers::make_host_buffers(TensorEntry& entry) {
 
 TensorEntry& TensorBuffers::entry_for(const Variable& tensor) {
   if (tensor.empty()) throw Error("Vulkan: an operation got an empty Variable");
+  check_binding_range(tensor);  // before anything is allocated for it
   const std::uint64_t id = tensor.storage()->id();
-  auto& slot = entries_[id];
-  const TensorPlace wanted = slot && slot->place == TensorPlace::constant ? TensorPlace::constant
-                             : device_only_.contains(id)                  ? TensorPlace::device_only
-                                                                          : TensorPlace::host;
-  if (!slot || slot->place != wanted) {
-    slot = std::make_unique<TensorEntry>();
-    slot->storage = tensor.storage();
-    slot->place = wanted;
+  const auto found = entries_.find(id);
+  TensorEntry* entry = found == entries_.end() ? nullptr : found->second.get();
+  const TensorPlace wanted = entry && entry->place == TensorPlace::constant ? TensorPlace::constant
+                             : device_only_.contains(id)                    ? TensorPlace::device_only
+                                                                            : TensorPlace::host;
+  if (!entry || entry->place != wanted) {
+    // Built aside and stored only once its buffers exist: after an allocation fails (out of device memory) the
+    // next forward starts clean instead of binding a half-made entry.
+    auto made = std::make_unique<TensorEntry>();
+    made->storage = tensor.storage();
+    made->place = wanted;
     if (wanted == TensorPlace::device_only) {
-      slot->device = factory_.device_buffer(tensor.storage()->bytes());
+      made->device = factory_.device_buffer(tensor.storage()->bytes());
     } else {
-      make_host_buffers(*slot);
+      make_host_buffers(*made);
     }
+    entry = made.get();
+    entries_[id] = std::move(made);
   }
-  const VkDeviceSize limit = context_.limits().maxStorageBufferRange;
-  if (bytes_of(tensor) > limit) {
-    throw Error(fmt::format("Vulkan: a tensor of shape {} ({} bytes) is larger than {} allows in one buffer ({} bytes)",
-                            tensor.shape().str(), bytes_of(tensor), context_.physical().info.name, limit));
-  }
-  return *slot;
+  return *entry;
 }
 
 BufferUse TensorBuffers::read(const Variable& tensor) {
@@ -164,9 +178,9 @@ BufferUse TensorBuffers::half_rows(const Variable& constant, std::uint32_t row_l
   const std::size_t rows = constant.count() / row_length;
   const VkDeviceSize bytes = rows * padded * sizeof(std::uint16_t);
   if (entry.half_rows.empty() || entry.half_row_length != row_length) {
-    entry.half_rows = factory_.device_buffer(bytes);
-    entry.half_row_length = row_length;
-    PendingConstant pending{factory_.host_buffer(bytes), &entry.half_rows, bytes};
+    // Both buffers are made before the entry changes: a failed allocation leaves no fp16 copy that is never filled.
+    Buffer device = factory_.device_buffer(bytes);
+    PendingConstant pending{factory_.host_buffer(bytes), nullptr, bytes};
     auto* halves = static_cast<std::uint16_t*>(pending.staging.mapped());
     const float* values = constant.data();
     for (std::size_t row = 0; row < rows; ++row) {
@@ -174,6 +188,9 @@ BufferUse TensorBuffers::half_rows(const Variable& constant, std::uint32_t row_l
         halves[row * padded + i] = i < row_length ? to_half(values[row * row_length + i]) : 0;
       }
     }
+    entry.half_rows = std::move(device);
+    entry.half_row_length = row_length;
+    pending.target = &entry.half_rows;
     pending_constants_.push_back(std::move(pending));
   }
   return {&entry.half_rows, bytes, false, 0, TensorFormat::fp16, rows * padded};

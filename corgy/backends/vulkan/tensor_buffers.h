@@ -107,6 +107,8 @@ class TensorBuffers {
 
  private:
   TensorEntry& entry_for(const Variable& tensor);
+  /// Throws corgy::Error when `tensor` is larger than one storage buffer binding may be (maxStorageBufferRange).
+  void check_binding_range(const Variable& tensor) const;
   void make_host_buffers(TensorEntry& entry);
 
   const Context& context_;

@@ -42,6 +42,8 @@ class Context {
   int find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags required,
                        VkMemoryPropertyFlags preferred = 0) const;
   VkMemoryPropertyFlags memory_type_flags(int type) const { return memory_.memoryTypes[type].propertyFlags; }
+  /// Size of the heap that memory type `type` allocates from.
+  VkDeviceSize heap_size(int type) const { return memory_.memoryHeaps[memory_.memoryTypes[type].heapIndex].size; }
 
  private:
   void create_device(bool want_host_import, const DeviceFeatures& features);
