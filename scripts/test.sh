@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second quick-start command, and all that CI runs (.ci/run): installs missing Debian packages, then
 # checks formatting, builds in Release with warnings as errors and runs every test, checks the installed CMake
-# package from a separate project, and runs the tests again under AddressSanitizer + UBSan.
+# package from a separate project, runs the tests again under AddressSanitizer + UBSan, and runs the thread-safety
+# test under ThreadSanitizer.
 # Usage: bash scripts/test.sh   (from any folder; build folders go to build/ in the repository)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -63,6 +64,18 @@ run_sanitized_tests() {
   run_tests "$CORGY_ASAN_DIR"
 }
 
+# tests/thread_safety_test under ThreadSanitizer: concurrent models on every backend, the refused concurrent use of
+# one model, concurrent loaders. Only that test is built (the library and it), to keep CI short.
+CORGY_TSAN_DIR="$CORGY_ROOT/build/tsan"
+build_thread_sanitized() {
+  configure_and_build "$CORGY_TSAN_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" -DCORGY_SANITIZE_THREADS=ON \
+    -DCORGY_WERROR=ON -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -- thread_safety_test
+}
+
+run_thread_sanitized_tests() {
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$CORGY_TSAN_DIR/tests/thread_safety_test"
+}
+
 run_step --required "Debian packages" ensure_packages "${CORGY_PACKAGES[@]}"
 run_step "format: clang-format --dry-run --Werror" check_format
 run_step "docs: C++ examples in README.md and docs/ match tests/consumer/" bash scripts/check-doc-examples.sh
@@ -71,4 +84,6 @@ run_step "release tests: ctest" run_tests "$CORGY_RELEASE_DIR"
 run_step "install + find_package(corgy) from tests/consumer" check_installed_package
 run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
 run_step "asan+ubsan tests: ctest" run_sanitized_tests
+run_step "tsan build: thread_safety_test in $CORGY_TSAN_DIR" build_thread_sanitized
+run_step "tsan tests: thread_safety_test" run_thread_sanitized_tests
 print_summary "scripts/test.sh"

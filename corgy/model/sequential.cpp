@@ -26,12 +26,37 @@ auto with_layer_context(int index, const Layer& layer, F&& body) {
 
 }  // namespace
 
+class Sequential::ExclusiveUse {
+ public:
+  ExclusiveUse(const InUse& in_use, const char* call) : in_use_(in_use) {
+    if (in_use_.flag.exchange(true, std::memory_order_acquire)) throw_in_use(call);
+  }
+  ~ExclusiveUse() { in_use_.flag.store(false, std::memory_order_release); }
+  ExclusiveUse(const ExclusiveUse&) = delete;
+  ExclusiveUse& operator=(const ExclusiveUse&) = delete;
+
+  [[noreturn]] static void throw_in_use(const char* call) {
+    throw Error(
+        fmt::format("Sequential::{}: another thread is running forward on this model; a Sequential is used "
+                    "by one thread at a time (give each thread a model of its own)",
+                    call));
+  }
+
+ private:
+  const InUse& in_use_;
+};
+
+void Sequential::check_not_in_forward(const char* call) const {
+  if (in_use_.flag.load(std::memory_order_acquire)) ExclusiveUse::throw_in_use(call);
+}
+
 Sequential::Sequential() : backend_(std::make_unique<NaiveBackend>()) {}
 Sequential::~Sequential() = default;
 Sequential::Sequential(Sequential&&) noexcept = default;
 Sequential& Sequential::operator=(Sequential&&) noexcept = default;
 
 int Sequential::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
+  check_not_in_forward("add");
   const int index = size();
   if (inputs.empty()) inputs.push_back(index - 1);
   for (int input : inputs) {
@@ -53,6 +78,7 @@ int Sequential::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
 }
 
 void Sequential::mark_output(int layer) {
+  check_not_in_forward("mark_output");
   this->layer(layer);
   nodes_[layer].keep = true;
   planned_input_ = {};
@@ -60,6 +86,7 @@ void Sequential::mark_output(int layer) {
 
 void Sequential::set_backend(std::unique_ptr<Backend> backend) {
   if (!backend) throw Error("Sequential::set_backend: null backend");
+  check_not_in_forward("set_backend");
   backend_ = std::move(backend);
   planned_input_ = {};
   weights_uploaded_ = false;
@@ -213,6 +240,7 @@ void Sequential::tell_backend_device_only(const std::vector<int>& buffer_of_slot
 }
 
 const Variable& Sequential::forward(const Variable& input) {
+  const ExclusiveUse use(in_use_, "forward");
   if (input.empty()) throw Error("forward: the input Variable is empty");
   if (input.shape() != planned_input_) plan(input.shape());
   if (!weights_uploaded_) {
@@ -242,6 +270,7 @@ const Variable& Sequential::forward(const Variable& input) {
 }
 
 const Variable& Sequential::output(int layer) const {
+  check_not_in_forward("output");
   this->layer(layer);
   if (!nodes_[layer].keep && layer + 1 != size()) {
     throw Error(fmt::format("{}: its output is not kept; call mark_output({}) before forward",

@@ -1,6 +1,7 @@
 // Sequential: a network as a list of layers, each fed by the previous layer or by earlier layers named by index.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -27,6 +28,11 @@ struct MemoryPlan;
 /// Shapes are inferred and intermediates allocated once per input shape; later forwards with that shape reuse
 /// them. Intermediates whose lifetimes do not overlap share memory. Returned references stay valid until the
 /// next forward or the next change of the model.
+///
+/// Threads: one Sequential is used by one thread at a time (it owns its intermediates and its backend); different
+/// models may run forward concurrently on any backend. A forward() (or add, mark_output, set_backend, output)
+/// called while another thread is inside forward() on the same model throws corgy::Error instead of corrupting
+/// memory. See docs/api.md.
 class Sequential {
  public:
   /// Index that names the model's input among a layer's inputs.
@@ -116,6 +122,19 @@ class Sequential {
   void tell_backend_device_only(const std::vector<int>& buffer_of_slot);
   [[noreturn]] void throw_wrong_layer_type(int index) const;
 
+  /// Set while a forward runs, so that a second thread using the model at the same time is detected. Moves as
+  /// "not in use": moving a model another thread is running is itself a misuse.
+  struct InUse {
+    mutable std::atomic<bool> flag{false};
+    InUse() = default;
+    InUse(InUse&&) noexcept {}
+    InUse& operator=(InUse&&) noexcept { return *this; }
+  };
+  /// Holds in_use_ for the length of a forward; throws corgy::Error naming `call` when another thread holds it.
+  class ExclusiveUse;
+  /// Throws corgy::Error naming `call` when a forward is running on another thread.
+  void check_not_in_forward(const char* call) const;
+
   std::vector<Node> nodes_;
   std::unique_ptr<Backend> backend_;
   Shape planned_input_{};
@@ -127,6 +146,7 @@ class Sequential {
   std::vector<Shape> shapes_;
   std::vector<Variable> outputs_;
   std::vector<Variable> buffers_;
+  InUse in_use_;
 };
 
 }  // namespace corgy
