@@ -95,6 +95,7 @@ void Sequential::set_backend(std::unique_ptr<Backend> backend) {
 void Sequential::set_backend(const std::string& name, int threads) { set_backend(make_backend(name, threads)); }
 
 void Sequential::set_fusion(bool enabled) {
+  check_not_in_forward("set_fusion");
   fusion_ = enabled;
   planned_input_ = {};
 }

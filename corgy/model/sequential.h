@@ -30,7 +30,8 @@ struct MemoryPlan;
 /// next forward or the next change of the model.
 ///
 /// Threads: one Sequential is used by one thread at a time (it owns its intermediates and its backend); different
-/// models may run forward concurrently on any backend. A forward() (or add, mark_output, set_backend, output)
+/// models may run forward concurrently on any backend. A forward() (or add, mark_output, set_backend, set_fusion,
+/// output)
 /// called while another thread is inside forward() on the same model throws corgy::Error instead of corrupting
 /// memory. See docs/api.md.
 class Sequential {
