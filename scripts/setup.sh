@@ -15,6 +15,8 @@ CORGY_BUILD_PACKAGES=(
   # The ONNX loader: the ONNX project's protobuf schema and checker.
   libonnx-dev libprotobuf-dev protobuf-compiler
   clang-format
+  # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizer runtimes.
+  clang libclang-rt-dev
 )
 # The Vulkan backend: headers and loader, the GLSL compiler, and Mesa's drivers (lavapipe gives a CPU Vulkan device
 # where there is no GPU), validation layers for tests and vulkaninfo for diagnosis.
@@ -86,6 +88,31 @@ configure_and_build() {
 # are errors: corgy is warning-free on Debian 12's compiler), so running one after the other rebuilds nothing.
 build_release() {
   configure_and_build "$CORGY_RELEASE_DIR" Release -DCORGY_WERROR=ON -- "$@"
+}
+
+# The libFuzzer targets (tests/fuzz) and the library under them, built by clang with ASan and UBSan in a folder of
+# their own; the CPU backends only, since no target runs Vulkan. Without -Werror: GCC's -Werror build is the one
+# that keeps the code warning-free, and a clang-only warning must not stop the fuzzers. Args: targets to build.
+CORGY_FUZZ_DIR="$CORGY_ROOT/build/fuzz"
+build_fuzz_targets() {
+  configure_and_build "$CORGY_FUZZ_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" -DCMAKE_CXX_COMPILER=clang++ \
+    -DCORGY_FUZZ=ON -DCORGY_VULKAN=OFF -DCORGY_BUILD_TESTS=OFF -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF \
+    -- "$@"
+}
+
+# run_fuzz_target NAME SECONDS CORPUS [libFuzzer options...]: runs fuzz_NAME for SECONDS on CORPUS (written to) and the
+# committed seeds and regressions (read), with its dictionary. Returns non-zero on a finding (crash, sanitizer
+# report, leak, timeout of a single input over 10 s, more than 2 GiB of memory); the input is in build/fuzz/artifacts.
+run_fuzz_target() {
+  local name=$1 seconds=$2 corpus=$3
+  shift 3
+  local dict=tests/fuzz/dict/$name.dict options=()
+  [[ $name == darknet_forward ]] && dict=tests/fuzz/dict/darknet_cfg.dict
+  [[ -f $dict ]] && options+=("-dict=$dict")
+  mkdir -p "$CORGY_FUZZ_DIR/artifacts" "tests/fuzz/regressions/$name"
+  "$CORGY_FUZZ_DIR/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$CORGY_FUZZ_DIR/artifacts/$name-" "${options[@]}" "$@" \
+    "$corpus" "tests/fuzz/corpus/$name" "tests/fuzz/regressions/$name"
 }
 
 # Steps: run_step [--required] "description" command [args...] runs the command with errexit on, in a subshell,

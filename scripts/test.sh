@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's second quick-start command, and all that CI runs (.ci/run): installs missing Debian packages, then
 # checks formatting, builds in Release with warnings as errors and runs every test, checks the installed CMake
-# package from a separate project, runs the tests again under AddressSanitizer + UBSan, and runs the thread-safety
-# test under ThreadSanitizer.
+# package from a separate project, runs the tests again under AddressSanitizer + UBSan, runs every fuzz target
+# briefly, and runs the thread-safety test under ThreadSanitizer.
 # Usage: bash scripts/test.sh   (from any folder; build folders go to build/ in the repository)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -64,6 +64,35 @@ run_sanitized_tests() {
   run_tests "$CORGY_ASAN_DIR"
 }
 
+# Each fuzz target (tests/fuzz) briefly, two at a time (two cores): the committed seeds and regression inputs, then
+# new inputs for CORGY_FUZZ_SECONDS seconds (default 20), written to a temporary corpus. Long runs: scripts/fuzz.sh.
+fuzz_briefly() {
+  build_fuzz_targets
+  local seconds=${CORGY_FUZZ_SECONDS:-20} work failed=0 i name
+  work=$(mktemp -d /tmp/corgy-fuzz.XXXXXX)
+  trap "rm -rf -- '$work'" EXIT
+  mapfile -t targets < <(sed -n 's/^set(CORGY_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/targets.cmake | tr ' ' '\n')
+  for ((i = 0; i < ${#targets[@]}; i += 2)); do
+    local pids=() names=("${targets[@]:i:2}")
+    for name in "${names[@]}"; do
+      mkdir -p "$work/$name"
+      run_fuzz_target "$name" "$seconds" "$work/$name" -seed=1 >"$work/$name.log" 2>&1 &
+      pids+=($!)
+    done
+    for ((j = 0; j < ${#names[@]}; ++j)); do
+      name=${names[j]}
+      if wait "${pids[j]}"; then
+        printf 'fuzz_%-16s %s\n' "$name" "$(grep -E '^Done [0-9]+ runs' "$work/$name.log" || echo '(no summary)')"
+      else
+        echo "fuzz_$name FOUND A BUG (input in build/fuzz/artifacts/; copy it to tests/fuzz/regressions/$name/):" >&2
+        tail -n 60 "$work/$name.log" >&2
+        failed=1
+      fi
+    done
+  done
+  return $failed
+}
+
 # tests/thread_safety_test under ThreadSanitizer: concurrent models on every backend, the refused concurrent use of
 # one model, concurrent loaders. Only that test is built (the library and it), to keep CI short.
 CORGY_TSAN_DIR="$CORGY_ROOT/build/tsan"
@@ -86,4 +115,5 @@ run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
 run_step "asan+ubsan tests: ctest" run_sanitized_tests
 run_step "tsan build: thread_safety_test in $CORGY_TSAN_DIR" build_thread_sanitized
 run_step "tsan tests: thread_safety_test" run_thread_sanitized_tests
+run_step "fuzz: every target of tests/fuzz briefly (clang, libFuzzer, asan+ubsan): $CORGY_FUZZ_DIR" fuzz_briefly
 print_summary "scripts/test.sh"

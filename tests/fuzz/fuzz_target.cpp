@@ -1,0 +1,56 @@
+#include "fuzz_target.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+namespace corgy::fuzz {
+
+std::map<std::string, Target>& targets() {
+  static std::map<std::string, Target> registered;
+  return registered;
+}
+
+bool register_target(const std::string& name, Target target) {
+  targets()[name] = std::move(target);
+  return true;
+}
+
+namespace {
+
+std::string make_scratch_folder() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "corgy-fuzz-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+  return pattern;
+}
+
+void remove_scratch_folder() {
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch_folder(), ignored);
+}
+
+}  // namespace
+
+const std::string& scratch_folder() {
+  static const std::string folder = [] {
+    std::string made = make_scratch_folder();
+    return made;
+  }();
+  static const bool cleanup_registered = std::atexit(remove_scratch_folder) == 0;
+  (void)cleanup_registered;
+  return folder;
+}
+
+std::string write_scratch_file(const std::string& name, std::span<const std::uint8_t> bytes) {
+  const std::string path = scratch_folder() + "/" + name;
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  file.close();
+  if (!file) std::abort();  // the harness itself failed: not a finding in corgy
+  return path;
+}
+
+}  // namespace corgy::fuzz
