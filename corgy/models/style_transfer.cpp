@@ -260,7 +260,9 @@ StyleTransferModel StyleTransferModel::load(const std::string& directory, std::o
     used += 3;
   }
   if (used != manifest.tensors.size()) {
-    for (const auto& [name, tensor] : manifest.tensors) {
+    for (const auto& entry : manifest.tensors) {
+      // Not a structured binding: clang before 16 cannot capture one in a lambda (the fuzz build uses clang).
+      const std::string& name = entry.first;
       const bool known = std::any_of(model.blocks_.begin(), model.blocks_.end(), [&](const Block& block) {
         return name == block.name + ".conv.weight" || name == block.name + ".norm.gamma" ||
                name == block.name + ".norm.beta";
