@@ -93,7 +93,8 @@ Header read_header(std::span<const std::byte> bytes, const std::string& source) 
   std::memcpy(&h.major, bytes.data(), 4);
   std::memcpy(&h.minor, bytes.data() + 4, 4);
   std::memcpy(&h.revision, bytes.data() + 8, 4);
-  const bool wide_seen = h.major * 10 + h.minor >= 2 && h.major < 1000 && h.minor < 1000;
+  // darknet's test, major * 10 + minor >= 2, in 64 bits: a hostile header must not overflow it.
+  const bool wide_seen = std::int64_t{h.major} * 10 + h.minor >= 2 && h.major < 1000 && h.minor < 1000;
   h.size = 12 + (wide_seen ? 8 : 4);
   h.transposed_connected = h.major > 1000 || h.minor > 1000;
   return h;
