@@ -87,9 +87,10 @@ TeamMember::Range TeamMember::share(std::size_t total, std::size_t granule) cons
   return {begin, std::min(total, begin + per_member)};
 }
 
-ThreadTeam::ThreadTeam(int size, bool pin_workers) : placement_(std::max(size, 1)) {
+ThreadTeam::ThreadTeam(int size, bool pin_workers) : size_(std::max(size, 1)), placement_(size_) {
   const std::vector<int> cpus = pin_workers ? allowed_cpus() : std::vector<int>{};
-  for (int index = 1; index < size; ++index) {
+  workers_.reserve(size_ - 1);
+  for (int index = 1; index < size_; ++index) {
     const unsigned slot = next_worker_slot.fetch_add(1, std::memory_order_relaxed);
     workers_.emplace_back([this, index] { work(index); });
     int cpu = -1;
@@ -137,7 +138,7 @@ void ThreadTeam::run(int count, const std::function<void(const TeamMember&)>& ta
   barrier_.emplace(count, &placement_);
   // Every worker wakes and reports back, those outside the task too, so none can still be reading this task's
   // state when the next run() changes it.
-  unfinished_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  unfinished_workers_.store(size_ - 1, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   task(TeamMember(0, count, &*barrier_));

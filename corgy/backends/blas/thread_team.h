@@ -90,7 +90,7 @@ class ThreadTeam {
   ThreadTeam(const ThreadTeam&) = delete;
   ThreadTeam& operator=(const ThreadTeam&) = delete;
 
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  int size() const { return size_; }
   /// Runs task on members 0 .. count - 1 (count is clamped to [1, size()]); member 0 is the calling thread.
   void run(int count, const std::function<void(const TeamMember&)>& task);
 
@@ -98,6 +98,9 @@ class ThreadTeam {
   void work(int index);
   void move_workers_off_callers_cpu(int count);
 
+  // Set before the first worker starts: the workers read it while the constructor is still starting the others,
+  // so it cannot be workers_.size().
+  const int size_;
   std::vector<std::thread> workers_;
   std::vector<int> worker_cpus_;   // the CPU each worker is pinned to, -1 when it is not; changed by run() only
   std::vector<int> allowed_cpus_;  // empty when workers are not pinned
