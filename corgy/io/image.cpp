@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "corgy/error.h"
+#include "corgy/io/jpeg_check.h"
 #include "corgy/io/mapped_file.h"
 
 // The implementations are compiled here, once, with internal linkage so they never clash with another copy of stb
@@ -47,6 +48,7 @@ Variable decode_image(std::span<const std::byte> bytes, const std::string& sourc
     throw Error(
         fmt::format("{}: cannot read the image: {} bytes is more than stb_image reads (2 GiB)", source, bytes.size()));
   }
+  check_jpeg_huffman_tables(bytes, source);  // before stb: its JPEG reader overflows on such tables
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int length = static_cast<int>(bytes.size());
   int width = 0;

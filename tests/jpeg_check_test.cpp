@@ -1,0 +1,96 @@
+// check_jpeg_huffman_tables: what decode_image rejects before Debian's stb_image could overflow on it, and what
+// it must leave alone (real photos, non-JPEG bytes).
+#include "corgy/io/jpeg_check.h"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "corgy/error.h"
+#include "corgy/io/image.h"
+#include "test_util.h"
+
+namespace corgy::testing {
+namespace {
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::vector<std::byte> bytes_of(const std::vector<int>& values) {
+  std::vector<std::byte> bytes;
+  for (int value : values) bytes.push_back(static_cast<std::byte>(value));
+  return bytes;
+}
+
+// SOI, then a DHT segment with one table whose 16 code counts are all `count`, and EOI.
+std::vector<std::byte> jpeg_with_huffman_counts(int count) {
+  std::vector<int> values = {0xFF, 0xD8, 0xFF, 0xC4};
+  const int codes = 16 * count;
+  const int length = 2 + 17 + codes;
+  values.insert(values.end(), {length >> 8, length & 0xFF, 0x00});
+  values.insert(values.end(), 16, count);
+  values.insert(values.end(), static_cast<std::size_t>(codes), 0);
+  values.insert(values.end(), {0xFF, 0xD9});
+  return bytes_of(values);
+}
+
+std::vector<std::byte> file_bytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  std::vector<std::byte> bytes(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) bytes[i] = static_cast<std::byte>(text[i]);
+  return bytes;
+}
+
+TEST(JpegCheck, HuffmanTableOfMoreThan256CodesIsAnError) {
+  const std::vector<std::byte> jpeg = jpeg_with_huffman_counts(17);  // 272 codes
+  const std::string message = error_of([&] { check_jpeg_huffman_tables(jpeg, "bad.jpg"); });
+  EXPECT_TRUE(contains(message, "bad.jpg: cannot read the image: the JPEG Huffman table at byte 6 declares 272 codes"))
+      << message;
+  const std::string decoded = error_of([&] { decode_image(jpeg, "bad.jpg"); });
+  EXPECT_TRUE(contains(decoded, "declares 272 codes, more than 256")) << decoded;
+}
+
+TEST(JpegCheck, TableOf256CodesIsLeftToStb) {
+  EXPECT_NO_THROW(check_jpeg_huffman_tables(jpeg_with_huffman_counts(16), "full.jpg"));
+}
+
+TEST(JpegCheck, TableAfterTheFirstScanIsChecked) {
+  // A progressive JPEG defines tables between scans: SOS header, entropy-coded bytes with a stuffed 0xFF 0x00 and a
+  // restart marker, then a bad DHT.
+  std::vector<std::byte> jpeg =
+      bytes_of({0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x08, 1, 1, 0, 0, 63, 0, 0x12, 0xFF, 0x00, 0x34, 0xFF, 0xD0, 0x56});
+  const std::vector<std::byte> table = jpeg_with_huffman_counts(20);
+  jpeg.insert(jpeg.end(), table.begin() + 2, table.end());
+  const std::string message = error_of([&] { check_jpeg_huffman_tables(jpeg, "scan.jpg"); });
+  EXPECT_TRUE(contains(message, "declares 320 codes")) << message;
+}
+
+TEST(JpegCheck, RealPhotosAndOtherFormatsPass) {
+  for (const char* photo : {"fruits.jpg", "baboon.jpg", "eagle.jpg"}) {
+    const std::string path = fixture_path(std::string("../../data/style_transfer/content/") + photo);
+    const std::vector<std::byte> bytes = file_bytes(path);
+    ASSERT_GT(bytes.size(), 1000u) << path;
+    EXPECT_NO_THROW(check_jpeg_huffman_tables(bytes, path));
+    EXPECT_EQ(decode_image(bytes, path).shape().c, 3);
+  }
+  const std::vector<std::byte> png = file_bytes(fixture_path("../../data/mnist/samples/digit_3_label_4.png"));
+  EXPECT_NO_THROW(check_jpeg_huffman_tables(png, "digit.png"));
+  EXPECT_NO_THROW(check_jpeg_huffman_tables({}, "empty"));
+}
+
+}  // namespace
+}  // namespace corgy::testing
