@@ -48,15 +48,24 @@ Variable decode_image(std::span<const std::byte> bytes, const std::string& sourc
     throw Error(
         fmt::format("{}: cannot read the image: {} bytes is more than stb_image reads (2 GiB)", source, bytes.size()));
   }
-  check_jpeg_huffman_tables(bytes, source);  // before stb: its JPEG reader overflows on such tables
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int length = static_cast<int>(bytes.size());
   int width = 0;
   int height = 0;
   int file_channels = 0;
+  check_jpeg_huffman_tables(bytes, source);  // before stb: its JPEG reader overflows on such tables
   // The header's size, checked before stb allocates the pixels (and this function their floats).
   if (stbi_info_from_memory(data, length, &width, &height, &file_channels) == 0) {
     throw Error(fmt::format("{}: cannot read the image: {}", source, stbi_failure_reason()));
+  }
+  // Debian 12's stb_image reads a 16-bit PNM's samples in the wrong byte order, and when it converts them to another
+  // number of channels it reads twice the bytes it wrote (a heap overflow that fuzz_image found).
+  const bool pnm = length >= 2 && data[0] == 'P' && (data[1] == '5' || data[1] == '6');
+  if (pnm && stbi_is_16_bit_from_memory(data, length) != 0) {
+    throw Error(
+        fmt::format("{}: cannot read the image: 16-bit PNM files (maxval above 255) are not supported; "
+                    "convert it to 8 bits or to PNG",
+                    source));
   }
   check_tensor_bytes(limits, source, fmt::format("the image ({} x {} pixels, {} channels)", width, height, channels),
                      float32_bytes({width, height, channels}));

@@ -1,7 +1,6 @@
-// check_jpeg_huffman_tables: what decode_image rejects before Debian's stb_image could overflow on it, and what
-// it must leave alone (real photos, non-JPEG bytes).
-#include "corgy/io/jpeg_check.h"
-
+// decode_image on inputs that Debian 12's stb_image mishandles: JPEG Huffman tables of more than 256 codes
+// (check_jpeg_huffman_tables refuses them; real photos and other formats pass) and 16-bit PNM files (refused).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -13,6 +12,7 @@
 
 #include "corgy/error.h"
 #include "corgy/io/image.h"
+#include "corgy/io/jpeg_check.h"
 #include "test_util.h"
 
 namespace corgy::testing {
@@ -90,6 +90,43 @@ TEST(JpegCheck, RealPhotosAndOtherFormatsPass) {
   const std::vector<std::byte> png = file_bytes(fixture_path("../../data/mnist/samples/digit_3_label_4.png"));
   EXPECT_NO_THROW(check_jpeg_huffman_tables(png, "digit.png"));
   EXPECT_NO_THROW(check_jpeg_huffman_tables({}, "empty"));
+}
+
+std::vector<std::byte> pnm_16_bit(const std::string& magic, int width, int height, const std::vector<int>& samples) {
+  const std::string header = fmt::format("{}\n{} {}\n65535\n", magic, width, height);
+  std::vector<std::byte> bytes;
+  for (char c : header) bytes.push_back(static_cast<std::byte>(c));
+  for (int sample : samples) {
+    bytes.push_back(static_cast<std::byte>(sample >> 8));
+    bytes.push_back(static_cast<std::byte>(sample & 0xFF));
+  }
+  return bytes;
+}
+
+TEST(SixteenBitPnm, IsRefusedWithAClearError) {
+  // Debian's stb_image would read these samples byte-swapped (0x1234 as 0x34), and overflow its buffer when asked
+  // for 3 channels of a grey file.
+  for (int channels : {1, 3}) {
+    const std::string grey = error_of([&] {
+      decode_image(pnm_16_bit("P5", 2, 1, {0x1234, 0xFF00}), "g.pgm", channels);
+    });
+    EXPECT_TRUE(contains(grey, "g.pgm: cannot read the image: 16-bit PNM files (maxval above 255) are not supported"))
+        << grey;
+  }
+  const std::string rgb = error_of([&] { decode_image(pnm_16_bit("P6", 1, 1, {1, 2, 3}), "c.ppm", 1); });
+  EXPECT_TRUE(contains(rgb, "16-bit PNM")) << rgb;
+}
+
+TEST(SixteenBitPnm, EightBitPnmStillDecodes) {
+  const std::string header = "P5\n2 1\n255\n";
+  std::vector<std::byte> pgm;
+  for (char c : header) pgm.push_back(static_cast<std::byte>(c));
+  pgm.push_back(std::byte{0x12});
+  pgm.push_back(std::byte{0xFF});
+  const Variable rgb = decode_image(pgm, "g8.pgm", 3);
+  ASSERT_EQ(rgb.shape(), (Shape{1, 3, 1, 2}));
+  EXPECT_EQ(rgb.data()[4], static_cast<float>(0x12 / 255.0));
+  EXPECT_EQ(rgb.data()[5], 1.0f);
 }
 
 }  // namespace
