@@ -21,6 +21,7 @@ void same_padding(int size, int kernel, int stride, int& before, int& after) {
   before = total / 2;
   after = total - before;
 }
+constexpr int kLargestWindow = 1 << 16;
 }  // namespace
 
 void validate_pool_options(std::string_view layer, const PoolOptions& o) {
@@ -29,6 +30,11 @@ void validate_pool_options(std::string_view layer, const PoolOptions& o) {
     throw_parameter_error(layer, fmt::format("invalid parameters: kernel {}, stride {}, padding {}, "
                                              "padding_bottom_right {}",
                                              o.kernel, o.stride, o.padding, o.padding_bottom_right));
+  }
+  if (o.kernel > kLargestWindow || o.stride > kLargestWindow) {
+    // Larger windows are no model's; they would overflow int when added to an input's size and padding.
+    throw_parameter_error(
+        layer, fmt::format("kernel {} and stride {} must be at most {}", o.kernel, o.stride, kLargestWindow));
   }
   if (o.padding >= o.kernel || bottom_right(o) >= o.kernel) {
     // A window made only of padding would have no input cell to pool.
