@@ -94,9 +94,11 @@ Bands bands_for(const ConvPlan& plan, const Shape& output, int members) {
   if (weight_bytes(plan) > kBandWeightsBytes) return {};
   const int align = row_alignment(plan);
   const std::size_t row_bytes = sizeof(float) * static_cast<std::size_t>(output.c) * output.w;
-  const int fewest_rows =
-      weight_bytes(plan) <= kL2WeightsBytes ? align : round_up((kMinBandPixels + output.w - 1) / output.w, align);
   const int all_rows = round_up(output.h, align);
+  // Never more than a whole image: a small image is one band.
+  const int fewest_rows = std::min(all_rows, weight_bytes(plan) <= kL2WeightsBytes
+                                                 ? align
+                                                 : round_up((kMinBandPixels + output.w - 1) / output.w, align));
   // As many rows as fit the cache budget ...
   Bands bands{std::clamp(round_up(static_cast<int>(kBandBytes / row_bytes), align), fewest_rows, all_rows), 1};
   // ... and when a band holds a whole image, as many whole images (their tiles share one set of GEMMs).
