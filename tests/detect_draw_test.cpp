@@ -104,6 +104,18 @@ TEST(DetectDraw, ImageErrorsNameTheFile) {
   EXPECT_THROW(resize_image(Variable(Shape{1, 3, 4, 4}), 0, 8), Error);
 }
 
+TEST(DetectDraw, ResizeToOneRowTakesTheFirstRow) {
+  Variable image(Shape{1, 1, 3, 4});
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 4; ++x) image.at(0, 0, y, x) = static_cast<float>(10 * y + x);
+  }
+  const Variable row = resize_image(image, 4, 1);
+  ASSERT_EQ(row.shape(), (Shape{1, 1, 1, 4}));
+  for (int x = 0; x < 4; ++x) EXPECT_EQ(row.at(0, 0, 0, x), static_cast<float>(x));
+  const Variable single = resize_image(image, 1, 1);
+  EXPECT_EQ(single.at(0, 0, 0, 0), 3.0f);  // the last column of the first row
+}
+
 TEST(DetectDraw, LetterboxKeepsTheAspectRatioOnGrey) {
   Variable image(Shape{1, 3, 10, 20});
   image.fill(1.0f);

@@ -110,8 +110,10 @@ Variable resize_image(const Variable& image, int width, int height) {
   // Two passes as darknet's image.c does (horizontal into `part`, then vertical), for the same rounding.
   Variable part(Shape{1, s.c, s.h, width});
   Variable resized(Shape{1, s.c, height, width});
-  const float w_scale = static_cast<float>(s.w - 1) / static_cast<float>(width - 1);
-  const float h_scale = static_cast<float>(s.h - 1) / static_cast<float>(height - 1);
+  // A one-row target takes the first row (darknet divides by zero there, and converting the NaN position it gets to
+  // int is undefined); a one-column target takes the last column, as darknet's does.
+  const float w_scale = width > 1 ? static_cast<float>(s.w - 1) / static_cast<float>(width - 1) : 0.0f;
+  const float h_scale = height > 1 ? static_cast<float>(s.h - 1) / static_cast<float>(height - 1) : 0.0f;
   for (int c = 0; c < s.c; ++c) {
     for (int r = 0; r < s.h; ++r) {
       for (int x = 0; x < width; ++x) {
