@@ -219,6 +219,23 @@ TEST(VulkanBackend, ZeroCopyWhereOfferedAndForcedStagingGiveTheSameResults) {
   }
 }
 
+TEST(VulkanBackend, PolledAndBlockingWaitsGiveTheSameResults) {
+  // 0: every forward sleeps in vkWaitForFences; 1 us: the poll gives up at once (and is skipped after a long
+  // wait); a minute: every forward is polled to the end.
+  std::mt19937 rng(9);
+  Sequential model = small_chain(rng);
+  const Variable input = random_variable({2, 3, 10, 10}, rng);
+  const Variable expected = expected_output(model, input);
+  for (int spin_wait_us : {0, 1, 60'000'000}) {
+    VulkanOptions options = validated_vulkan_options();
+    options.spin_wait_us = spin_wait_us;
+    model.set_backend(std::make_unique<VulkanBackend>(options));
+    for (int run = 0; run < 3; ++run) {
+      EXPECT_TRUE(outputs_match(model.forward(input), expected)) << "spin " << spin_wait_us << " run " << run;
+    }
+  }
+}
+
 TEST(VulkanBackend, GemmTileShapesMatchNaive) {
   // The shapes the automatic choice uses and one more; ragged sizes (scalar loads, bounds everywhere) and
   // multiples of 4 (vec4 loads and stores); every transpose with the first shape, the two extremes with others.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "corgy/error.h"
@@ -39,8 +40,13 @@ bool conflicts(const std::vector<Touched>& touched, const BufferUse& use) {
 
 }  // namespace
 
-CommandRecorder::CommandRecorder(const Context& context, TensorBuffers& tensors, VulkanStats& stats)
-    : context_(context), vk_(context.vk()), tensors_(tensors), stats_(stats), factory_(context) {
+CommandRecorder::CommandRecorder(const Context& context, TensorBuffers& tensors, VulkanStats& stats, int spin_wait_us)
+    : context_(context),
+      vk_(context.vk()),
+      tensors_(tensors),
+      stats_(stats),
+      factory_(context),
+      spin_wait_(std::max(spin_wait_us, 0)) {
   VkCommandPoolCreateInfo pool{};
   pool.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
   pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -232,9 +238,7 @@ void CommandRecorder::submit_and_wait(VkCommandBuffer command_buffer) {
   submit.pCommandBuffers = &command_buffer;
   check(vk_.vkResetFences(context_.device(), 1, &fence_), "vkResetFences");
   check_submission(vk_.vkQueueSubmit(context_.queue(), 1, &submit, fence_), "vkQueueSubmit");
-  check_submission(
-      vk_.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, std::numeric_limits<std::uint64_t>::max()),
-      "vkWaitForFences");
+  check_submission(wait_for_fence(), "vkWaitForFences");
 }
 
 void CommandRecorder::check_submission(VkResult result, const char* what) {
@@ -254,6 +258,22 @@ void CommandRecorder::check_submission(VkResult result, const char* what) {
                     what, context_.physical().info.name, result_name(result)));
   }
   check(result, what);
+}
+
+VkResult CommandRecorder::wait_for_fence() {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  if (spin_wait_.count() > 0 && !last_wait_was_long_) {
+    const Clock::time_point until = start + spin_wait_;
+    // VK_NOT_READY until the GPU is done; a device error leaves the loop for the blocking wait to report.
+    while (vk_.vkGetFenceStatus(context_.device(), fence_) == VK_NOT_READY && Clock::now() < until) {
+    }
+  }
+  // Also when the fence has signalled: returns at once, and reports the device's errors in one place.
+  const VkResult result =
+      vk_.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, std::numeric_limits<std::uint64_t>::max());
+  last_wait_was_long_ = Clock::now() - start > spin_wait_;
+  return result;
 }
 
 void CommandRecorder::record(const std::vector<HostTransfer>& uploads, const std::vector<HostTransfer>& downloads) {

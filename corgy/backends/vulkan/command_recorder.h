@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -44,7 +45,8 @@ enum class Scratch : std::uint32_t {
 
 class CommandRecorder {
  public:
-  CommandRecorder(const Context& context, TensorBuffers& tensors, VulkanStats& stats);
+  /// `spin_wait_us`: VulkanOptions::spin_wait_us.
+  CommandRecorder(const Context& context, TensorBuffers& tensors, VulkanStats& stats, int spin_wait_us);
   ~CommandRecorder();
   CommandRecorder(const CommandRecorder&) = delete;
   CommandRecorder& operator=(const CommandRecorder&) = delete;
@@ -98,6 +100,7 @@ class CommandRecorder {
   void submit_and_wait(VkCommandBuffer command_buffer);
   /// Throws corgy::Error for a failed submission or wait; VK_ERROR_DEVICE_LOST also marks the backend lost.
   void check_submission(VkResult result, const char* what);
+  VkResult wait_for_fence();
   void send_constant_uploads();
   void read_gpu_time();
   void ensure_timestamp_queries(std::uint32_t count);
@@ -116,6 +119,8 @@ class CommandRecorder {
   VkCommandBuffer forward_commands_ = VK_NULL_HANDLE;
   VkCommandBuffer upload_commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  std::chrono::microseconds spin_wait_;
+  bool last_wait_was_long_ = false;
   VkQueryPool timestamps_ = VK_NULL_HANDLE;
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
   std::vector<VkDescriptorSet> descriptor_sets_;

@@ -15,7 +15,7 @@ struct Runtime {
         context(chosen),
         tensors(context, chosen.force_staging, context.features().storage_16bit),
         pipelines(context),
-        recorder(context, tensors, stats) {
+        recorder(context, tensors, stats, chosen.spin_wait_us) {
     if (half_precision()) {
       SpecializationConstants from_fp16;
       from_fp16.set_flag(ElementwiseFp16Constant::source_fp16, true)

@@ -109,6 +109,11 @@ struct VulkanOptions {
   /// Precision::fp16: see corgy::Precision. Falls back to fp32 where the device lacks 16-bit storage, and to
   /// conv2d_implicit_gemm_fp16 (fp32 arithmetic on fp16 tensors) where it lacks cooperative matrices.
   Precision precision = Precision::fp32;
+  /// How long, in microseconds, a forward polls its fence before it sleeps in the driver's blocking wait. A
+  /// blocking wait wakes up tens of microseconds after the GPU finishes on some drivers, which is a large part of
+  /// a sub-millisecond forward; polling keeps one CPU thread busy meanwhile. The poll is skipped while the
+  /// previous wait lasted longer than this (large batches sleep at once). 0: always sleep.
+  int spin_wait_us = 1000;
   /// The Vulkan loader library to open.
   std::string loader = "libvulkan.so.1";
 };

@@ -80,6 +80,7 @@ namespace corgy::vulkan {
   X(vkDestroyFence)                  \
   X(vkResetFences)                   \
   X(vkWaitForFences)                 \
+  X(vkGetFenceStatus)                \
   X(vkQueueSubmit)
 
 // Present only when VK_EXT_external_memory_host is enabled; may stay null.
