@@ -507,32 +507,52 @@ void benchmark_models(const Settings& settings, std::vector<std::string>& summar
       corgy::load_darknet_weights(net, corgy::random_darknet_weights(net, 1), "random weights");
       const Variable image = random_variable(net.input_shape(batch), rng, 0.5f);
       std::vector<Variable> reference;
+      // At small batches also the choices that trade GPU time for dispatches or host time: how the forward
+      // waits for the GPU, and how far K may be split.
+      struct ModelVariant {
+        const char* name;
+        int spin_wait_us;
+        std::uint32_t split_k;
+        std::uint32_t most_splits;
+      };
+      std::vector<ModelVariant> model_variants{{"", corgy::VulkanOptions{}.spin_wait_us, 0, 0}};
+      if (batch <= 8) {
+        model_variants.insert(model_variants.end(), {{" blocking wait", 0, 0, 0},
+                                                     {" splits<=4", corgy::VulkanOptions{}.spin_wait_us, 0, 4},
+                                                     {" splits<=2", corgy::VulkanOptions{}.spin_wait_us, 0, 2},
+                                                     {" no split", corgy::VulkanOptions{}.spin_wait_us, 1, 0}});
+      }
       for (const corgy::Precision precision : {corgy::Precision::fp32, corgy::Precision::fp16}) {
-        corgy::VulkanOptions options;
-        options.device = settings.device;
-        options.precision = precision;
-        auto owned = std::make_unique<corgy::VulkanBackend>(options);
-        corgy::VulkanBackend& vulkan = *owned;
-        net.model.set_backend(std::move(owned));
-        std::vector<const Variable*> heads;
-        const ModelTiming t = time_runs(vulkan, settings, repeats, [&] { heads = net.forward(image); });
-        std::string error;
-        if (precision == corgy::Precision::fp32) {
-          for (const Variable* head : heads) reference.push_back(head->clone());
-        } else {
-          double worst = 0.0;
-          for (std::size_t h = 0; h < heads.size(); ++h)
-            worst = std::max(worst, relative_error(*heads[h], reference[h]));
-          error = fmt::format("  fp16 error {:.1e}", worst);
+        for (const ModelVariant& variant : model_variants) {
+          corgy::VulkanOptions options;
+          options.device = settings.device;
+          options.precision = precision;
+          options.spin_wait_us = variant.spin_wait_us;
+          options.convolution.split_k = variant.split_k;
+          options.convolution.most_splits = variant.most_splits;
+          auto owned = std::make_unique<corgy::VulkanBackend>(options);
+          corgy::VulkanBackend& vulkan = *owned;
+          net.model.set_backend(std::move(owned));
+          std::vector<const Variable*> heads;
+          const ModelTiming t = time_runs(vulkan, settings, repeats, [&] { heads = net.forward(image); });
+          std::string error;
+          if (precision == corgy::Precision::fp32 && reference.empty()) {
+            for (const Variable* head : heads) reference.push_back(head->clone());
+          } else if (precision == corgy::Precision::fp16) {
+            double worst = 0.0;
+            for (std::size_t h = 0; h < heads.size(); ++h)
+              worst = std::max(worst, relative_error(*heads[h], reference[h]));
+            error = fmt::format("  fp16 error {:.1e}", worst);
+          }
+          vulkan.set_profiling(true);
+          net.forward(image);
+          const std::string name = fmt::format("{} Sequential b{} {}{}", cfg, batch,
+                                               precision == corgy::Precision::fp16 ? "fp16" : "fp32", variant.name);
+          print_profile(name, vulkan);
+          summary.push_back(fmt::format("  {:<44} {:>8.3f} / {:>8.3f} / {:>8.3f} ms ({} dispatches, {} barriers){}",
+                                        name, t.wall_ms, t.gpu_ms, t.compute_ms, t.dispatches, t.barriers, error));
+          std::fflush(stdout);
         }
-        vulkan.set_profiling(true);
-        net.forward(image);
-        const std::string name =
-            fmt::format("{} Sequential b{} {}", cfg, batch, precision == corgy::Precision::fp16 ? "fp16" : "fp32");
-        print_profile(name, vulkan);
-        summary.push_back(fmt::format("  {:<44} {:>8.3f} / {:>8.3f} / {:>8.3f} ms ({} dispatches, {} barriers){}", name,
-                                      t.wall_ms, t.gpu_ms, t.compute_ms, t.dispatches, t.barriers, error));
-        std::fflush(stdout);
       }
     }
   }

@@ -106,6 +106,9 @@ TEST(VulkanConvolution, SplitKIsChosenForSkinnyProblems) {
   EXPECT_GE(skinny.k_per_split * skinny.splits, 9216u);
   // The same layer at batch 64 has work enough: no split.
   EXPECT_EQ(vulkan::plan_convolution({1024, 169 * 64, 9216, 1}, {}, {&limits, false}).splits, 1u);
+  // most_splits caps the choice.
+  const VulkanConvolutionOptions capped{.most_splits = 2};
+  EXPECT_LE(vulkan::plan_convolution({1024, 169, 9216, 1}, capped, {&limits, false}).splits, 2u);
 }
 
 // Pools after a convolution: fused into its output (2x2 stride 2, with and without padding on odd sizes), or not

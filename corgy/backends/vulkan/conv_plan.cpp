@@ -80,10 +80,10 @@ double estimated_speed(double rated, std::uint32_t tile_m, std::uint32_t tile_n,
 
 // The split of K that the estimate favours, never leaving a part shorter than four steps of the tile.
 std::uint32_t choose_splits(double rated, std::uint32_t tile_m, std::uint32_t tile_n, std::uint32_t tile_k,
-                            const ConvProblem& problem, double& speed) {
+                            const ConvProblem& problem, std::uint32_t limit, double& speed) {
   std::uint32_t best = 1;
   speed = estimated_speed(rated, tile_m, tile_n, problem, 1);
-  for (std::uint32_t splits = 2; splits <= most_splits; ++splits) {
+  for (std::uint32_t splits = 2; splits <= limit; ++splits) {
     if (problem.k / splits < 4 * tile_k) break;
     const double candidate = estimated_speed(rated, tile_m, tile_n, problem, splits);
     if (candidate > speed * 1.02) {
@@ -161,7 +161,8 @@ ConvPlan plan_convolution(const ConvProblem& problem, const VulkanConvolutionOpt
     double speed = 0.0;
     std::uint32_t splits = options.split_k;
     if (splits == 0) {
-      splits = choose_splits(rated, tm, tn, tk, problem, speed);
+      const std::uint32_t limit = options.most_splits > 0 ? std::min(options.most_splits, most_splits) : most_splits;
+      splits = choose_splits(rated, tm, tn, tk, problem, limit, speed);
     } else {
       speed = estimated_speed(rated, tm, tn, problem, splits);
     }

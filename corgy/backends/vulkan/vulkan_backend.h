@@ -87,6 +87,8 @@ struct VulkanConvolutionOptions {
   VulkanCoopmatTiles coopmat_tiles{};
   /// K split into this many parts, summed by conv2d_split_k_reduce.comp; 0 chooses, 1 never splits.
   std::uint32_t split_k = 0;
+  /// With split_k 0: the most parts the choice may split K into (0: the planner's own limit, 16).
+  std::uint32_t most_splits = 0;
   /// Fuse a following 2x2 stride-2 max pool into the convolution's output (false: a separate pool2d dispatch).
   bool fuse_pool = true;
 };
