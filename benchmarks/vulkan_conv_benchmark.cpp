@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "corgy/backends/vulkan/conv_plan.h"
+#include "corgy/backends/vulkan/direct_conv.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 #include "corgy/corgy.h"
 
@@ -130,6 +131,8 @@ std::vector<Variant> variants() {
       {"implicit fp32", Precision::fp32, {}},
       {"implicit fp32 unfused", Precision::fp32, {.fuse_pool = false}},
       {"implicit fp32 no split", Precision::fp32, {.split_k = 1}},
+      {"direct fp32", Precision::fp32, {.algorithm = VulkanConvAlgorithm::direct}},
+      {"direct fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::direct}},
   };
   std::vector<corgy::VulkanGemmTiles> tiles;
   for (const auto& rated : corgy::vulkan::implicit_gemm_tile_choices()) tiles.push_back(rated.tiles);
@@ -271,6 +274,10 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
     }
     for (std::size_t l = 0; l < layers; ++l) {
       if (layer_shapes[l].name().find(settings.only_layers) == std::string::npos) continue;
+      if (list[v].convolution.algorithm == VulkanConvAlgorithm::direct &&
+          !corgy::vulkan::direct_conv_fits(layer_shapes[l].desc())) {
+        continue;
+      }
       for (std::size_t b = 0; b < settings.batches.size(); ++b) {
         try {
           results[v][l][b] = run_layer(vulkan, layer_shapes[l], data[l][b], settings, v == 0);

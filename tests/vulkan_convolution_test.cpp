@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "corgy/backends/vulkan/conv_plan.h"
+#include "corgy/backends/vulkan/direct_conv.h"
 #include "test_util.h"
 #include "vulkan_test_options.h"
 
@@ -33,6 +34,10 @@ std::vector<ConvCase> conv_cases() {
       {{3, 2, 12, 9}, {.in_channels = 2, .out_channels = 3, .kernel = 5, .stride = 2, .padding = 1, .dilation = 2}},
       {{1, 8, 10, 10}, {.in_channels = 8, .out_channels = 12, .kernel = 3, .padding = 1, .groups = 2}},
       {{2, 64, 7, 7}, {.in_channels = 64, .out_channels = 40, .kernel = 3, .padding = 1, .activation = leaky}},
+      // For the direct kernel: more output channels than one thread holds (blocks along z), and dilation.
+      {{2, 3, 9, 10}, {.in_channels = 3, .out_channels = 40, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{1, 2, 11, 11}, {.in_channels = 2, .out_channels = 6, .kernel = 3, .stride = 2, .padding = 2, .dilation = 2}},
+      {{2, 16, 9, 7}, {.in_channels = 16, .out_channels = 20, .kernel = 3, .padding = 1, .activation = leaky}},
   };
 }
 
@@ -65,10 +70,12 @@ Variable conv_vulkan(VulkanBackend& vulkan, const Conv2dDesc& d, const Operands&
 }
 
 TEST(VulkanConvolution, EveryAlgorithmTileShapeAndSplitMatchesNaive) {
-  // Every case with the reference path, the automatic plan and a forced split; every tile shape of the table
-  // with two cases (one ragged and small, one with K a multiple of 4 and several tiles).
+  // Every case with the reference path, the automatic plan, the implicit GEMM with and without a forced split, and
+  // the direct kernel where it fits; every tile shape of the table with two cases (one ragged and small, one with
+  // K a multiple of 4 and several tiles).
   const std::vector<VulkanConvolutionOptions> per_case = {
       {.algorithm = VulkanConvAlgorithm::im2col_gemm},
+      {},
       {.algorithm = VulkanConvAlgorithm::implicit_gemm},
       {.algorithm = VulkanConvAlgorithm::implicit_gemm, .tiles = {32, 32, 16, 4, 4}, .split_k = 3},
   };
@@ -83,7 +90,8 @@ TEST(VulkanConvolution, EveryAlgorithmTileShapeAndSplitMatchesNaive) {
     const Operands o = random_operands(c, rng);
     const Variable expected = conv_naive(c.desc, o.input, o.weights, o.bias);
     std::vector<VulkanConvolutionOptions> plans = per_case;
-    if (i == 1 || i + 1 == cases.size()) plans.insert(plans.end(), per_tile.begin(), per_tile.end());
+    if (i == 1 || i == 7) plans.insert(plans.end(), per_tile.begin(), per_tile.end());
+    if (vulkan::direct_conv_fits(c.desc)) plans.push_back({.algorithm = VulkanConvAlgorithm::direct});
     for (const VulkanConvolutionOptions& plan : plans) {
       VulkanOptions options = validated_vulkan_options();
       options.convolution = plan;
@@ -121,7 +129,10 @@ TEST(VulkanConvolution, ConvolutionWithMaxPoolMatchesNaive) {
   const std::vector<PoolCase> cases = {
       {{2, 3, 12, 12}, {}},
       {{1, 4, 13, 11}, {.pad_bottom = 1, .pad_right = 1}},  // darknet 2/2 and TF 'same' on odd sizes
-      {{3, 5, 9, 9}, {}},                                   // the last row and column fall out of every window
+      // 3 input channels: the direct kernel (K = 27), with padded windows on either side.
+      {{1, 3, 13, 11}, {.pad_bottom = 1, .pad_right = 1}},
+      {{2, 3, 11, 9}, {.pad_top = 1, .pad_left = 1}},
+      {{3, 5, 9, 9}, {}},  // the last row and column fall out of every window
       {{1, 6, 13, 13}, {.stride_h = 1, .stride_w = 1, .pad_bottom = 1, .pad_right = 1}},  // darknet 2/1
       {{2, 3, 10, 10}, {.kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1}},
   };
@@ -185,13 +196,53 @@ TEST(VulkanConvolution, Fp16PrecisionKeepsIntermediatesInHalfAndStaysClose) {
   for (const VulkanDispatchProfile& d : vulkan.dispatch_profile()) kernels.push_back(d.kernel);
   const bool coopmat = vulkan.cooperative_matrix();
   const std::string conv_kernel = coopmat ? "conv2d_coopmat_fp16" : "conv2d_implicit_gemm_fp16";
-  // Sequential fuses each convolution with its pool: the 2x2/2 pool into the convolution's output (fp32 input, fp16
-  // output), the darknet 2/1 pool as a second dispatch; a conversion for the batch norm, which reads fp32 only;
-  // the last convolution reads and writes fp32 (the plain fp32 kernel unless on tensor cores).
-  const std::vector<std::string> wanted = {conv_kernel,      conv_kernel,
-                                           "pool2d_fp16",    "tensor_convert_fp16",
-                                           "channel_affine", coopmat ? conv_kernel : "conv2d_implicit_gemm"};
+  // Sequential fuses each convolution with its pool: the 2x2/2 pool into the first convolution's output (fp32
+  // input, fp16 output; the direct kernel, K = 27), the darknet 2/1 pool as a second dispatch; a conversion for
+  // the batch norm, which reads fp32 only; the last convolution (1x1, K = 32: direct too) reads and writes fp32.
+  const std::vector<std::string> wanted = {"conv2d_direct_fp16",  conv_kernel,      "pool2d_fp16",
+                                           "tensor_convert_fp16", "channel_affine", "conv2d_direct"};
   EXPECT_EQ(kernels, wanted);
+}
+
+TEST(VulkanConvolution, FirstLayersOfFewTapsRunTheDirectKernel) {
+  // An RGB network's first layer (K = 27) with its pool, in fp32 and fp16; the next (K = 144) is a GEMM unless
+  // forced.
+  std::mt19937 rng(24);
+  Sequential model;
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  model.add(Conv2d({.in_channels = 3, .out_channels = 16, .kernel = 3, .padding = 1, .activation = leaky}));
+  model.add(MaxPool2d({.kernel = 2}));
+  model.add(Conv2d({.in_channels = 16, .out_channels = 8, .kernel = 3, .padding = 1}));
+  model.add(Conv2d({.in_channels = 8, .out_channels = 4, .kernel = 5, .padding = 2}));  // K = 200
+  randomize_parameters(model, rng);
+  const Variable input = random_variable({2, 3, 18, 14}, rng);
+  model.set_backend("naive");
+  const Variable expected = model.forward(input).clone();
+  for (const Precision precision : {Precision::fp32, Precision::fp16}) {
+    VulkanOptions options = validated_vulkan_options();
+    options.precision = precision;
+    auto owned = std::make_unique<VulkanBackend>(options);
+    VulkanBackend& vulkan = *owned;
+    model.set_backend(std::move(owned));
+    EXPECT_TRUE(outputs_match(model.forward(input), expected, precision == Precision::fp16 ? 2e-2 : 1e-4));
+    vulkan.set_profiling(true);
+    model.forward(input);
+    ASSERT_FALSE(vulkan.dispatch_profile().empty());
+    const VulkanDispatchProfile& first = vulkan.dispatch_profile().front();
+    EXPECT_EQ(first.kernel, vulkan.precision() == Precision::fp16 ? "conv2d_direct_fp16" : "conv2d_direct");
+    EXPECT_EQ(first.detail, "16 channels/thread +maxpool");
+  }
+  // Forced where it does not fit: a clear error.
+  VulkanOptions options = validated_vulkan_options();
+  options.convolution.algorithm = VulkanConvAlgorithm::direct;
+  model.set_backend(std::make_unique<VulkanBackend>(options));
+  try {
+    model.forward(input);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("direct convolution needs one group and at most 160 taps"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(VulkanConvolution, BackendNamesSetThePrecision) {

@@ -87,6 +87,23 @@ struct ImplicitGemmParams {
   std::uint32_t lda;
 };
 
+/// conv2d_direct.comp's constant_id values.
+enum class DirectConvConstant : std::uint32_t {
+  channels = 0,
+  taps = 1,
+  kernel_size = 2,
+  pool = 3,
+  workgroup_size = 4,
+  source_fp16 = 10,  // the _fp16 variant only (tensor_storage.glsl)
+  result_fp16 = 11,
+};
+
+struct DirectConvParams {
+  std::uint32_t n, in_channels, height, width, out_channels, out_height, out_width, pool_height, pool_width,
+      pool_pad_top, pool_pad_left, stride, padding, dilation, has_bias, activation;
+  float slope;
+};
+
 enum class SplitKReduceConstant : std::uint32_t { pool = 0, result_fp16 = 1 };
 
 struct SplitKReduceParams {
@@ -197,6 +214,8 @@ inline constexpr KernelInfo gemm_tiled{"gemm_tiled", 4, sizeof(GemmParams)};
 inline constexpr KernelInfo conv2d_implicit_gemm{"conv2d_implicit_gemm", 4, sizeof(ImplicitGemmParams)};
 inline constexpr KernelInfo conv2d_implicit_gemm_fp16{"conv2d_implicit_gemm_fp16", 4, sizeof(ImplicitGemmParams), true};
 inline constexpr KernelInfo conv2d_coopmat_fp16{"conv2d_coopmat_fp16", 4, sizeof(ImplicitGemmParams), true};
+inline constexpr KernelInfo conv2d_direct{"conv2d_direct", 4, sizeof(DirectConvParams)};
+inline constexpr KernelInfo conv2d_direct_fp16{"conv2d_direct_fp16", 4, sizeof(DirectConvParams), true};
 inline constexpr KernelInfo conv2d_split_k_reduce{"conv2d_split_k_reduce", 3, sizeof(SplitKReduceParams)};
 inline constexpr KernelInfo conv2d_split_k_reduce_fp16{"conv2d_split_k_reduce_fp16", 3, sizeof(SplitKReduceParams),
                                                        true};

@@ -56,9 +56,11 @@ struct VulkanGemmTiles {
 ///  - automatic: per layer, the fastest that fits (docs/vulkan.md#convolution);
 ///  - im2col_gemm: im2col.comp + gemm_tiled.comp, the reference path;
 ///  - implicit_gemm: conv2d_implicit_gemm.comp, fp32 arithmetic on fp32 or fp16 tensors;
-///  - cooperative_matrix: conv2d_coopmat.comp on tensor cores; needs fp16 precision and a device that offers it.
+///  - cooperative_matrix: conv2d_coopmat.comp on tensor cores; needs fp16 precision and a device that offers it;
+///  - direct: conv2d_direct.comp, for one group with K = in channels * kernel * kernel of at most 160; automatic
+///    picks it up to K = 32 (the first layer of an RGB network) unless a GEMM tile shape is forced.
 /// Depthwise convolutions always run depthwise_conv2d.comp.
-enum class VulkanConvAlgorithm { automatic, im2col_gemm, implicit_gemm, cooperative_matrix };
+enum class VulkanConvAlgorithm { automatic, im2col_gemm, implicit_gemm, cooperative_matrix, direct };
 
 /// conv2d_coopmat.comp's tile: warps_m x warps_n subgroups, each frags_m x frags_n 16x16 fragments of C, steps of
 /// tile_k along K. All zero lets the backend choose.

@@ -3,6 +3,7 @@
 // fully connected layers and matmul.
 #include <fmt/format.h>
 
+#include "corgy/backends/vulkan/direct_conv.h"
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
@@ -111,6 +112,8 @@ void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Var
       record_depthwise(runtime, d, input, weights, bias, output);
     } else if (runtime.options.convolution.algorithm == VulkanConvAlgorithm::im2col_gemm) {
       record_im2col_gemm(runtime, d, input, weights, bias, output);
+    } else if (vulkan::direct_conv_chosen(d, runtime.options.convolution)) {
+      vulkan::record_direct_conv(runtime, d, nullptr, input, weights, bias, output);
     } else {
       vulkan::record_implicit_gemm_conv(runtime, d, nullptr, input, weights, bias, output);
     }
@@ -124,6 +127,10 @@ void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& poo
     const bool fusable = conv.in_channels / conv.groups > 1 && vulkan::pool_fusable(pool) &&
                          runtime.options.convolution.fuse_pool &&
                          runtime.options.convolution.algorithm != VulkanConvAlgorithm::im2col_gemm;
+    if (fusable && vulkan::direct_conv_chosen(conv, runtime.options.convolution)) {
+      vulkan::record_direct_conv(runtime, conv, &pool, input, weights, bias, output);
+      return;
+    }
     if (fusable) {
       vulkan::record_implicit_gemm_conv(runtime, conv, &pool, input, weights, bias, output);
       return;
