@@ -75,6 +75,8 @@ class CommandRecorder {
   void set_fp16_converter(const Pipeline* converter) { fp16_to_fp32_ = converter; }
   /// Timestamps around each dispatch from the next recording on; profile() lists the last forward's.
   void set_profiling(bool enabled) { profiling_ = enabled; }
+  /// Whether describe_last's text is used: operations skip formatting it otherwise (every forward describes).
+  bool profiling() const { return profiling_; }
   const std::vector<VulkanDispatchProfile>& profile() const { return profile_; }
   /// Every profiled dispatch since the last call, as Backend::take_profile() gives them.
   std::vector<OpProfile> take_profile() { return std::exchange(taken_profile_, {}); }

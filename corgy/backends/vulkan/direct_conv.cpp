@@ -98,8 +98,10 @@ void record_direct_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc*
   recorder.dispatch(runtime.pipelines.get(any_fp16 ? kernels::conv2d_direct_fp16 : kernels::conv2d_direct, constants),
                     {source, tensors.read(weights), bias_use, result}, p, x, ceil_div(workgroups, x),
                     ceil_div(p.out_channels, channels));
-  recorder.describe_last(fmt::format("{} channels/thread{}", channels, pool ? " +maxpool" : ""),
-                         2.0 * p.out_channels * p.n * taps);
+  if (recorder.profiling()) {
+    recorder.describe_last(fmt::format("{} channels/thread{}", channels, pool ? " +maxpool" : ""),
+                           2.0 * p.out_channels * p.n * taps);
+  }
 }
 
 }  // namespace corgy::vulkan

@@ -118,7 +118,7 @@ void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
   recorder.dispatch(runtime.pipelines.get(*kernel, constants), {source, a, bias_use, result}, p, groups[0], groups[1],
                     groups[2]);
   const double flops = 2.0 * p.m * p.n * p.k * p.groups;
-  recorder.describe_last(plan.describe() + (pool ? " +maxpool" : ""), flops);
+  if (recorder.profiling()) recorder.describe_last(plan.describe() + (pool ? " +maxpool" : ""), flops);
   if (!split) return;
 
   const BufferUse written = tensors.write(output, true);
@@ -147,7 +147,7 @@ void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
       runtime.pipelines.get(half_output ? kernels::conv2d_split_k_reduce_fp16 : kernels::conv2d_split_k_reduce,
                             reduce_constants),
       {partials, bias_use, written}, r, elementwise_groups(output.count()));
-  recorder.describe_last(fmt::format("{} partial sums", plan.splits), 0.0);
+  if (recorder.profiling()) recorder.describe_last(fmt::format("{} partial sums", plan.splits), 0.0);
 }
 
 }  // namespace corgy::vulkan
