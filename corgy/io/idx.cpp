@@ -24,22 +24,22 @@ std::uint32_t big_endian_u32(std::span<const std::byte> bytes, std::size_t offse
 }
 
 /// Checks the magic, header and data size of an unsigned-byte IDX file and returns its dimensions.
-std::vector<std::uint32_t> read_idx_header(const MappedFile& file, std::uint32_t magic, const char* what) {
-  const std::span<const std::byte> bytes = file.bytes();
+std::vector<std::uint32_t> read_idx_header(std::span<const std::byte> bytes, const std::string& name,
+                                           std::uint32_t magic, const char* what) {
   const std::size_t rank = magic & 0xff;
   const std::size_t header = 4 * (1 + rank);
   if (bytes.size() < 4) {
-    throw Error(fmt::format("{}: not IDX {}: the file has {} bytes, too few for the magic number", file.path(), what,
-                            bytes.size()));
+    throw Error(
+        fmt::format("{}: not IDX {}: the file has {} bytes, too few for the magic number", name, what, bytes.size()));
   }
   const std::uint32_t found = big_endian_u32(bytes, 0);
   if (found != magic) {
     throw Error(fmt::format("{}: not IDX {}: magic number 0x{:08x}, expected 0x{:08x} (unsigned bytes, {} dimensions)",
-                            file.path(), what, found, magic, rank));
+                            name, what, found, magic, rank));
   }
   if (bytes.size() < header) {
-    throw Error(fmt::format("{}: truncated IDX {}: the header needs {} bytes, the file has {}", file.path(), what,
-                            header, bytes.size()));
+    throw Error(fmt::format("{}: truncated IDX {}: the header needs {} bytes, the file has {}", name, what, header,
+                            bytes.size()));
   }
   std::vector<std::uint32_t> dims;
   // Three 32-bit dimensions can overflow 64 bits: a product beyond 2^62 bytes is reported as more than the file has.
@@ -48,7 +48,7 @@ std::vector<std::uint32_t> read_idx_header(const MappedFile& file, std::uint32_t
   bool beyond_file = false;
   for (std::size_t d = 0; d < rank; ++d) {
     dims.push_back(big_endian_u32(bytes, 4 * (1 + d)));
-    if (dims.back() == 0) throw Error(fmt::format("{}: IDX {}: dimension {} is 0", file.path(), what, d));
+    if (dims.back() == 0) throw Error(fmt::format("{}: IDX {}: dimension {} is 0", name, what, d));
     beyond_file = beyond_file || dims.back() > beyond_any_file / elements;
     if (!beyond_file) elements *= dims.back();
   }
@@ -57,7 +57,7 @@ std::vector<std::uint32_t> read_idx_header(const MappedFile& file, std::uint32_t
     throw Error(
         fmt::format("{}: {} IDX {}: the header's dimensions {} need {} data bytes after the {}-byte header, "
                     "the file has {} bytes in all",
-                    file.path(), bytes.size() < header + elements || beyond_file ? "truncated" : "oversized", what,
+                    name, bytes.size() < header + elements || beyond_file ? "truncated" : "oversized", what,
                     fmt::join(dims, " x "), needed, header, bytes.size()));
   }
   return dims;
@@ -65,16 +65,15 @@ std::vector<std::uint32_t> read_idx_header(const MappedFile& file, std::uint32_t
 
 }  // namespace
 
-Variable load_idx_images(const std::string& path, const LoadLimits& limits) {
-  const MappedFile file(path, "IDX images");
-  const std::vector<std::uint32_t> dims = read_idx_header(file, idx_images_magic, "images");
+Variable decode_idx_images(std::span<const std::byte> bytes, const std::string& name, const LoadLimits& limits) {
+  const std::vector<std::uint32_t> dims = read_idx_header(bytes, name, idx_images_magic, "images");
   for (std::uint32_t dim : dims) {
-    if (dim > 0x7fffffff) throw Error(fmt::format("{}: IDX images: dimension {} is too large", path, dim));
+    if (dim > 0x7fffffff) throw Error(fmt::format("{}: IDX images: dimension {} is too large", name, dim));
   }
-  check_tensor_bytes(limits, path, fmt::format("IDX images {} as float32", fmt::join(dims, " x ")),
+  check_tensor_bytes(limits, name, fmt::format("IDX images {} as float32", fmt::join(dims, " x ")),
                      float32_bytes({dims[0], dims[1], dims[2]}));
   Variable images(Shape{static_cast<int>(dims[0]), 1, static_cast<int>(dims[1]), static_cast<int>(dims[2])});
-  const std::span<const std::byte> pixels = file.bytes().subspan(16);
+  const std::span<const std::byte> pixels = bytes.subspan(16);
   float* target = images.data();
   for (std::size_t i = 0; i < pixels.size(); ++i) {
     target[i] = static_cast<float>(std::to_integer<int>(pixels[i])) / 255.0f;
@@ -82,13 +81,23 @@ Variable load_idx_images(const std::string& path, const LoadLimits& limits) {
   return images;
 }
 
+std::vector<std::uint8_t> decode_idx_labels(std::span<const std::byte> bytes, const std::string& name,
+                                            const LoadLimits& limits) {
+  read_idx_header(bytes, name, idx_labels_magic, "labels");
+  check_tensor_bytes(limits, name, "the IDX labels", bytes.size() - 8);
+  std::vector<std::uint8_t> labels(bytes.size() - 8);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = std::to_integer<std::uint8_t>(bytes[8 + i]);
+  return labels;
+}
+
+Variable load_idx_images(const std::string& path, const LoadLimits& limits) {
+  const MappedFile file(path, "IDX images");
+  return decode_idx_images(file.bytes(), path, limits);
+}
+
 std::vector<std::uint8_t> load_idx_labels(const std::string& path, const LoadLimits& limits) {
   const MappedFile file(path, "IDX labels");
-  read_idx_header(file, idx_labels_magic, "labels");
-  check_tensor_bytes(limits, path, "the IDX labels", file.size() - 8);
-  std::vector<std::uint8_t> labels(file.size() - 8);
-  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = std::to_integer<std::uint8_t>(file.bytes()[8 + i]);
-  return labels;
+  return decode_idx_labels(file.bytes(), path, limits);
 }
 
 LabeledImages load_idx_dataset(const std::string& images_path, const std::string& labels_path,

@@ -1,7 +1,9 @@
 // IDX files: the format of the MNIST and Fashion-MNIST databases (http://yann.lecun.com/exdb/mnist/).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,11 @@ Variable load_idx_images(const std::string& path, const LoadLimits& limits = {})
 /// Reads an IDX label file: magic 0x00000801 (unsigned bytes, 1 dimension), big-endian int32 count, then count
 /// labels. Throws corgy::Error as load_idx_images does.
 std::vector<std::uint8_t> load_idx_labels(const std::string& path, const LoadLimits& limits = {});
+
+/// The same from an IDX file's bytes in memory; `name` stands for the file in messages. Never reads outside `bytes`.
+Variable decode_idx_images(std::span<const std::byte> bytes, const std::string& name, const LoadLimits& limits = {});
+std::vector<std::uint8_t> decode_idx_labels(std::span<const std::byte> bytes, const std::string& name,
+                                            const LoadLimits& limits = {});
 
 /// Images and their labels, as a data set ships them (train-images-idx3-ubyte + train-labels-idx1-ubyte).
 struct LabeledImages {

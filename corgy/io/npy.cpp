@@ -10,9 +10,11 @@
 #include <cstring>
 #include <fstream>
 #include <regex>
+#include <span>
 #include <vector>
 
 #include "corgy/error.h"
+#include "corgy/io/mapped_file.h"
 
 namespace corgy {
 
@@ -71,60 +73,54 @@ Shape to_shape(const std::string& path, const std::vector<int>& dims, const Load
   return {padded[0], padded[1], padded[2], padded[3]};
 }
 
-/// Reads exactly `size` bytes or throws, naming what was being read.
-void read_exactly(std::ifstream& file, const std::string& path, char* target, std::size_t size, const char* what) {
-  file.read(target, static_cast<std::streamsize>(size));
-  if (static_cast<std::size_t>(file.gcount()) != size) throw Error(fmt::format("{}: truncated .npy {}", path, what));
-}
-
-/// Reads the magic, version and header of a file of `file_size` bytes; leaves `file` at the first data byte.
-std::string read_header(std::ifstream& file, const std::string& path, std::size_t file_size) {
-  char prefix[8] = {};
-  file.read(prefix, sizeof prefix);
-  if (static_cast<std::size_t>(file.gcount()) < sizeof prefix || std::memcmp(prefix, npy_magic, npy_magic_size) != 0) {
-    throw Error(fmt::format("{}: not a .npy file (bad magic)", path));
+/// The magic, version and header of `bytes`; `data_offset` receives the offset of the first data byte.
+std::string read_header(std::span<const std::byte> bytes, const std::string& name, std::size_t& data_offset) {
+  constexpr std::size_t prefix_size = 8;  // magic, major and minor version
+  if (bytes.size() < prefix_size || std::memcmp(bytes.data(), npy_magic, npy_magic_size) != 0) {
+    throw Error(fmt::format("{}: not a .npy file (bad magic)", name));
   }
-  const int major = static_cast<unsigned char>(prefix[6]);
+  const int major = std::to_integer<int>(bytes[6]);
   // Version 1 stores the header length in 2 bytes, versions 2 and 3 in 4 (little-endian).
   const std::size_t length_bytes = major == 1 ? 2 : (major == 2 || major == 3) ? 4 : 0;
-  if (length_bytes == 0) throw Error(fmt::format("{}: unsupported .npy version {}", path, major));
-  unsigned char length[4] = {};
-  read_exactly(file, path, reinterpret_cast<char*>(length), length_bytes, "header");
+  if (length_bytes == 0) throw Error(fmt::format("{}: unsupported .npy version {}", name, major));
+  if (bytes.size() < prefix_size + length_bytes) throw Error(fmt::format("{}: truncated .npy header", name));
   std::size_t header_length = 0;
-  for (std::size_t i = length_bytes; i-- > 0;) header_length = header_length << 8 | length[i];
-  // Checked before allocating: a corrupt length field must not ask for gigabytes.
-  if (header_length > file_size - sizeof prefix - length_bytes) {
-    throw Error(fmt::format("{}: truncated .npy header ({} bytes announced)", path, header_length));
+  for (std::size_t i = length_bytes; i-- > 0;) {
+    header_length = header_length << 8 | std::to_integer<std::size_t>(bytes[prefix_size + i]);
   }
-  std::string header(header_length, '\0');
-  read_exactly(file, path, header.data(), header_length, "header");
-  return header;
+  const std::size_t header_offset = prefix_size + length_bytes;
+  if (header_length > bytes.size() - header_offset) {
+    throw Error(fmt::format("{}: truncated .npy header ({} bytes announced)", name, header_length));
+  }
+  data_offset = header_offset + header_length;
+  return {reinterpret_cast<const char*>(bytes.data()) + header_offset, header_length};
 }
 
 }  // namespace
 
-Variable load_npy(const std::string& path, const LoadLimits& limits) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error(fmt::format("{}: cannot open .npy file", path));
-  file.seekg(0, std::ios::end);
-  const auto file_size = static_cast<std::size_t>(std::max<std::streamoff>(file.tellg(), 0));
-  file.seekg(0);
-  const std::string header = read_header(file, path, file_size);
+Variable decode_npy(std::span<const std::byte> bytes, const std::string& name, const LoadLimits& limits) {
+  std::size_t data_offset = 0;
+  const std::string header = read_header(bytes, name, data_offset);
   if (header.find("'descr': '<f4'") == std::string::npos) {
-    throw Error(fmt::format("{}: .npy dtype must be little-endian float32 ('<f4'); header: {}", path, trim(header)));
+    throw Error(fmt::format("{}: .npy dtype must be little-endian float32 ('<f4'); header: {}", name, trim(header)));
   }
   if (header.find("'fortran_order': False") == std::string::npos) {
-    throw Error(fmt::format("{}: .npy must be in C order (fortran_order False)", path));
+    throw Error(fmt::format("{}: .npy must be in C order (fortran_order False)", name));
   }
-  const Shape shape = to_shape(path, parse_shape(path, header), limits);
-  const auto data_bytes = file_size - static_cast<std::size_t>(file.tellg());
+  const Shape shape = to_shape(name, parse_shape(name, header), limits);
+  const std::size_t data_bytes = bytes.size() - data_offset;
   if (data_bytes != shape.count() * sizeof(float)) {
-    throw Error(fmt::format("{}: shape {} needs {} data bytes, the file has {}", path, shape.str(),
+    throw Error(fmt::format("{}: shape {} needs {} data bytes, the file has {}", name, shape.str(),
                             shape.count() * sizeof(float), data_bytes));
   }
   Variable tensor(shape);
-  read_exactly(file, path, reinterpret_cast<char*>(tensor.data()), data_bytes, "data");
+  std::memcpy(tensor.data(), bytes.data() + data_offset, data_bytes);
   return tensor;
+}
+
+Variable load_npy(const std::string& path, const LoadLimits& limits) {
+  const MappedFile file(path, ".npy file");
+  return decode_npy(file.bytes(), path, limits);
 }
 
 void save_npy(const std::string& path, const Variable& tensor) {

@@ -1,6 +1,8 @@
 // NumPy .npy files: the tensor interchange format of Python users.
 #pragma once
 
+#include <cstddef>
+#include <span>
 #include <string>
 
 #include "corgy/io/load_limits.h"
@@ -15,6 +17,10 @@ namespace corgy {
 /// a data size that differs from the header's shape, and a shape over `limits.max_tensor_bytes` (checked before
 /// anything is allocated).
 Variable load_npy(const std::string& path, const LoadLimits& limits = {});
+
+/// The same from a .npy file's bytes in memory (an embedded resource, a download); `name` stands for the file in
+/// messages. Never reads outside `bytes`.
+Variable decode_npy(std::span<const std::byte> bytes, const std::string& name, const LoadLimits& limits = {});
 
 /// Writes `tensor` as a float32 .npy (format version 1.0) with its 4-D shape (N, C, H, W). Throws corgy::Error
 /// for an empty Variable or when the file cannot be written.
