@@ -4,13 +4,12 @@
 #include "fuzz_target.h"
 
 CORGY_FUZZ_TARGET(idx) {
-  const std::string path = corgy::fuzz::write_scratch_file("input.idx", input);
   try {
-    corgy::load_idx_images(path, corgy::fuzz::limits);
+    corgy::decode_idx_images(corgy::fuzz::as_bytes(input), "input.idx", corgy::fuzz::limits);
   } catch (const corgy::Error&) {
   }
   try {
-    corgy::load_idx_labels(path, corgy::fuzz::limits);
+    corgy::decode_idx_labels(corgy::fuzz::as_bytes(input), "input.idx", corgy::fuzz::limits);
   } catch (const corgy::Error&) {
   }
 }

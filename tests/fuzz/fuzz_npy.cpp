@@ -1,4 +1,4 @@
-// .npy: load_npy on the input as a file; an array it accepts must survive save_npy and a second load unchanged.
+// .npy: decode_npy on the input; an array it accepts must survive save_npy and load_npy unchanged.
 #include <cstdlib>
 #include <cstring>
 
@@ -9,7 +9,7 @@
 CORGY_FUZZ_TARGET(npy) {
   corgy::Variable tensor;
   try {
-    tensor = corgy::load_npy(corgy::fuzz::write_scratch_file("input.npy", input), corgy::fuzz::limits);
+    tensor = corgy::decode_npy(corgy::fuzz::as_bytes(input), "input.npy", corgy::fuzz::limits);
   } catch (const corgy::Error&) {
     return;
   }
