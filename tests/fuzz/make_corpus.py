@@ -284,6 +284,14 @@ def write_image_seeds():
         (folder / name).write_bytes(data)
 
 
+def write_onnx_seeds():
+    """The operator test models of tests/fixtures/onnx (exported from PyTorch by tools/make_onnx_op_models.py): each
+    is a few hundred bytes to a few KB and together they hold every operator and attribute the loader maps."""
+    folder = seed_folder("onnx")
+    for model in sorted((ROOT / "tests" / "fixtures" / "onnx").glob("op_*/model.onnx")):
+        shutil.copyfile(model, folder / f"{model.parent.name}.onnx")
+
+
 def main():
     write_darknet_cfg_seeds()
     write_darknet_weights_seeds()
@@ -292,6 +300,7 @@ def main():
     write_idx_seeds()
     write_raw_weights_seeds()
     write_image_seeds()
+    write_onnx_seeds()
     for folder in sorted(CORPUS.iterdir()):
         files = list(folder.iterdir())
         print(f"{folder.relative_to(ROOT)}: {len(files)} seeds, {sum(f.stat().st_size for f in files)} bytes")
