@@ -310,7 +310,19 @@ TEST_F(TfjsManifest, MalformedManifestsSayWhatIsWrong) {
   message = error_of([&] {
     TfjsWeights::load(write_manifest(Json::array({{{"paths", {"w.bin"}}, {"weights", {entry("x", {-2, -1})}}}})));
   });
-  EXPECT_TRUE(contains(message, "negative dimension in shape [-2, -1]")) << message;
+  EXPECT_TRUE(contains(message, "shape [-2,-1] has a dimension that is not a whole number from 0 to 2147483647"))
+      << message;
+
+  // Beyond int, and a float (nlohmann's get<int> of 1e30 would be undefined behaviour), are errors too.
+  for (const Json& dims : {Json::array({1, 5000000000LL}), Json::array({1e30}), Json("3")}) {
+    Json bad = entry("x", {1});
+    bad["shape"] = dims;
+    message = error_of([&] {
+      TfjsWeights::load(write_manifest(Json::array({{{"paths", {"w.bin"}}, {"weights", {bad}}}})));
+    });
+    EXPECT_TRUE(contains(message, "tensor 'x'")) << message;
+    EXPECT_TRUE(contains(message, "shape")) << message;
+  }
 
   message = error_of([&] {
     TfjsWeights::load(

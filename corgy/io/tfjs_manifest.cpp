@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -69,14 +70,27 @@ void read_quantization(const Json& q, Entry& entry, const std::string& where) {
   entry.min = q.at("min").get<double>();
 }
 
+// Each dimension must be a whole number in [0, INT_MAX]: nlohmann's get<int> of 1e30 or 5000000000 would convert
+// out of range (a float 1e30 is undefined behaviour).
+std::vector<int> read_shape(const Json& json, const std::string& where) {
+  if (!json.is_array())
+    throw Error(fmt::format("{}: 'shape' must be an array of dimensions, not {}", where, json.dump()));
+  std::vector<int> shape;
+  for (const Json& dim : json) {
+    if (!dim.is_number_integer() || dim.get<std::int64_t>() < 0 || dim.get<std::int64_t>() > INT_MAX) {
+      throw Error(fmt::format("{}: shape {} has a dimension that is not a whole number from 0 to {}", where,
+                              json.dump(), INT_MAX));
+    }
+    shape.push_back(static_cast<int>(dim.get<std::int64_t>()));
+  }
+  return shape;
+}
+
 Entry read_entry(const Json& json, const std::string& source, ModelBytes& model_bytes) {
   Entry entry;
   entry.name = json.at("name").get<std::string>();
   const std::string where = fmt::format("{}: tensor '{}'", source, entry.name);
-  entry.shape = json.at("shape").get<std::vector<int>>();
-  if (std::any_of(entry.shape.begin(), entry.shape.end(), [](int d) { return d < 0; })) {
-    throw Error(fmt::format("{}: negative dimension in shape {}", where, shape_text(entry.shape)));
-  }
+  entry.shape = read_shape(json.at("shape"), where);
   const std::vector<std::int64_t> dims(entry.shape.begin(), entry.shape.end());
   model_bytes.add(fmt::format("tensor '{}' {}", entry.name, shape_text(entry.shape)), float32_bytes(dims));
   const std::string dtype = json.at("dtype").get<std::string>();
