@@ -52,6 +52,12 @@ TEST(Sequential, InvalidLayerParametersAreRejected) {
   EXPECT_THROW(Conv2d({.in_channels = 3, .out_channels = 8, .stride = 0}), Error);
   EXPECT_THROW(Conv2d({.in_channels = 6, .out_channels = 8, .groups = 4}), Error);
   EXPECT_THROW(Conv2d({.in_channels = 3, .out_channels = 8, .padding = -1}), Error);
+  // Windows beyond 65536 would overflow int in output_size(); dilation counts (effective kernel 2 * 40000 + 1).
+  const std::string window = error_of([] { Conv2d({.in_channels = 1, .out_channels = 1, .stride = 2147483647}); });
+  EXPECT_NE(window.find("stride 2147483647 and padding 0 must each be at most 65536"), std::string::npos) << window;
+  EXPECT_THROW(Conv2d({.in_channels = 1, .out_channels = 1, .kernel = 3, .dilation = 40000}), Error);
+  EXPECT_THROW(Conv2d({.in_channels = 1, .out_channels = 1, .padding = 65537}), Error);
+  EXPECT_NO_THROW(Conv2d({.in_channels = 1, .out_channels = 1, .kernel = 3, .stride = 65536, .dilation = 32767}));
   EXPECT_THROW(MaxPool2d({.kernel = 0}), Error);
   EXPECT_THROW(MaxPool2d({.kernel = 2, .padding = 2}), Error);
   EXPECT_THROW(AvgPool2d({.kernel = 3, .stride = -1}), Error);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "corgy/error.h"
 #include "corgy/layers/pad.h"
@@ -20,6 +21,15 @@ Conv2d::Conv2d(const Conv2dOptions& o)
                               "stride {}, padding {}, dilation {}, groups {} (all must be > 0, "
                               "padding >= 0)",
                               o.in_channels, o.out_channels, o.kernel, o.stride, o.padding, o.dilation, o.groups));
+  }
+  // Larger windows are no model's; with an input's size and padding they would overflow int in output_size().
+  constexpr std::int64_t largest_window = std::int64_t{1} << 16;
+  const std::int64_t effective_kernel = std::int64_t{o.dilation} * (o.kernel - 1) + 1;
+  if (effective_kernel > largest_window || o.stride > largest_window || o.padding > largest_window) {
+    throw_parameter_error("conv2d",
+                          fmt::format("kernel {} (dilation {}, effective kernel {}), stride {} and padding {} "
+                                      "must each be at most {}",
+                                      o.kernel, o.dilation, effective_kernel, o.stride, o.padding, largest_window));
   }
   if (o.in_channels % o.groups != 0 || o.out_channels % o.groups != 0) {
     throw_parameter_error("conv2d", fmt::format("in_channels {} and out_channels {} must both divide by groups {}",
