@@ -67,8 +67,12 @@ std::size_t skip_entropy_coded_data(const JpegBytes& jpeg, std::size_t offset) {
 
 void check_jpeg_huffman_tables(std::span<const std::byte> bytes, const std::string& source) {
   const JpegBytes jpeg(bytes);
-  if (jpeg.size() < 2 || jpeg.at(0) != 0xFF || jpeg.at(1) != 0xD8) return;
-  std::size_t offset = 2;
+  // stb accepts any number of 0xFF fill bytes before each marker, SOI included.
+  if (jpeg.at(0) != 0xFF) return;
+  std::size_t offset = 1;
+  while (offset < jpeg.size() && jpeg.at(offset) == 0xFF) ++offset;
+  if (jpeg.at(offset) != 0xD8) return;
+  offset += 1;
   while (offset + 1 < jpeg.size()) {
     if (jpeg.at(offset) != 0xFF) {  // not a marker: stb stops or skips junk; look for the next one
       ++offset;
