@@ -1,5 +1,6 @@
 // decode_image on inputs that Debian 12's stb_image mishandles: JPEG Huffman tables of more than 256 codes
-// (check_jpeg_huffman_tables refuses them; real photos and other formats pass) and 16-bit PNM files (refused).
+// (check_jpeg_huffman_tables refuses them; real photos and other formats pass), 16-bit PNM files (refused) and PNM
+// header numbers beyond an int (check_pnm_header_numbers refuses them).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "corgy/error.h"
 #include "corgy/io/image.h"
 #include "corgy/io/jpeg_check.h"
+#include "corgy/io/pnm_check.h"
 #include "test_util.h"
 
 namespace corgy::testing {
@@ -68,6 +70,16 @@ TEST(JpegCheck, TableOf256CodesIsLeftToStb) {
   EXPECT_NO_THROW(check_jpeg_huffman_tables(jpeg_with_huffman_counts(16), "full.jpg"));
 }
 
+TEST(JpegCheck, FillBytesBeforeTheStartOfImageAreSkipped) {
+  // stb reads any number of 0xFF bytes before a marker, SOI included, so the check must too.
+  std::vector<std::byte> jpeg = bytes_of({0xFF, 0xFF, 0xFF});
+  const std::vector<std::byte> table = jpeg_with_huffman_counts(17);
+  jpeg.insert(jpeg.end(), table.begin() + 1, table.end());
+  const std::string message = error_of([&] { check_jpeg_huffman_tables(jpeg, "filled.jpg"); });
+  EXPECT_TRUE(contains(message, "declares 272 codes")) << message;
+  EXPECT_NO_THROW(check_jpeg_huffman_tables(bytes_of({0xFF, 0xFF, 0xFF}), "only-fill.jpg"));
+}
+
 TEST(JpegCheck, TableAfterTheFirstScanIsChecked) {
   // A progressive JPEG defines tables between scans: SOS header, entropy-coded bytes with a stuffed 0xFF 0x00 and a
   // restart marker, then a bad DHT.
@@ -115,6 +127,33 @@ TEST(SixteenBitPnm, IsRefusedWithAClearError) {
   }
   const std::string rgb = error_of([&] { decode_image(pnm_16_bit("P6", 1, 1, {1, 2, 3}), "c.ppm", 1); });
   EXPECT_TRUE(contains(rgb, "16-bit PNM")) << rgb;
+}
+
+std::vector<std::byte> text_bytes(const std::string& text) {
+  std::vector<std::byte> bytes;
+  for (char c : text) bytes.push_back(static_cast<std::byte>(c));
+  return bytes;
+}
+
+TEST(PnmCheck, HeaderNumberBeyondAnIntIsAnError) {
+  const std::string width = error_of([&] { decode_image(text_bytes("P6\n4294967297 1\n255\n"), "w.ppm"); });
+  EXPECT_TRUE(contains(width, "w.ppm: cannot read the image: the PNM header's width (at byte 12) is larger than"))
+      << width;
+  // After a comment, as stb skips it; the maximum value too.
+  const std::string height =
+      error_of([&] { check_pnm_header_numbers(text_bytes("P5 # 99999999999\n1 2147483648 255\n"), "h.pgm"); });
+  EXPECT_TRUE(contains(height, "the PNM header's height")) << height;
+  const std::string maximum = error_of([&] { decode_image(text_bytes("P5 1 1 99999999999\n"), "m.pgm"); });
+  EXPECT_TRUE(contains(maximum, "the PNM header's maximum value")) << maximum;
+}
+
+TEST(PnmCheck, LargestIntAndOtherFormatsAreLeftToStb) {
+  EXPECT_NO_THROW(check_pnm_header_numbers(text_bytes("P6 2147483647 2147483647 255\n"), "big.ppm"));
+  EXPECT_NO_THROW(check_pnm_header_numbers(text_bytes("P3 99999999999 1 255\n"), "ascii.ppm"));  // stb reads no P3
+  EXPECT_NO_THROW(check_pnm_header_numbers({}, "empty"));
+  // The load limits then refuse the huge one.
+  const std::string big = error_of([&] { decode_image(text_bytes("P6 2147483647 2147483647 255\n"), "big.ppm"); });
+  EXPECT_TRUE(contains(big, "big.ppm: the image (2147483647 x 2147483647 pixels, 3 channels)")) << big;
 }
 
 TEST(SixteenBitPnm, EightBitPnmStillDecodes) {

@@ -10,6 +10,7 @@
 #include "corgy/error.h"
 #include "corgy/io/jpeg_check.h"
 #include "corgy/io/mapped_file.h"
+#include "corgy/io/pnm_check.h"
 
 // The implementations are compiled here, once, with internal linkage so they never clash with another copy of stb
 // in the application. Debian's libstb-dev installs the headers under /usr/include/stb.
@@ -53,7 +54,9 @@ Variable decode_image(std::span<const std::byte> bytes, const std::string& sourc
   int width = 0;
   int height = 0;
   int file_channels = 0;
-  check_jpeg_huffman_tables(bytes, source);  // before stb: its JPEG reader overflows on such tables
+  // Before stb: its JPEG reader overflows on Huffman tables of too many codes, its PNM reader on long numbers.
+  check_jpeg_huffman_tables(bytes, source);
+  check_pnm_header_numbers(bytes, source);
   // The header's size, checked before stb allocates the pixels (and this function their floats).
   if (stbi_info_from_memory(data, length, &width, &height, &file_channels) == 0) {
     throw Error(fmt::format("{}: cannot read the image: {}", source, stbi_failure_reason()));
