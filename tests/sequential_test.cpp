@@ -67,6 +67,7 @@ TEST(Sequential, InvalidLayerParametersAreRejected) {
   EXPECT_THROW(InstanceNorm(0), Error);
   EXPECT_THROW(InstanceNorm(3, -1.0f), Error);
   EXPECT_THROW(Pad({.top = -1}), Error);
+  EXPECT_THROW(Pad({.right = 65537}), Error);
   InstanceNorm norm(3);
   const std::string parameters = error_of([&] { norm.set_parameters(std::vector<float>(3), std::vector<float>(2)); });
   EXPECT_NE(parameters.find("need 3 values each, got 3 and 2"), std::string::npos) << parameters;

@@ -2,6 +2,7 @@
 // node through Graph (inputs, attributes, the producer it may fuse with) and sets the node's outputs: a constant, an
 // alias of its input, or a corgy layer. What an operator cannot do fails with the node's name, op type and opset.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -1076,6 +1077,11 @@ void map_pad(Graph& g) {
   }
   if (full[0] != 0 || full[1] != 0 || full[4] != 0 || full[5] != 0) g.fail("pads the batch or channel axis");
   if (std::any_of(full.begin(), full.end(), [](std::int64_t p) { return p < 0; })) g.fail("crops (negative pads)");
+  // Like convolution windows: no model pads more, and larger pads would overflow int in the layer's shapes.
+  constexpr std::int64_t largest_pad = 1 << 16;
+  if (std::any_of(full.begin(), full.end(), [](std::int64_t p) { return p > largest_pad; })) {
+    g.fail(fmt::format("has pads [{}]; each must be at most {}", fmt::join(full, ", "), largest_pad));
+  }
   const PadDesc desc{.mode = mode,
                      .top = static_cast<int>(full[2]),
                      .left = static_cast<int>(full[3]),

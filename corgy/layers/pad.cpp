@@ -20,6 +20,12 @@ Pad::Pad(const PadDesc& desc) : desc_(desc) {
     throw_parameter_error("pad", fmt::format("pads (top {}, left {}, bottom {}, right {}) must be >= 0", desc.top,
                                              desc.left, desc.bottom, desc.right));
   }
+  // Like convolution and pooling windows: no model pads more, and an input's size plus such pads overflows int.
+  constexpr int largest_pad = 1 << 16;
+  if (std::max({desc.top, desc.left, desc.bottom, desc.right}) > largest_pad) {
+    throw_parameter_error("pad", fmt::format("pads (top {}, left {}, bottom {}, right {}) must be at most {}", desc.top,
+                                             desc.left, desc.bottom, desc.right, largest_pad));
+  }
 }
 
 std::string Pad::describe() const {
