@@ -706,6 +706,8 @@ void map_clip(Graph& g) {
   const Tensor& x = feature_input(g);
   if (low <= -huge && high >= huge) return g.set_tensor_output(x);
   if (low != 0.0f) g.fail(fmt::format("clips to [{}, {}]; corgy clips with min 0 (ReLU, ReLU6)", low, high));
+  // ONNX makes every output max when max < min; no model does that, and the backends' clipped ReLU assumes max >= 0.
+  if (!(high >= low)) g.fail(fmt::format("clips to [{}, {}]: max is below min", low, high));
   g.set_tensor_output(g.activate(x, high >= huge ? Activation::relu() : Activation::clipped_relu(high)));
 }
 
