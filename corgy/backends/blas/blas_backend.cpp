@@ -266,8 +266,10 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
                                               : fmt::format("bands of {} rows", bands.rows);
     profiler_.note(plan.describe() + ", " + band + (pool ? " + fused max pool" : ""));
     if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+    blas::WorkQueue queue(blas::band_count(bands, pool, conv_output, output.shape()));
     team_->run(team, [&](const TeamMember& member) {
-      blas::conv_in_bands(member, plan, bands, pool, input, conv_output, output, plans_->band_buffers[member.index()]);
+      blas::conv_in_bands(member, queue, plan, bands, pool, input, conv_output, output,
+                          plans_->band_buffers[member.index()]);
     });
     return;
   }

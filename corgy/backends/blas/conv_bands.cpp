@@ -144,15 +144,34 @@ Bands bands_for(const ConvPlan& plan, const Shape& output, int members) {
   return bands;
 }
 
-void conv_in_bands(const TeamMember& member, const ConvPlan& plan, const Bands& bands, const Pool2dDesc* pool,
-                   const Variable& input, const Shape& conv_output, Variable& output, BandBuffers& buffers) {
+namespace {
+
+/// Pooled rows per band: the pooled rows whose windows a band of conv rows covers.
+int pooled_rows_per_band(const Bands& bands, const Pool2dDesc& pool, const Shape& conv_output, const Shape& pooled) {
+  return bands.rows >= conv_output.h ? pooled.h : std::max(1, bands.rows / pool.stride_h);
+}
+
+}  // namespace
+
+std::size_t band_count(const Bands& bands, const Pool2dDesc* pool, const Shape& conv_output, const Shape& output) {
+  const int image_groups = (conv_output.n + bands.images - 1) / bands.images;
+  int per_image = (conv_output.h + bands.rows - 1) / bands.rows;
+  if (pool) {
+    const int pooled_rows = pooled_rows_per_band(bands, *pool, conv_output, output);
+    per_image = (output.h + pooled_rows - 1) / pooled_rows;
+  }
+  return static_cast<std::size_t>(image_groups) * per_image;
+}
+
+void conv_in_bands(const TeamMember& member, WorkQueue& queue, const ConvPlan& plan, const Bands& bands,
+                   const Pool2dDesc* pool, const Variable& input, const Shape& conv_output, Variable& output,
+                   BandBuffers& buffers) {
   const int align = row_alignment(plan);
   const std::size_t image_size = output.shape().image_count();
-  const int image_groups = (conv_output.n + bands.images - 1) / bands.images;
+  std::size_t item = 0;
   if (!pool) {
     const int per_image = (conv_output.h + bands.rows - 1) / bands.rows;
-    const TeamMember::Range mine = member.share(static_cast<std::size_t>(image_groups) * per_image);
-    for (std::size_t item = mine.begin; item < mine.end; ++item) {
+    while (queue.next(item)) {
       const int n0 = static_cast<int>(item / per_image) * bands.images;
       const int n1 = std::min(conv_output.n, n0 + bands.images);
       const int y0 = static_cast<int>(item % per_image) * bands.rows;
@@ -164,10 +183,9 @@ void conv_in_bands(const TeamMember& member, const ConvPlan& plan, const Bands& 
     return;
   }
   const Shape& pooled = output.shape();
-  const int pooled_rows = bands.rows >= conv_output.h ? pooled.h : std::max(1, bands.rows / pool->stride_h);
+  const int pooled_rows = pooled_rows_per_band(bands, *pool, conv_output, pooled);
   const int per_image = (pooled.h + pooled_rows - 1) / pooled_rows;
-  const TeamMember::Range mine = member.share(static_cast<std::size_t>(image_groups) * per_image);
-  for (std::size_t item = mine.begin; item < mine.end; ++item) {
+  while (queue.next(item)) {
     const int n0 = static_cast<int>(item / per_image) * bands.images;
     const int n1 = std::min(conv_output.n, n0 + bands.images);
     const int p0 = static_cast<int>(item % per_image) * pooled_rows;

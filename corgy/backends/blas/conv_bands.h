@@ -21,10 +21,14 @@ struct Bands {
 /// run as one team-shared computation (large weights, which each band would read again, or too few bands to share).
 Bands bands_for(const ConvPlan& plan, const Shape& output, int members);
 
-/// The convolution of `plan` on `input` in `bands`, each member taking its share; with `pool`, output = that max
-/// pool of the convolution's output (`conv_output` its shape), else output is the convolution's. Every member calls
-/// it; it returns after the team's barrier.
-void conv_in_bands(const TeamMember& member, const ConvPlan& plan, const Bands& bands, const Pool2dDesc* pool,
-                   const Variable& input, const Shape& conv_output, Variable& output, BandBuffers& buffers);
+/// The number of bands conv_in_bands computes (of the pooled output's rows with `pool`).
+std::size_t band_count(const Bands& bands, const Pool2dDesc* pool, const Shape& conv_output, const Shape& output);
+
+/// The convolution of `plan` on `input` in `bands`, each member taking bands from `queue` (of band_count() items)
+/// until none is left; with `pool`, output = that max pool of the convolution's output (`conv_output` its shape),
+/// else output is the convolution's. Every member calls it; it returns after the team's barrier.
+void conv_in_bands(const TeamMember& member, WorkQueue& queue, const ConvPlan& plan, const Bands& bands,
+                   const Pool2dDesc* pool, const Variable& input, const Shape& conv_output, Variable& output,
+                   BandBuffers& buffers);
 
 }  // namespace corgy::blas

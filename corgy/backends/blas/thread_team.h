@@ -68,6 +68,23 @@ class TeamMember {
   SpinBarrier* barrier_;
 };
 
+/// Items [0, count) handed out one at a time to whichever member asks first. Where a task's items take about the
+/// same time, a static share (TeamMember::share) makes every member wait for the slowest; on a shared machine a
+/// member that the OS or the hypervisor holds back for a while then simply takes fewer items.
+class WorkQueue {
+ public:
+  explicit WorkQueue(std::size_t count) : count_(count) {}
+  /// The next item into `item`; false when none is left.
+  bool next(std::size_t& item) {
+    item = next_.fetch_add(1, std::memory_order_relaxed);
+    return item < count_;
+  }
+
+ private:
+  const std::size_t count_;
+  std::atomic<std::size_t> next_{0};
+};
+
 /// A fixed set of threads that run tasks together: run() executes the task on the caller (member 0) and on
 /// count - 1 workers, and returns when all are done.
 ///
