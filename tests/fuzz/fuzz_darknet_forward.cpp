@@ -20,26 +20,6 @@ constexpr corgy::LoadLimits forward_limits{.max_tensor_bytes = std::uint64_t{4} 
                                            .max_model_bytes = std::uint64_t{16} << 20};
 constexpr double max_flops = 3e7;
 
-// The backends may order their sums differently; they must agree to a small fraction of the output's magnitude.
-void check_agreement(const corgy::Variable& reference, const corgy::Variable& actual) {
-  if (reference.shape() != actual.shape()) std::abort();
-  float magnitude = 0.0f;
-  for (float v : reference.values()) {
-    if (std::isfinite(v)) magnitude = std::max(magnitude, std::fabs(v));
-  }
-  for (std::size_t i = 0; i < reference.count(); ++i) {
-    const float r = reference.data()[i];
-    const float a = actual.data()[i];
-    if (!std::isfinite(r) || !std::isfinite(a)) continue;  // overflowed in both or either: nothing to compare
-    if (std::fabs(r - a) > 1e-3f * magnitude + 1e-5f) {
-      std::fprintf(stderr, "naive and blas disagree at %zu of %s: %g vs %g (magnitude %g)\n", i,
-                   reference.shape().str().c_str(), static_cast<double>(r), static_cast<double>(a),
-                   static_cast<double>(magnitude));
-      std::abort();
-    }
-  }
-}
-
 }  // namespace
 
 CORGY_FUZZ_TARGET(darknet_forward) {
@@ -60,7 +40,7 @@ CORGY_FUZZ_TARGET(darknet_forward) {
 
     net.model.set_backend(std::make_unique<corgy::BlasBackend>(1));
     const std::vector<const corgy::Variable*> raw = net.forward(image);
-    for (std::size_t i = 0; i < raw.size(); ++i) check_agreement(reference[i], *raw[i]);
+    for (std::size_t i = 0; i < raw.size(); ++i) corgy::fuzz::check_backends_agree(reference[i], *raw[i]);
     if (!net.heads.empty()) corgy::decode_detections(net, raw, 0, 64, 48, {.threshold = 0.2f});
   } catch (const corgy::Error&) {
   }

@@ -66,26 +66,6 @@ bool graph_has_unusual_value(const onnx::GraphProto& graph) {
   return false;
 }
 
-// The backends may order their sums differently; they must agree to a small fraction of the output's magnitude.
-void check_agreement(const corgy::Variable& reference, const corgy::Variable& actual) {
-  if (reference.shape() != actual.shape()) std::abort();
-  float magnitude = 0.0f;
-  for (float v : reference.values()) {
-    if (std::isfinite(v)) magnitude = std::max(magnitude, std::fabs(v));
-  }
-  for (std::size_t i = 0; i < reference.count(); ++i) {
-    const float r = reference.data()[i];
-    const float a = actual.data()[i];
-    if (!std::isfinite(r) || !std::isfinite(a)) continue;  // overflowed in both or either: nothing to compare
-    if (std::fabs(r - a) > 1e-3f * magnitude + 1e-5f) {
-      std::fprintf(stderr, "naive and blas disagree at %zu of %s: %g vs %g (magnitude %g)\n", i,
-                   reference.shape().str().c_str(), static_cast<double>(r), static_cast<double>(a),
-                   static_cast<double>(magnitude));
-      std::abort();
-    }
-  }
-}
-
 }  // namespace
 
 CORGY_FUZZ_TARGET(onnx) {
@@ -110,7 +90,7 @@ CORGY_FUZZ_TARGET(onnx) {
 
     net.model.set_backend(std::make_unique<corgy::BlasBackend>(1));
     net.forward(image);
-    for (std::size_t k = 0; k < net.outputs.size(); ++k) check_agreement(reference[k], net.output(k));
+    for (std::size_t k = 0; k < net.outputs.size(); ++k) corgy::fuzz::check_backends_agree(reference[k], net.output(k));
   } catch (const corgy::Error&) {
   }
 }

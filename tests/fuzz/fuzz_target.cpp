@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +51,25 @@ const std::string& scratch_folder() {
   static const bool cleanup_registered = std::atexit(remove_scratch_folder) == 0;
   (void)cleanup_registered;
   return folder;
+}
+
+void check_backends_agree(const Variable& reference, const Variable& actual) {
+  if (reference.shape() != actual.shape()) std::abort();
+  float magnitude = 0.0f;
+  for (float v : reference.values()) {
+    if (std::isfinite(v)) magnitude = std::max(magnitude, std::fabs(v));
+  }
+  for (std::size_t i = 0; i < reference.count(); ++i) {
+    const float r = reference.data()[i];
+    const float a = actual.data()[i];
+    if (!std::isfinite(r) || !std::isfinite(a)) continue;  // overflowed in both or either: nothing to compare
+    if (std::fabs(r - a) > 1e-3f * magnitude + 1e-5f) {
+      std::fprintf(stderr, "naive and blas disagree at %zu of %s: %g vs %g (magnitude %g)\n", i,
+                   reference.shape().str().c_str(), static_cast<double>(r), static_cast<double>(a),
+                   static_cast<double>(magnitude));
+      std::abort();
+    }
+  }
 }
 
 std::string write_scratch_file(const std::string& name, std::span<const std::uint8_t> bytes) {

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "corgy/io/load_limits.h"
+#include "corgy/variable.h"
 
 namespace corgy::fuzz {
 
@@ -37,6 +38,11 @@ inline constexpr LoadLimits limits{.max_tensor_bytes = std::uint64_t{16} << 20,
 const std::string& scratch_folder();
 /// Writes `bytes` to scratch_folder()/name and returns its path.
 std::string write_scratch_file(const std::string& name, std::span<const std::uint8_t> bytes);
+
+/// Aborts (a finding) unless `actual` has `reference`'s shape and the same values to 1e-3 of the reference's largest
+/// finite magnitude (the backends may order their sums differently); elements that are not finite in either are
+/// skipped. Used by the targets that run a model on the naive and the blas backend.
+void check_backends_agree(const Variable& reference, const Variable& actual);
 
 inline std::string_view as_text(Input input) { return {reinterpret_cast<const char*>(input.data()), input.size()}; }
 inline std::span<const std::byte> as_bytes(Input input) {
