@@ -69,7 +69,7 @@ VulkanGemmTiles choose_gemm_tiles(std::uint32_t m, std::uint32_t n, std::uint32_
   return best->tiles;
 }
 
-void record_gemm(Runtime& runtime, const GemmCall& call) {
+VulkanGemmTiles record_gemm(Runtime& runtime, const GemmCall& call) {
   const GemmParams& p = call.params;
   const std::uint32_t batch = call.images * p.groups;
   const VkPhysicalDeviceLimits& limits = runtime.context.limits();
@@ -99,6 +99,7 @@ void record_gemm(Runtime& runtime, const GemmCall& call) {
   const Pipeline& pipeline = runtime.pipelines.get(kernels::gemm_tiled, constants);
   runtime.recorder.dispatch(pipeline, {call.a, call.b, call.c, call.bias}, p, ceil_div(p.n, tiles.tile_n),
                             ceil_div(p.m, tiles.tile_m), batch);
+  return tiles;
 }
 
 }  // namespace corgy::vulkan

@@ -33,6 +33,7 @@ VulkanGemmTiles choose_gemm_tiles(std::uint32_t m, std::uint32_t n, std::uint32_
 /// Throws corgy::Error saying which rule a forced shape breaks.
 void check_gemm_tiles(const VulkanGemmTiles& tiles, const VkPhysicalDeviceLimits& limits);
 
-void record_gemm(Runtime& runtime, const GemmCall& call);
+/// Records gemm_tiled.comp for `call`, with VulkanOptions::gemm_tiles or the chosen tile shape; returns the shape.
+VulkanGemmTiles record_gemm(Runtime& runtime, const GemmCall& call);
 
 }  // namespace corgy::vulkan

@@ -76,6 +76,8 @@ void TensorBuffers::upload_constant(const Variable& tensor) {
   }
   entry->half_rows = Buffer();  // the values changed: the fp16 copy is made again on its next use
   entry->half_row_length = 0;
+  entry->derived = Buffer();
+  entry->derived_kind = nullptr;
   PendingConstant pending{factory_.host_buffer(bytes), &entry->device, bytes};
   std::memcpy(pending.staging.mapped(), tensor.storage()->data(), bytes);
   pending_constants_.push_back(std::move(pending));
@@ -194,6 +196,24 @@ BufferUse TensorBuffers::half_rows(const Variable& constant, std::uint32_t row_l
     pending_constants_.push_back(std::move(pending));
   }
   return {&entry.half_rows, bytes, false, 0, TensorFormat::fp16, rows * padded};
+}
+
+BufferUse TensorBuffers::derived_constant(const Variable& constant, const void* kind, VkDeviceSize bytes,
+                                          const std::function<void(const float*, void*)>& fill) {
+  TensorEntry& entry = entry_for(constant);
+  if (entry.place != TensorPlace::constant) {
+    throw Error(fmt::format("Vulkan: weights of shape {} were not uploaded as a constant", constant.shape().str()));
+  }
+  if (entry.derived.empty() || entry.derived_kind != kind || entry.derived.size() < bytes) {
+    Buffer device = factory_.device_buffer(bytes);
+    PendingConstant pending{factory_.host_buffer(bytes), nullptr, bytes};
+    fill(constant.data(), pending.staging.mapped());
+    entry.derived = std::move(device);
+    entry.derived_kind = kind;
+    pending.target = &entry.derived;
+    pending_constants_.push_back(std::move(pending));
+  }
+  return {&entry.derived, bytes, false, 0, TensorFormat::fp32, static_cast<std::size_t>(bytes / sizeof(float))};
 }
 
 std::vector<HostTransfer> TensorBuffers::uploads() const {

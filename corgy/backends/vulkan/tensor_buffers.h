@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <span>
@@ -57,6 +58,9 @@ struct TensorEntry {
   // conv2d_coopmat.comp), made on first use.
   Buffer half_rows;
   std::uint32_t half_row_length = 0;
+  // Constants: a copy rearranged for one kernel (Winograd's transformed weights), made on first use.
+  Buffer derived;
+  const void* derived_kind = nullptr;
 
   const Buffer& kernel_buffer() const { return device.empty() ? host : device; }
 };
@@ -95,6 +99,11 @@ class TensorBuffers {
   /// A constant (OIHW weights, `rows` x `row_length`) as fp16 with rows padded to a multiple of 8 halves; made
   /// and uploaded before the forward's submission (CommandRecorder::end sends pending constants first).
   BufferUse half_rows(const Variable& constant, std::uint32_t row_length);
+
+  /// A constant rearranged for a kernel: `fill` writes its `bytes` (on the host) once, at first use, and again
+  /// after the constant changes; `kind` (any address unique to the arrangement) tells arrangements apart.
+  BufferUse derived_constant(const Variable& constant, const void* kind, VkDeviceSize bytes,
+                             const std::function<void(const float* values, void* destination)>& fill);
 
   /// This forward's transfers, in the order they must happen.
   std::vector<HostTransfer> uploads() const;
