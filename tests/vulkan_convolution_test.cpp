@@ -1,11 +1,13 @@
 // The Vulkan backend's convolution paths against the naive backend (on lavapipe in CI, validation on): im2col +
-// GEMM (the reference), the implicit GEMM with every tile shape of its table and a forced split of K, a max pool
-// fused into the convolution's output, fp16 precision, and the per-dispatch profile. The cooperative-matrix
-// kernel needs a device with VK_NV_cooperative_matrix; where there is one, the same cases run on it.
+// GEMM (the reference), the implicit GEMM with every tile shape of its table and a forced split of K, the direct
+// kernel, Winograd's F(2x2, 3x3), a max pool fused into the convolution's output, fp16 precision, and the per-dispatch
+// profile. The cooperative-matrix kernel needs a device with VK_NV_cooperative_matrix; where there is one, the same
+// cases run on it.
 #include <fmt/format.h>
 
 #include "corgy/backends/vulkan/conv_plan.h"
 #include "corgy/backends/vulkan/direct_conv.h"
+#include "corgy/backends/vulkan/winograd_conv.h"
 #include "test_util.h"
 #include "vulkan_test_options.h"
 
@@ -38,6 +40,10 @@ std::vector<ConvCase> conv_cases() {
       {{2, 3, 9, 10}, {.in_channels = 3, .out_channels = 40, .kernel = 3, .padding = 1, .activation = leaky}},
       {{1, 2, 11, 11}, {.in_channels = 2, .out_channels = 6, .kernel = 3, .stride = 2, .padding = 2, .dilation = 2}},
       {{2, 16, 9, 7}, {.in_channels = 16, .out_channels = 20, .kernel = 3, .padding = 1, .activation = leaky}},
+      // For Winograd: no padding (even output), and padding 2 (odd output, tiles past the input on every side).
+      {{2, 6, 8, 10}, {.in_channels = 6, .out_channels = 9, .kernel = 3}},
+      {{1, 5, 7, 6},
+       {.in_channels = 5, .out_channels = 4, .kernel = 3, .padding = 2, .activation = Activation::relu()}},
   };
 }
 
@@ -92,6 +98,15 @@ TEST(VulkanConvolution, EveryAlgorithmTileShapeAndSplitMatchesNaive) {
     std::vector<VulkanConvolutionOptions> plans = per_case;
     if (i == 1 || i == 7) plans.insert(plans.end(), per_tile.begin(), per_tile.end());
     if (vulkan::direct_conv_fits(c.desc)) plans.push_back({.algorithm = VulkanConvAlgorithm::direct});
+    if (vulkan::winograd_fits(c.desc)) {
+      plans.push_back({.algorithm = VulkanConvAlgorithm::winograd});
+      // Its 16 GEMMs with the smallest tiles: several tiles along every axis.
+      VulkanOptions small_tiles = validated_vulkan_options();
+      small_tiles.convolution.algorithm = VulkanConvAlgorithm::winograd;
+      small_tiles.gemm_tiles = {32, 32, 16, 4, 4};
+      VulkanBackend vulkan(small_tiles);
+      EXPECT_TRUE(outputs_match(conv_vulkan(vulkan, c.desc, o), expected)) << describe(c) << ", winograd 32x32";
+    }
     for (const VulkanConvolutionOptions& plan : plans) {
       VulkanOptions options = validated_vulkan_options();
       options.convolution = plan;
@@ -150,18 +165,24 @@ TEST(VulkanConvolution, ConvolutionWithMaxPoolMatchesNaive) {
     Variable expected(
         {conv.shape().n, conv.shape().c, pc.pool.output_h(conv.shape().h), pc.pool.output_w(conv.shape().w)});
     naive.pool2d(pc.pool, conv, expected);
+    std::vector<VulkanConvolutionOptions> plans;
     for (const std::uint32_t split : {1u, 4u}) {
-      for (const bool fuse : {true, false}) {
-        VulkanOptions options = validated_vulkan_options();
-        options.convolution = {.split_k = split, .fuse_pool = fuse};
-        VulkanBackend vulkan(options);
-        vulkan.upload_constant(o.weights);
-        vulkan.upload_constant(o.bias);
-        Variable actual(expected.shape());
-        vulkan.conv2d_maxpool(c.desc, pc.pool, o.input, o.weights, &o.bias, actual);
-        EXPECT_TRUE(outputs_match(actual, expected)) << describe(c) << " pool " << pc.pool.kernel_h << "/"
-                                                     << pc.pool.stride_h << " split " << split << " fuse " << fuse;
-      }
+      for (const bool fuse : {true, false}) plans.push_back({.split_k = split, .fuse_pool = fuse});
+    }
+    // Winograd fuses the pools whose windows are its tiles and runs the others after it.
+    for (const bool fuse : {true, false})
+      plans.push_back({.algorithm = VulkanConvAlgorithm::winograd, .fuse_pool = fuse});
+    for (const VulkanConvolutionOptions& plan : plans) {
+      VulkanOptions options = validated_vulkan_options();
+      options.convolution = plan;
+      VulkanBackend vulkan(options);
+      vulkan.upload_constant(o.weights);
+      vulkan.upload_constant(o.bias);
+      Variable actual(expected.shape());
+      vulkan.conv2d_maxpool(c.desc, pc.pool, o.input, o.weights, &o.bias, actual);
+      EXPECT_TRUE(outputs_match(actual, expected))
+          << describe(c) << " pool " << pc.pool.kernel_h << "/" << pc.pool.stride_h << " split " << plan.split_k
+          << " fuse " << plan.fuse_pool << " algorithm " << static_cast<int>(plan.algorithm);
     }
   }
 }
@@ -241,6 +262,56 @@ TEST(VulkanConvolution, FirstLayersOfFewTapsRunTheDirectKernel) {
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("direct convolution needs one group and at most 160 taps"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
+  // 64 -> 64 channels over 2 x 32 x 32 tiles of 2x2: Winograd in fp32 (three dispatches, pool fused); the same
+  // layer on one small image, or with fp16 precision, is an implicit GEMM.
+  std::mt19937 rng(25);
+  const ConvCase c{{2, 64, 64, 64}, {.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1}};
+  const Operands o = random_operands(c, rng);
+  NaiveBackend naive;
+  const Variable conv = conv_naive(c.desc, o.input, o.weights, o.bias);
+  Variable expected({2, 64, 32, 32});
+  naive.pool2d({}, conv, expected);
+  const auto kernels_of = [&](Precision precision, const Variable& input, Variable& output) {
+    VulkanOptions options = validated_vulkan_options();
+    options.precision = precision;
+    VulkanBackend vulkan(options);
+    vulkan.upload_constant(o.weights);
+    vulkan.upload_constant(o.bias);
+    vulkan.set_profiling(true);
+    vulkan.conv2d_maxpool(c.desc, {}, input, o.weights, &o.bias, output);
+    std::vector<std::string> kernels;
+    for (const VulkanDispatchProfile& d : vulkan.dispatch_profile()) kernels.push_back(d.kernel);
+    return kernels;
+  };
+  Variable actual(expected.shape());
+  EXPECT_EQ(kernels_of(Precision::fp32, o.input, actual),
+            (std::vector<std::string>{"winograd_input_transform", "gemm_tiled", "winograd_output_transform"}));
+  EXPECT_TRUE(outputs_match(actual, expected));
+  const std::vector<std::string> half = kernels_of(Precision::fp16, o.input, actual);
+  ASSERT_FALSE(half.empty());
+  EXPECT_EQ(half.front().find("winograd"), std::string::npos) << half.front();
+  const Variable small = random_variable({1, 64, 8, 8}, rng);
+  Variable small_output({1, 64, 4, 4});
+  const std::vector<std::string> few_tiles = kernels_of(Precision::fp32, small, small_output);
+  ASSERT_FALSE(few_tiles.empty());
+  EXPECT_EQ(few_tiles.front(), "conv2d_implicit_gemm");  // (with a split of K and its reduction, on a large GPU)
+  // Forced where it does not fit: a clear error.
+  VulkanOptions options = validated_vulkan_options();
+  options.convolution.algorithm = VulkanConvAlgorithm::winograd;
+  VulkanBackend vulkan(options);
+  const Conv2dDesc strided{.in_channels = 64, .out_channels = 8, .kernel = 3, .stride = 2};
+  Variable strided_output({2, 8, 31, 31});
+  try {
+    vulkan.upload_constant(o.weights);
+    vulkan.conv2d(strided, o.input, o.weights, nullptr, strided_output);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Winograd convolutions need a 3x3 kernel at stride 1"), std::string::npos)
         << e.what();
   }
 }

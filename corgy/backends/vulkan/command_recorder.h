@@ -39,8 +39,10 @@ struct Dispatch {
 enum class Scratch : std::uint32_t {
   im2col_columns = 0,
   split_k_partials = 1,
-  unpooled_output = 2,  // a convolution's output before a pool2d dispatch that could not be fused
-  converted = 3,        // + binding: fp16 tensors converted for a kernel that reads fp32 only
+  unpooled_output = 2,    // a convolution's output before a pool2d dispatch that could not be fused
+  winograd_input = 3,     // a Winograd convolution's transformed input (16 matrices)
+  winograd_products = 4,  // and its 16 GEMMs' products
+  converted = 5,          // + binding: fp16 tensors converted for a kernel that reads fp32 only
 };
 
 class CommandRecorder {

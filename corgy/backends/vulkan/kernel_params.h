@@ -104,6 +104,19 @@ struct DirectConvParams {
   float slope;
 };
 
+/// winograd_input_transform.comp's and winograd_output_transform.comp's push constants (winograd_conv.cpp).
+struct WinogradInputParams {
+  std::uint32_t channels, height, width, tiles_h, tiles_w, tiles, tiles_pitch, padding;
+};
+
+enum class WinogradOutputConstant : std::uint32_t { pool = 0 };
+
+struct WinogradOutputParams {
+  std::uint32_t out_channels, out_height, out_width, tiles_h, tiles_w, tiles, tiles_pitch, pool_height, pool_width,
+      has_bias, activation;
+  float slope;
+};
+
 enum class SplitKReduceConstant : std::uint32_t { pool = 0, result_fp16 = 1 };
 
 struct SplitKReduceParams {
@@ -219,6 +232,8 @@ inline constexpr KernelInfo conv2d_direct_fp16{"conv2d_direct_fp16", 4, sizeof(D
 inline constexpr KernelInfo conv2d_split_k_reduce{"conv2d_split_k_reduce", 3, sizeof(SplitKReduceParams)};
 inline constexpr KernelInfo conv2d_split_k_reduce_fp16{"conv2d_split_k_reduce_fp16", 3, sizeof(SplitKReduceParams),
                                                        true};
+inline constexpr KernelInfo winograd_input_transform{"winograd_input_transform", 2, sizeof(WinogradInputParams)};
+inline constexpr KernelInfo winograd_output_transform{"winograd_output_transform", 3, sizeof(WinogradOutputParams)};
 inline constexpr KernelInfo tensor_convert_fp16{"tensor_convert_fp16", 2, sizeof(ConvertParams), true};
 inline constexpr KernelInfo pool2d_fp16{"pool2d_fp16", 2, sizeof(Pool2dParams), true};
 inline constexpr KernelInfo upsample_nearest_fp16{"upsample_nearest_fp16", 2, sizeof(UpsampleParams), true};

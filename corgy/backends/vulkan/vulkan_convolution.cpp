@@ -7,6 +7,7 @@
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
+#include "corgy/backends/vulkan/winograd_conv.h"
 
 namespace corgy {
 
@@ -114,6 +115,8 @@ void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Var
       record_im2col_gemm(runtime, d, input, weights, bias, output);
     } else if (vulkan::direct_conv_chosen(d, runtime.options.convolution)) {
       vulkan::record_direct_conv(runtime, d, nullptr, input, weights, bias, output);
+    } else if (vulkan::winograd_chosen(runtime, d, input.shape())) {
+      vulkan::record_winograd_conv(runtime, d, nullptr, input, weights, bias, output);
     } else {
       vulkan::record_implicit_gemm_conv(runtime, d, nullptr, input, weights, bias, output);
     }
@@ -131,7 +134,14 @@ void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& poo
       vulkan::record_direct_conv(runtime, conv, &pool, input, weights, bias, output);
       return;
     }
-    if (fusable) {
+    // Winograd fuses only pools whose windows are its tiles. Other pools: the implicit GEMM fuses them, unless
+    // Winograd was forced, which then runs unfused (below).
+    const bool winograd = vulkan::winograd_chosen(runtime, conv, input.shape());
+    if (fusable && winograd && vulkan::winograd_pool_fusable(pool)) {
+      vulkan::record_winograd_conv(runtime, conv, &pool, input, weights, bias, output);
+      return;
+    }
+    if (fusable && runtime.options.convolution.algorithm != VulkanConvAlgorithm::winograd) {
       vulkan::record_implicit_gemm_conv(runtime, conv, &pool, input, weights, bias, output);
       return;
     }

@@ -1,0 +1,190 @@
+#include "corgy/backends/vulkan/winograd_conv.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "corgy/backends/vulkan/gemm_dispatch.h"
+#include "corgy/error.h"
+
+namespace corgy::vulkan {
+
+namespace {
+
+std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
+
+// The automatic choice: both channel counts at least this, so that the 16 GEMMs (K = input channels, M = output
+// channels) outweigh the transforms' round trips through memory, which grow with the channels as the GEMM does
+// not. On an H100 (benchmarks/vulkan_conv_benchmark, docs/vulkan.md#convolution), Tiny YOLO's layers with 64 or
+// more channels in and out ran 1.0-2.2x faster as Winograd than as the best implicit GEMM at batch 1, 8 and 64
+// (13x13 1024 -> 1024: 0.12 against 0.23 ms at batch 1, 3.2 against 7.0 ms at batch 64); 32 -> 64 channels at
+// 104x104 was 1.2x slower at batch 64, 16 -> 32 at 208x208 1.6x slower.
+constexpr int least_channels = 64;
+// ... and at least this many output tiles (of 2x2 pixels, every image): fewer leave the GEMMs too few columns
+// (13x13 has 49).
+constexpr std::uint64_t least_tiles = 32;
+
+// A unique address per arrangement of a constant (TensorBuffers::derived_constant).
+constexpr char transformed_weights_kind = 0;
+
+struct WinogradGeometry {
+  std::uint32_t out_height, out_width, tiles_h, tiles_w, tiles, tiles_pitch;
+};
+
+WinogradGeometry geometry(const Conv2dDesc& d, const Shape& in) {
+  WinogradGeometry g{};
+  g.out_height = u32(d.output_size(in.h));
+  g.out_width = u32(d.output_size(in.w));
+  g.tiles_h = ceil_div(g.out_height, 2);
+  g.tiles_w = ceil_div(g.out_width, 2);
+  const std::uint64_t tiles = static_cast<std::uint64_t>(in.n) * g.tiles_h * g.tiles_w;
+  if (tiles >= (1ull << 30)) {
+    throw Error(fmt::format("Vulkan: Winograd convolution of input {} has too many tiles ({})", in.str(), tiles));
+  }
+  g.tiles = u32(static_cast<std::size_t>(tiles));
+  g.tiles_pitch = (g.tiles + 3) / 4 * 4;  // whole vec4s for the GEMM
+  return g;
+}
+
+// Bytes of the larger of the two scratch matrices (16 x channels x tiles_pitch floats).
+std::uint64_t scratch_bytes(const Conv2dDesc& d, const WinogradGeometry& g) {
+  const std::uint64_t channels = static_cast<std::uint64_t>(std::max(d.in_channels, d.out_channels));
+  return 16ull * channels * g.tiles_pitch * sizeof(float);
+}
+
+}  // namespace
+
+bool winograd_fits(const Conv2dDesc& conv) {
+  return conv.kernel == 3 && conv.stride == 1 && conv.dilation == 1 && conv.groups == 1;
+}
+
+bool winograd_pool_fusable(const Pool2dDesc& pool) {
+  return pool.kind == PoolKind::max && pool.kernel_h == 2 && pool.kernel_w == 2 && pool.stride_h == 2 &&
+         pool.stride_w == 2 && pool.pad_top == 0 && pool.pad_left == 0 && pool.pad_bottom <= 1 && pool.pad_right <= 1;
+}
+
+bool winograd_chosen(const Runtime& runtime, const Conv2dDesc& conv, const Shape& input) {
+  const VulkanConvolutionOptions& options = runtime.options.convolution;
+  if (options.algorithm == VulkanConvAlgorithm::winograd) {
+    if (!winograd_fits(conv)) {
+      throw Error(fmt::format(
+          "Vulkan: Winograd convolutions need a 3x3 kernel at stride 1 without dilation or groups; this one is "
+          "{}x{} at stride {}, dilation {}, {} groups",
+          conv.kernel, conv.kernel, conv.stride, conv.dilation, conv.groups));
+    }
+    return true;
+  }
+  if (options.algorithm != VulkanConvAlgorithm::automatic || !options.tiles.automatic() ||
+      !options.coopmat_tiles.automatic() || runtime.half_precision() || !winograd_fits(conv)) {
+    return false;
+  }
+  if (conv.in_channels < least_channels || conv.out_channels < least_channels) return false;
+  const WinogradGeometry g = geometry(conv, input);
+  return g.tiles >= least_tiles && scratch_bytes(conv, g) <= runtime.context.limits().maxStorageBufferRange;
+}
+
+std::vector<float> winograd_weights(const float* weights, int out_channels, int in_channels) {
+  // G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]
+  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const std::size_t out = static_cast<std::size_t>(out_channels);
+  const std::size_t in = static_cast<std::size_t>(in_channels);
+  std::vector<float> transformed(16 * out * in);
+  for (std::size_t o = 0; o < out; ++o) {
+    for (std::size_t i = 0; i < in; ++i) {
+      const float* g = weights + (o * in + i) * 9;
+      double gg[4][3];  // G g
+      for (int r = 0; r < 4; ++r) {
+        for (int c = 0; c < 3; ++c) gg[r][c] = G[r][0] * g[c] + G[r][1] * g[3 + c] + G[r][2] * g[6 + c];
+      }
+      for (int r = 0; r < 4; ++r) {
+        for (int c = 0; c < 4; ++c) {
+          const double value = gg[r][0] * G[c][0] + gg[r][1] * G[c][1] + gg[r][2] * G[c][2];
+          transformed[((static_cast<std::size_t>(4 * r + c)) * out + o) * in + i] = static_cast<float>(value);
+        }
+      }
+    }
+  }
+  return transformed;
+}
+
+void record_winograd_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* fused_pool, const Variable& input,
+                          const Variable& weights, const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  const WinogradGeometry g = geometry(d, in);
+  const std::uint32_t in_channels = u32(d.in_channels);
+  const std::uint32_t out_channels = u32(d.out_channels);
+  TensorBuffers& tensors = runtime.tensors;
+  CommandRecorder& recorder = runtime.recorder;
+
+  // 1. The transformed input: 16 matrices of in_channels x tiles_pitch.
+  const VkDeviceSize input_bytes = 16ull * in_channels * g.tiles_pitch * sizeof(float);
+  const WinogradInputParams input_params{in_channels, u32(in.h), u32(in.w),     g.tiles_h,
+                                         g.tiles_w,   g.tiles,   g.tiles_pitch, u32(d.padding)};
+  recorder.dispatch(runtime.pipelines.get(kernels::winograd_input_transform),
+                    {tensors.read(input), recorder.scratch(Scratch::winograd_input, input_bytes, true)}, input_params,
+                    elementwise_groups(static_cast<std::size_t>(in_channels) * g.tiles_pitch));
+  if (recorder.profiling()) recorder.describe_last("winograd input 4x4 tiles", 0.0);
+
+  // 2. The 16 GEMMs: products_t (out x tiles) = U_t (out x in) x V_t (in x tiles).
+  const VkDeviceSize products_bytes = 16ull * out_channels * g.tiles_pitch * sizeof(float);
+  const VkDeviceSize weight_bytes = 16ull * out_channels * in_channels * sizeof(float);
+  GemmCall call;
+  call.a = tensors.derived_constant(
+      weights, &transformed_weights_kind, weight_bytes, [&](const float* values, void* destination) {
+        const std::vector<float> u = winograd_weights(values, d.out_channels, d.in_channels);
+        std::memcpy(destination, u.data(), u.size() * sizeof(float));
+      });
+  call.b = recorder.scratch(Scratch::winograd_input, input_bytes, false);
+  call.c = recorder.scratch(Scratch::winograd_products, products_bytes, true);
+  call.bias = recorder.unused_binding();
+  call.images = 1;
+  call.params = {out_channels,
+                 g.tiles_pitch,
+                 in_channels,
+                 in_channels,
+                 g.tiles_pitch,
+                 g.tiles_pitch,
+                 16,
+                 out_channels * in_channels,
+                 0,
+                 in_channels * g.tiles_pitch,
+                 0,
+                 out_channels * g.tiles_pitch,
+                 GemmBias::none,
+                 activation_kind(Activation::none()),
+                 0.0f};
+  const VulkanGemmTiles t = record_gemm(runtime, call);
+  // The arithmetic the GEMMs do: a direct convolution's / 2.25, plus the tiles' padding at odd sizes.
+  if (recorder.profiling()) {
+    recorder.describe_last(
+        fmt::format("16 gemm_tiled {}x{}x{}/{}x{}", t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n),
+        2.0 * 16.0 * out_channels * in_channels * static_cast<double>(g.tiles));
+  }
+
+  // 3. Back to pixels, with bias, activation and pool.
+  const bool pool = fused_pool != nullptr;
+  const WinogradOutputParams output_params{out_channels,
+                                           g.out_height,
+                                           g.out_width,
+                                           g.tiles_h,
+                                           g.tiles_w,
+                                           g.tiles,
+                                           g.tiles_pitch,
+                                           pool ? u32(output.shape().h) : 0,
+                                           pool ? u32(output.shape().w) : 0,
+                                           bias ? 1u : 0u,
+                                           activation_kind(d.activation),
+                                           d.activation.slope};
+  SpecializationConstants constants;
+  constants.set_flag(WinogradOutputConstant::pool, pool);
+  recorder.dispatch(runtime.pipelines.get(kernels::winograd_output_transform, constants),
+                    {recorder.scratch(Scratch::winograd_products, products_bytes, false),
+                     bias ? tensors.read(*bias) : recorder.unused_binding(), tensors.write(output)},
+                    output_params, elementwise_groups(static_cast<std::size_t>(out_channels) * g.tiles));
+  if (recorder.profiling()) recorder.describe_last(pool ? "winograd output +maxpool" : "winograd output", 0.0);
+}
+
+}  // namespace corgy::vulkan
