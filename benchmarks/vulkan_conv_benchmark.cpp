@@ -6,9 +6,10 @@
 //
 // layers: every convolution shape of Tiny YOLO v2-VOC and YOLOv3-tiny (416x416), with its following max pool
 //   (fused where it can be), at each batch, for each variant: im2col + GEMM (the reference), the implicit GEMM
-//   (automatic plan, each tile shape, forced split), fp16 precision with the implicit GEMM and with cooperative
-//   matrices (each tile shape). Times are the GPU time of the convolution's dispatches (per-dispatch
-//   timestamps), median of --repeats; the input is fp32 or fp16 as the previous layer would leave it.
+//   (automatic plan, each tile shape, forced split), Winograd F(2x2, 3x3) with several GEMM tiles, fp16 precision with
+//   the implicit GEMM and with cooperative matrices (each tile shape). Times are the GPU time of the convolution's
+//   dispatches (per-dispatch timestamps), median of --repeats; the input is fp32 or fp16 as the previous layer would
+//   leave it.
 // models: Tiny YOLO v2-VOC as a chain of operations, fused (conv2d_maxpool) and unfused, and the darknet cfgs
 //   through Sequential, fp32 and fp16, with wall, command-buffer and dispatch-only GPU times, the fp16 outputs'
 //   difference to fp32, and the per-dispatch profile of each.
@@ -27,6 +28,7 @@
 #include "corgy/backends/vulkan/conv_plan.h"
 #include "corgy/backends/vulkan/direct_conv.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
+#include "corgy/backends/vulkan/winograd_conv.h"
 #include "corgy/corgy.h"
 
 namespace {
@@ -122,6 +124,7 @@ struct Variant {
   std::string name;
   corgy::Precision precision;
   corgy::VulkanConvolutionOptions convolution;
+  corgy::VulkanGemmTiles gemm_tiles{};  // Winograd's GEMMs (and im2col's)
 };
 
 std::vector<Variant> variants() {
@@ -144,6 +147,14 @@ std::vector<Variant> variants() {
     list.push_back({fmt::format("implicit fp32 {}x{}x{}/{}x{}", t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n),
                     Precision::fp32,
                     {.tiles = t}});
+  }
+  list.push_back({"winograd fp32", Precision::fp32, {.algorithm = VulkanConvAlgorithm::winograd}});
+  for (const corgy::VulkanGemmTiles t :
+       {corgy::VulkanGemmTiles{64, 128, 16, 4, 8}, {128, 128, 8, 8, 8}, {128, 64, 16, 8, 4}, {64, 64, 16, 4, 4}}) {
+    list.push_back({fmt::format("winograd fp32 {}x{}x{}/{}x{}", t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n),
+                    Precision::fp32,
+                    {.algorithm = VulkanConvAlgorithm::winograd},
+                    t});
   }
   list.push_back({"implicit fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::implicit_gemm}});
   list.push_back({"coopmat fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::cooperative_matrix}});
@@ -267,6 +278,7 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
     options.device = settings.device;
     options.precision = list[v].precision;
     options.convolution = list[v].convolution;
+    options.gemm_tiles = list[v].gemm_tiles;
     corgy::VulkanBackend vulkan(options);
     if (list[v].convolution.algorithm == VulkanConvAlgorithm::cooperative_matrix && !vulkan.cooperative_matrix()) {
       fmt::print("{}: skipped, the device has no cooperative matrices for fp16\n", list[v].name);
@@ -276,6 +288,10 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
       if (layer_shapes[l].name().find(settings.only_layers) == std::string::npos) continue;
       if (list[v].convolution.algorithm == VulkanConvAlgorithm::direct &&
           !corgy::vulkan::direct_conv_fits(layer_shapes[l].desc())) {
+        continue;
+      }
+      if (list[v].convolution.algorithm == VulkanConvAlgorithm::winograd &&
+          !corgy::vulkan::winograd_fits(layer_shapes[l].desc())) {
         continue;
       }
       for (std::size_t b = 0; b < settings.batches.size(); ++b) {
