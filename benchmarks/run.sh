@@ -330,6 +330,26 @@ slow_backends() {  # MODEL BATCH
   [[ -z $lavapipe_index ]] || ((quick && $2 != 1)) || [[ $1 == style512 ]] || corgy 1 "$1" "$2" vulkan-cpu 0
 }
 
+# On the GPU machine, first one untimed forward of every Vulkan configuration. A process that compiled its
+# pipelines while the driver's shader cache was cold ran 3-4x slower all its life on the H100 (Tiny YOLO v2-VOC,
+# fp16, batch 1: 1.94 ms against 0.58 in the next process; fp32 1.64 against 0.51; docs/vulkan.md): after this
+# pass the timed processes find the cache warm, as every run of a deployed program but its very first does.
+if ((gpu)); then
+  log "warming the GPU driver's shader cache"
+  for model in "${models[@]}"; do
+    model_args "$model"
+    for batch in ${batches[$model]}; do
+      for index in $gpu_indices; do
+        for precision in "" "+fp16"; do
+          "$bin/model_benchmark" "${model_flags[@]}" --input "$(input_of "$model" "$batch")" \
+            --backend "vulkan:$index$precision" --warmup 0 --repeat 1 >/dev/null 2>>"$work/stderr.log" ||
+            log "FAILED: warming vulkan:$index$precision $model $batch"
+        done
+      done
+    done
+  done
+fi
+
 # The corgy run whose outputs the peers must match (written in round 1).
 reference_config=blas-t1-given
 if ((gpu)); then
@@ -360,8 +380,9 @@ for round in $(seq 1 "$rounds"); do
 done
 
 # The GPU's matrix ceilings (cuBLAS through PyTorch), and where a Tiny YOLO forward's time goes on it: corgy's
-# per-dispatch profile against the fp32 or fp16 ceiling.
-if ((gpu)); then
+# per-dispatch profile against the fp32 or fp16 ceiling (when the Tiny YOLOs are among the models: a call of the
+# device tool may run the other models apart).
+if ((gpu)) && [[ " ${models[*]} " == *" yolov2-tiny-voc "* ]]; then
   log "GPU peaks and profiles"
   peaks=$("$python" benchmarks/gpu_peak.py 2>>"$work/stderr.log" || echo '{"framework": "gpu-peak"}')
   echo "$peaks" >>"$results"
