@@ -222,10 +222,12 @@ def openblas_text(sgemm, info):
     return version + (f" (package {package})" if same else "")
 
 
-def corgy_tables(m):
+def corgy_tables(m, gpu_machine=False):
+    # run.sh --gpu-machine warms the driver's shader cache before it times anything (benchmarks/run.sh says why).
+    warmed = " (on this machine after one untimed forward per configuration had warmed the GPU driver's shader cache)"
     out = ["\n'first ms' is the first forward of the first process (memory planning, weight upload, Vulkan pipelines "
-           "and recording), not part of the statistics unless the runs say 'cold'; 'runs' is processes × timed "
-           "forwards each."]
+           f"and recording){warmed if gpu_machine else ''}, not "
+           "part of the statistics unless the runs say 'cold'; 'runs' is processes × timed forwards each."]
     for case in m.cases:
         naive, blas = m.baseline(case, "naive"), m.baseline(case, "blas")
         batch = case[1]
@@ -614,7 +616,8 @@ def headline_chart(machines, case, path):
 
 # --- output ----------------------------------------------------------------------------------------------------------
 def machine_section(m, title, name, out_dir, profiles=""):
-    parts = [f"### {title}\n", machine_header(m, title), "\n#### corgy, backend by backend", corgy_tables(m)]
+    parts = [f"### {title}\n", machine_header(m, title), "\n#### corgy, backend by backend",
+             corgy_tables(m, name == "gpu-machine")]
     threads = sorted({r["threads"] for r in m.records if r["framework"] in PEERS and "cuda" not in r["framework"]})
     if threads:
         parts += ["\n#### corgy and the peers\n",
