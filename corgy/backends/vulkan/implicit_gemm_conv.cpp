@@ -28,6 +28,56 @@ bool pool_fusable(const Pool2dDesc& pool) {
          pool.stride_w == 2 && pool.pad_top <= 1 && pool.pad_left <= 1 && pool.pad_bottom <= 1 && pool.pad_right <= 1;
 }
 
+void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvPlan& plan, std::uint32_t kernel_size,
+                      bool pool, const BufferUse& source, const BufferUse& a, const BufferUse& bias,
+                      const BufferUse& result) {
+  const bool coopmat = plan.algorithm == VulkanConvAlgorithm::cooperative_matrix;
+  const bool split = plan.splits > 1;
+  const bool any_fp16 = source.format == TensorFormat::fp16 || result.format == TensorFormat::fp16;
+
+  SpecializationConstants constants;
+  const KernelInfo* kernel = nullptr;
+  if (coopmat) {
+    const VulkanCoopmatTiles& t = plan.coopmat_tiles;
+    kernel = &kernels::conv2d_coopmat_fp16;
+    constants.set(CoopmatConstant::warps_m, t.warps_m)
+        .set(CoopmatConstant::warps_n, t.warps_n)
+        .set(CoopmatConstant::frags_m, t.frags_m)
+        .set(CoopmatConstant::frags_n, t.frags_n)
+        .set(CoopmatConstant::tile_k, t.tile_k)
+        .set(CoopmatConstant::kernel_size, kernel_size)
+        .set_flag(CoopmatConstant::pool, pool)
+        .set_flag(CoopmatConstant::split_k, split)
+        .set(CoopmatConstant::workgroup_size, t.threads())
+        .set_flag(CoopmatConstant::source_fp16, source.format == TensorFormat::fp16)
+        .set_flag(CoopmatConstant::result_fp16, result.format == TensorFormat::fp16);
+  } else {
+    const VulkanGemmTiles& t = plan.tiles;
+    kernel = any_fp16 ? &kernels::conv2d_implicit_gemm_fp16 : &kernels::conv2d_implicit_gemm;
+    constants.set(ImplicitGemmConstant::tile_m, t.tile_m)
+        .set(ImplicitGemmConstant::tile_n, t.tile_n)
+        .set(ImplicitGemmConstant::tile_k, t.tile_k)
+        .set(ImplicitGemmConstant::thread_m, t.thread_m)
+        .set(ImplicitGemmConstant::thread_n, t.thread_n)
+        .set_flag(ImplicitGemmConstant::a_vec4, p.k % 4 == 0)
+        .set(ImplicitGemmConstant::kernel_size, kernel_size)
+        .set_flag(ImplicitGemmConstant::pool, pool)
+        .set_flag(ImplicitGemmConstant::split_k, split)
+        .set(ImplicitGemmConstant::workgroup_size, t.threads());
+    if (any_fp16) {
+      constants.set_flag(ImplicitGemmConstant::source_fp16, source.format == TensorFormat::fp16)
+          .set_flag(ImplicitGemmConstant::result_fp16, result.format == TensorFormat::fp16);
+    }
+  }
+  CommandRecorder& recorder = runtime.recorder;
+  const auto groups =
+      workgroups(p.tiles_m * ceil_div(p.n, plan.tile_n()), p.groups * plan.splits, runtime.context.limits());
+  recorder.dispatch(runtime.pipelines.get(*kernel, constants), {source, a, bias, result}, p, groups[0], groups[1],
+                    groups[2]);
+  const double flops = 2.0 * p.m * p.n * p.k * p.groups;
+  if (recorder.profiling()) recorder.describe_last(plan.describe() + (pool ? " +maxpool" : ""), flops);
+}
+
 void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* fused_pool,
                                const Variable& input, const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
@@ -77,48 +127,7 @@ void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
       split ? recorder.scratch(Scratch::split_k_partials,
                                static_cast<VkDeviceSize>(plan.splits) * p.groups * p.m * p.n * sizeof(float), true)
             : tensors.write(output, true);
-  const bool any_fp16 = source.format == TensorFormat::fp16 || result.format == TensorFormat::fp16;
-
-  SpecializationConstants constants;
-  const KernelInfo* kernel = nullptr;
-  if (coopmat) {
-    const VulkanCoopmatTiles& t = plan.coopmat_tiles;
-    kernel = &kernels::conv2d_coopmat_fp16;
-    constants.set(CoopmatConstant::warps_m, t.warps_m)
-        .set(CoopmatConstant::warps_n, t.warps_n)
-        .set(CoopmatConstant::frags_m, t.frags_m)
-        .set(CoopmatConstant::frags_n, t.frags_n)
-        .set(CoopmatConstant::tile_k, t.tile_k)
-        .set(CoopmatConstant::kernel_size, u32(d.kernel))
-        .set_flag(CoopmatConstant::pool, pool)
-        .set_flag(CoopmatConstant::split_k, split)
-        .set(CoopmatConstant::workgroup_size, t.threads())
-        .set_flag(CoopmatConstant::source_fp16, source.format == TensorFormat::fp16)
-        .set_flag(CoopmatConstant::result_fp16, result.format == TensorFormat::fp16);
-  } else {
-    const VulkanGemmTiles& t = plan.tiles;
-    kernel = any_fp16 ? &kernels::conv2d_implicit_gemm_fp16 : &kernels::conv2d_implicit_gemm;
-    constants.set(ImplicitGemmConstant::tile_m, t.tile_m)
-        .set(ImplicitGemmConstant::tile_n, t.tile_n)
-        .set(ImplicitGemmConstant::tile_k, t.tile_k)
-        .set(ImplicitGemmConstant::thread_m, t.thread_m)
-        .set(ImplicitGemmConstant::thread_n, t.thread_n)
-        .set_flag(ImplicitGemmConstant::a_vec4, p.k % 4 == 0)
-        .set(ImplicitGemmConstant::kernel_size, u32(d.kernel))
-        .set_flag(ImplicitGemmConstant::pool, pool)
-        .set_flag(ImplicitGemmConstant::split_k, split)
-        .set(ImplicitGemmConstant::workgroup_size, t.threads());
-    if (any_fp16) {
-      constants.set_flag(ImplicitGemmConstant::source_fp16, source.format == TensorFormat::fp16)
-          .set_flag(ImplicitGemmConstant::result_fp16, result.format == TensorFormat::fp16);
-    }
-  }
-  const auto groups =
-      workgroups(p.tiles_m * ceil_div(p.n, plan.tile_n()), p.groups * plan.splits, runtime.context.limits());
-  recorder.dispatch(runtime.pipelines.get(*kernel, constants), {source, a, bias_use, result}, p, groups[0], groups[1],
-                    groups[2]);
-  const double flops = 2.0 * p.m * p.n * p.k * p.groups;
-  if (recorder.profiling()) recorder.describe_last(plan.describe() + (pool ? " +maxpool" : ""), flops);
+  record_conv_gemm(runtime, p, plan, u32(d.kernel), pool, source, a, bias_use, result);
   if (!split) return;
 
   const BufferUse written = tensors.write(output, true);

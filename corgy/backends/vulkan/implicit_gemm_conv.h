@@ -13,6 +13,13 @@ namespace corgy::vulkan {
 /// cell on each side (PyTorch's and darknet's 2x2 pools, TensorFlow's 'same').
 bool pool_fusable(const Pool2dDesc& pool);
 
+/// One dispatch of conv2d_implicit_gemm (_fp16 when a buffer is fp16) or conv2d_coopmat_fp16, as `plan` says, for
+/// the GEMM `p` (whose k_per_split, tiles_m and lda are the plan's); its specialization follows the buffers' formats.
+/// Writes partial sums when the plan splits K (the caller reduces them). Winograd's 16 GEMMs in fp16 use it too.
+void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvPlan& plan, std::uint32_t kernel_size,
+                      bool pool, const BufferUse& source, const BufferUse& a, const BufferUse& bias,
+                      const BufferUse& result);
+
 /// Records `conv` (and `fused_pool`, when given: output is then the pooled tensor) as an implicit GEMM with the
 /// algorithm `algorithm` (implicit_gemm or cooperative_matrix; automatic chooses). Not for depthwise
 /// convolutions, which depthwise_conv2d.comp computes.

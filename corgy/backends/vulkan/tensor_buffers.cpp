@@ -13,7 +13,8 @@ namespace {
 
 VkDeviceSize bytes_of(const Variable& tensor) { return tensor.count() * sizeof(float); }
 
-// IEEE 754 binary16 of a float, rounded to nearest even (weights; overflow becomes infinity).
+}  // namespace
+
 std::uint16_t to_half(float value) {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
@@ -38,8 +39,6 @@ std::uint16_t to_half(float value) {
   if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
   return static_cast<std::uint16_t>(sign | half);
 }
-
-}  // namespace
 
 TensorBuffers::TensorBuffers(const Context& context, bool force_staging, bool half_intermediates)
     : context_(context), factory_(context), force_staging_(force_staging), half_intermediates_(half_intermediates) {}

@@ -23,6 +23,9 @@ namespace corgy::vulkan {
 /// The element type of a tensor's buffer: fp16 only for device-only intermediates with fp16 precision.
 enum class TensorFormat { fp32, fp16 };
 
+/// IEEE 754 binary16 of a float, rounded to nearest even (weights; overflow becomes infinity).
+std::uint16_t to_half(float value);
+
 inline VkDeviceSize element_bytes(TensorFormat format) { return format == TensorFormat::fp16 ? 2 : 4; }
 
 /// One buffer a dispatch binds, and the bytes of it the dispatch touches.
