@@ -11,10 +11,14 @@
 //  B^T = | 0  1  1  0 |
 //        | 0 -1  1  0 |
 //        | 0  1  0 -1 |
+// Built also as winograd_input_transform_fp16 (TENSOR_FP16): the input and the transformed input may be fp16.
+#extension GL_GOOGLE_include_directive : require
+#include "tensor_storage.glsl"
+
 layout(local_size_x = 256) in;
 
-layout(binding = 0) readonly buffer Input { float input_data[]; };
-layout(binding = 1) writeonly buffer Transformed { float transformed[]; };
+TENSOR_INPUT(0, source, 10)
+TENSOR_OUTPUT(1, transformed, 11)
 
 // Mirrors corgy::vulkan::WinogradInputParams.
 layout(push_constant) uniform Params {
@@ -52,7 +56,7 @@ void main() {
         if (y < 0 || y >= int(p.height)) continue;
         for (uint c = 0; c < 4; ++c) {
           const int x = x0 + int(c);
-          if (x >= 0 && x < int(p.width)) d[r][c] = input_data[plane + uint(y) * p.width + uint(x)];
+          if (x >= 0 && x < int(p.width)) d[r][c] = load_source(plane + uint(y) * p.width + uint(x));
         }
       }
     }
@@ -67,10 +71,10 @@ void main() {
     const uint matrix = p.channels * p.tiles_pitch;
     const uint base = channel * p.tiles_pitch + tile;
     for (uint r = 0; r < 4; ++r) {
-      transformed[(4 * r + 0) * matrix + base] = bd[r][0] - bd[r][2];
-      transformed[(4 * r + 1) * matrix + base] = bd[r][1] + bd[r][2];
-      transformed[(4 * r + 2) * matrix + base] = bd[r][2] - bd[r][1];
-      transformed[(4 * r + 3) * matrix + base] = bd[r][1] - bd[r][3];
+      store_transformed((4 * r + 0) * matrix + base, bd[r][0] - bd[r][2]);
+      store_transformed((4 * r + 1) * matrix + base, bd[r][1] + bd[r][2]);
+      store_transformed((4 * r + 2) * matrix + base, bd[r][2] - bd[r][1]);
+      store_transformed((4 * r + 3) * matrix + base, bd[r][1] - bd[r][3]);
     }
   }
 }

@@ -8,8 +8,10 @@
 //
 //  A^T = | 1  1  1  0 |
 //        | 0  1 -1 -1 |
+// Built also as winograd_output_transform_fp16 (TENSOR_FP16): the output may be fp16; the products are fp32.
 #extension GL_GOOGLE_include_directive : require
 #include "activation_functions.glsl"
+#include "tensor_storage.glsl"
 
 layout(local_size_x = 256) in;
 
@@ -17,7 +19,7 @@ layout(constant_id = 0) const bool POOL = false;
 
 layout(binding = 0) readonly buffer Products { float products[]; };
 layout(binding = 1) readonly buffer Bias { float bias[]; };
-layout(binding = 2) writeonly buffer Output { float result[]; };
+TENSOR_OUTPUT(2, result, 11)
 
 // Mirrors corgy::vulkan::WinogradOutputParams.
 layout(push_constant) uniform Params {
@@ -71,15 +73,15 @@ void main() {
         largest = max(largest, y[1][0]);
         if (2 * tx + 1 < p.out_width) largest = max(largest, y[1][1]);
       }
-      result[((image * p.out_channels + channel) * p.pool_height + ty) * p.pool_width + tx] = largest;
+      store_result(((image * p.out_channels + channel) * p.pool_height + ty) * p.pool_width + tx, largest);
       continue;
     }
     const uint plane = (image * p.out_channels + channel) * p.out_height * p.out_width;
     for (uint r = 0; r < 2; ++r) {
       const uint row = 2 * ty + r;
       if (row >= p.out_height) continue;
-      result[plane + row * p.out_width + 2 * tx] = y[r][0];
-      if (2 * tx + 1 < p.out_width) result[plane + row * p.out_width + 2 * tx + 1] = y[r][1];
+      store_result(plane + row * p.out_width + 2 * tx, y[r][0]);
+      if (2 * tx + 1 < p.out_width) store_result(plane + row * p.out_width + 2 * tx + 1, y[r][1]);
     }
   }
 }

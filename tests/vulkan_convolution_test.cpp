@@ -267,8 +267,8 @@ TEST(VulkanConvolution, FirstLayersOfFewTapsRunTheDirectKernel) {
 }
 
 TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
-  // 64 -> 64 channels over 2 x 32 x 32 tiles of 2x2: Winograd in fp32 (three dispatches, pool fused); the same
-  // layer on one small image, or with fp16 precision, is an implicit GEMM.
+  // 64 -> 64 channels over 2 x 32 x 32 tiles of 2x2: Winograd in fp32 (three dispatches, pool fused), not in fp16;
+  // the same layer on one small image is an implicit GEMM. In fp16, 384 input channels on tensor cores are Winograd.
   std::mt19937 rng(25);
   const ConvCase c{{2, 64, 64, 64}, {.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1}};
   const Operands o = random_operands(c, rng);
@@ -295,6 +295,22 @@ TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
   const std::vector<std::string> half = kernels_of(Precision::fp16, o.input, actual);
   ASSERT_FALSE(half.empty());
   EXPECT_EQ(half.front().find("winograd"), std::string::npos) << half.front();
+  EXPECT_TRUE(outputs_match(actual, expected, 2e-2));
+  {
+    VulkanOptions options = validated_vulkan_options();
+    options.precision = Precision::fp16;
+    VulkanBackend vulkan(options);
+    const Conv2dDesc wide{.in_channels = 384, .out_channels = 64, .kernel = 3, .padding = 1};
+    const Variable wide_weights = random_variable({64, 384, 3, 3}, rng, 0.02f);
+    const Variable wide_input = random_variable({1, 384, 16, 16}, rng);
+    Variable wide_output({1, 64, 16, 16});
+    vulkan.upload_constant(wide_weights);
+    vulkan.set_profiling(true);
+    vulkan.conv2d(wide, wide_input, wide_weights, nullptr, wide_output);
+    ASSERT_FALSE(vulkan.dispatch_profile().empty());
+    EXPECT_EQ(vulkan.dispatch_profile().front().kernel,
+              vulkan.cooperative_matrix() ? "winograd_input_transform_fp16" : "conv2d_implicit_gemm");
+  }
   const Variable small = random_variable({1, 64, 8, 8}, rng);
   Variable small_output({1, 64, 4, 4});
   const std::vector<std::string> few_tiles = kernels_of(Precision::fp32, small, small_output);
@@ -314,6 +330,36 @@ TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
     EXPECT_NE(std::string(e.what()).find("Winograd convolutions need a 3x3 kernel at stride 1"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(VulkanConvolution, WinogradInFp16KeepsIntermediatesInHalfAndStaysClose) {
+  // Forced Winograd with fp16 precision: the transformed input in fp16, the 16 GEMMs on tensor cores where the
+  // device has them (conv2d_implicit_gemm_fp16 elsewhere), fp32 products, an fp16 intermediate between the layers.
+  std::mt19937 rng(26);
+  Sequential model;
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  model.add(Conv2d({.in_channels = 8, .out_channels = 24, .kernel = 3, .padding = 1, .activation = leaky}));
+  model.add(Conv2d({.in_channels = 24, .out_channels = 16, .kernel = 3, .padding = 1, .activation = leaky}));
+  model.add(MaxPool2d({.kernel = 2}));
+  randomize_parameters(model, rng);
+  const Variable input = random_variable({2, 8, 15, 18}, rng);
+  model.set_backend("naive");
+  const Variable expected = model.forward(input).clone();
+  VulkanOptions options = validated_vulkan_options();
+  options.precision = Precision::fp16;
+  options.convolution.algorithm = VulkanConvAlgorithm::winograd;
+  auto owned = std::make_unique<VulkanBackend>(options);
+  VulkanBackend& vulkan = *owned;
+  model.set_backend(std::move(owned));
+  EXPECT_TRUE(outputs_match(model.forward(input), expected, 2e-2));
+  vulkan.set_profiling(true);
+  model.forward(input);
+  std::vector<std::string> kernels;
+  for (const VulkanDispatchProfile& d : vulkan.dispatch_profile()) kernels.push_back(d.kernel);
+  const std::string gemm = vulkan.cooperative_matrix() ? "conv2d_coopmat_fp16" : "conv2d_implicit_gemm_fp16";
+  EXPECT_EQ(kernels,
+            (std::vector<std::string>{"winograd_input_transform_fp16", gemm, "winograd_output_transform_fp16",
+                                      "winograd_input_transform_fp16", gemm, "winograd_output_transform_fp16"}));
 }
 
 TEST(VulkanConvolution, BackendNamesSetThePrecision) {

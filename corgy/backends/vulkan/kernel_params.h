@@ -109,7 +109,11 @@ struct WinogradInputParams {
   std::uint32_t channels, height, width, tiles_h, tiles_w, tiles, tiles_pitch, padding;
 };
 
-enum class WinogradOutputConstant : std::uint32_t { pool = 0 };
+/// winograd_input_transform.comp's constant ids (source_fp16, transformed_fp16: its _fp16 variant only).
+enum class WinogradInputConstant : std::uint32_t { source_fp16 = 10, transformed_fp16 = 11 };
+
+/// winograd_output_transform.comp's constant ids (result_fp16: its _fp16 variant only).
+enum class WinogradOutputConstant : std::uint32_t { pool = 0, result_fp16 = 11 };
 
 struct WinogradOutputParams {
   std::uint32_t out_channels, out_height, out_width, tiles_h, tiles_w, tiles, tiles_pitch, pool_height, pool_width,
@@ -234,6 +238,10 @@ inline constexpr KernelInfo conv2d_split_k_reduce_fp16{"conv2d_split_k_reduce_fp
                                                        true};
 inline constexpr KernelInfo winograd_input_transform{"winograd_input_transform", 2, sizeof(WinogradInputParams)};
 inline constexpr KernelInfo winograd_output_transform{"winograd_output_transform", 3, sizeof(WinogradOutputParams)};
+inline constexpr KernelInfo winograd_input_transform_fp16{"winograd_input_transform_fp16", 2,
+                                                          sizeof(WinogradInputParams), true};
+inline constexpr KernelInfo winograd_output_transform_fp16{"winograd_output_transform_fp16", 3,
+                                                           sizeof(WinogradOutputParams), true};
 inline constexpr KernelInfo tensor_convert_fp16{"tensor_convert_fp16", 2, sizeof(ConvertParams), true};
 inline constexpr KernelInfo pool2d_fp16{"pool2d_fp16", 2, sizeof(Pool2dParams), true};
 inline constexpr KernelInfo upsample_nearest_fp16{"upsample_nearest_fp16", 2, sizeof(UpsampleParams), true};

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "corgy/backends/vulkan/gemm_dispatch.h"
+#include "corgy/backends/vulkan/implicit_gemm_conv.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
@@ -23,12 +24,19 @@ std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / 
 // (13x13 1024 -> 1024: 0.12 against 0.23 ms at batch 1, 3.2 against 7.0 ms at batch 64); 32 -> 64 channels at
 // 104x104 was 1.2x slower at batch 64, 16 -> 32 at 208x208 1.6x slower.
 constexpr int least_channels = 64;
+// In fp16 precision its GEMMs run on tensor cores (conv2d_coopmat.comp) and so does the implicit GEMM it competes
+// with: there it pays from this many input channels on. In Tiny YOLO at batch 64 on the H100 (model_benchmark
+// --profile): 13x13 1024 -> 1024 1.72 against 2.65 ms, 512 -> 1024 1.11 against 1.33, 26x26 384 -> 256 0.94 against
+// 1.09; but 52x52 64 -> 128 1.30 against 0.44, 26x26 128 -> 256 0.70 against 0.37, 13x13 256 -> 512 0.47 against 0.37.
+constexpr int least_input_channels_on_tensor_cores = 384;
 // ... and at least this many output tiles (of 2x2 pixels, every image): fewer leave the GEMMs too few columns
 // (13x13 has 49).
 constexpr std::uint64_t least_tiles = 32;
 
-// A unique address per arrangement of a constant (TensorBuffers::derived_constant).
+// A unique address per arrangement of a constant (TensorBuffers::derived_constant): U in fp32 (gemm_tiled.comp,
+// conv2d_implicit_gemm.comp) and in fp16 with rows padded to 8 halves (conv2d_coopmat.comp).
 constexpr char transformed_weights_kind = 0;
+constexpr char transformed_half_weights_kind = 0;
 
 struct WinogradGeometry {
   std::uint32_t out_height, out_width, tiles_h, tiles_w, tiles, tiles_pitch;
@@ -77,11 +85,15 @@ bool winograd_chosen(const Runtime& runtime, const Conv2dDesc& conv, const Shape
     }
     return true;
   }
+  // fp16 precision: only where its GEMMs run on tensor cores (conv2d_coopmat.comp); fp16 storage with fp32
+  // arithmetic gains nothing from it.
   if (options.algorithm != VulkanConvAlgorithm::automatic || !options.tiles.automatic() ||
-      !options.coopmat_tiles.automatic() || runtime.half_precision() || !winograd_fits(conv)) {
+      !options.coopmat_tiles.automatic() || !winograd_fits(conv) ||
+      (runtime.half_precision() && !runtime.context.features().cooperative_matrix)) {
     return false;
   }
   if (conv.in_channels < least_channels || conv.out_channels < least_channels) return false;
+  if (runtime.half_precision() && conv.in_channels < least_input_channels_on_tensor_cores) return false;
   const WinogradGeometry g = geometry(conv, input);
   return g.tiles >= least_tiles && scratch_bytes(conv, g) <= runtime.context.limits().maxStorageBufferRange;
 }
@@ -110,6 +122,69 @@ std::vector<float> winograd_weights(const float* weights, int out_channels, int 
   return transformed;
 }
 
+namespace {
+
+// U in fp32, 16 matrices of out x in channels (the A operand of gemm_tiled.comp and conv2d_implicit_gemm.comp).
+BufferUse transformed_weights(Runtime& runtime, const Conv2dDesc& d, const Variable& weights) {
+  return runtime.tensors.derived_constant(
+      weights, &transformed_weights_kind, 16ull * d.out_channels * d.in_channels * sizeof(float),
+      [&](const float* values, void* destination) {
+        const std::vector<float> u = winograd_weights(values, d.out_channels, d.in_channels);
+        std::memcpy(destination, u.data(), u.size() * sizeof(float));
+      });
+}
+
+// The 16 GEMMs in fp16 precision: a 1x1 convolution of 16 groups over a one-row "image" of 16 x in_channels
+// channels and tiles_pitch columns (the transformed input, fp16) into 16 x out_channels channels (the products,
+// fp32), on conv2d_coopmat.comp (tensor cores) where the device has them, else conv2d_implicit_gemm_fp16; K unsplit.
+ConvPlan record_half_gemms(Runtime& runtime, const Conv2dDesc& d, const WinogradGeometry& g, const Variable& weights,
+                           const BufferUse& transformed, const BufferUse& products) {
+  const std::uint32_t in_channels = u32(d.in_channels);
+  const std::uint32_t out_channels = u32(d.out_channels);
+  ImplicitGemmParams p{};
+  p.m = out_channels;
+  p.n = g.tiles_pitch;
+  p.k = in_channels;
+  p.in_channels = 16 * in_channels;
+  p.height = 1;
+  p.width = g.tiles_pitch;
+  p.out_channels = 16 * out_channels;
+  p.out_height = 1;
+  p.out_width = g.tiles_pitch;
+  p.stride = 1;
+  p.dilation = 1;
+  p.groups = 16;
+  p.activation = activation_kind(Activation::none());
+  const ConvDevice device{&runtime.context.limits(), runtime.context.features().cooperative_matrix};
+  const ConvPlan plan = plan_convolution({p.m, p.n, p.k, p.groups}, {.split_k = 1}, device);
+  p.k_per_split = plan.k_per_split;
+  p.tiles_m = ceil_div(p.m, plan.tile_m());
+  p.lda = (p.k + 7) / 8 * 8;
+  BufferUse a;
+  if (plan.algorithm == VulkanConvAlgorithm::cooperative_matrix) {
+    const std::uint32_t lda = p.lda;
+    a = runtime.tensors.derived_constant(
+        weights, &transformed_half_weights_kind, 16ull * out_channels * lda * sizeof(std::uint16_t),
+        [&](const float* values, void* destination) {
+          const std::vector<float> u = winograd_weights(values, d.out_channels, d.in_channels);
+          auto* halves = static_cast<std::uint16_t*>(destination);
+          for (std::size_t row = 0; row < 16ull * out_channels; ++row) {
+            for (std::uint32_t i = 0; i < lda; ++i) {
+              halves[row * lda + i] = i < in_channels ? to_half(u[row * in_channels + i]) : 0;
+            }
+          }
+        });
+    a.format = TensorFormat::fp16;
+    a.count = 16ull * out_channels * lda;
+  } else {
+    a = transformed_weights(runtime, d, weights);
+  }
+  record_conv_gemm(runtime, p, plan, 1, false, transformed, a, runtime.recorder.unused_binding(), products);
+  return plan;
+}
+
+}  // namespace
+
 void record_winograd_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* fused_pool, const Variable& input,
                           const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
@@ -118,50 +193,67 @@ void record_winograd_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDes
   const std::uint32_t out_channels = u32(d.out_channels);
   TensorBuffers& tensors = runtime.tensors;
   CommandRecorder& recorder = runtime.recorder;
+  // fp16 precision: the transformed input in fp16 and the output as fp16 as the next layer allows; the products
+  // (sums over the input channels) stay fp32.
+  const bool half = runtime.half_precision();
 
   // 1. The transformed input: 16 matrices of in_channels x tiles_pitch.
-  const VkDeviceSize input_bytes = 16ull * in_channels * g.tiles_pitch * sizeof(float);
+  const std::size_t transformed_count = 16ull * in_channels * g.tiles_pitch;
+  const TensorFormat transformed_format = half ? TensorFormat::fp16 : TensorFormat::fp32;
+  const VkDeviceSize transformed_bytes = transformed_count * element_bytes(transformed_format);
+  const BufferUse source = tensors.read(input);
+  BufferUse transformed = recorder.scratch(Scratch::winograd_input, transformed_bytes, true);
+  transformed.format = transformed_format;
+  transformed.count = transformed_count;
   const WinogradInputParams input_params{in_channels, u32(in.h), u32(in.w),     g.tiles_h,
                                          g.tiles_w,   g.tiles,   g.tiles_pitch, u32(d.padding)};
-  recorder.dispatch(runtime.pipelines.get(kernels::winograd_input_transform),
-                    {tensors.read(input), recorder.scratch(Scratch::winograd_input, input_bytes, true)}, input_params,
-                    elementwise_groups(static_cast<std::size_t>(in_channels) * g.tiles_pitch));
+  SpecializationConstants input_constants;
+  if (half) {
+    input_constants.set_flag(WinogradInputConstant::source_fp16, source.format == TensorFormat::fp16)
+        .set_flag(WinogradInputConstant::transformed_fp16, true);
+  }
+  recorder.dispatch(
+      runtime.pipelines.get(half ? kernels::winograd_input_transform_fp16 : kernels::winograd_input_transform,
+                            input_constants),
+      {source, transformed}, input_params, elementwise_groups(static_cast<std::size_t>(in_channels) * g.tiles_pitch));
   if (recorder.profiling()) recorder.describe_last("winograd input 4x4 tiles", 0.0);
+  transformed.writes = false;
 
   // 2. The 16 GEMMs: products_t (out x tiles) = U_t (out x in) x V_t (in x tiles).
   const VkDeviceSize products_bytes = 16ull * out_channels * g.tiles_pitch * sizeof(float);
-  const VkDeviceSize weight_bytes = 16ull * out_channels * in_channels * sizeof(float);
-  GemmCall call;
-  call.a = tensors.derived_constant(
-      weights, &transformed_weights_kind, weight_bytes, [&](const float* values, void* destination) {
-        const std::vector<float> u = winograd_weights(values, d.out_channels, d.in_channels);
-        std::memcpy(destination, u.data(), u.size() * sizeof(float));
-      });
-  call.b = recorder.scratch(Scratch::winograd_input, input_bytes, false);
-  call.c = recorder.scratch(Scratch::winograd_products, products_bytes, true);
-  call.bias = recorder.unused_binding();
-  call.images = 1;
-  call.params = {out_channels,
-                 g.tiles_pitch,
-                 in_channels,
-                 in_channels,
-                 g.tiles_pitch,
-                 g.tiles_pitch,
-                 16,
-                 out_channels * in_channels,
-                 0,
-                 in_channels * g.tiles_pitch,
-                 0,
-                 out_channels * g.tiles_pitch,
-                 GemmBias::none,
-                 activation_kind(Activation::none()),
-                 0.0f};
-  const VulkanGemmTiles t = record_gemm(runtime, call);
+  const BufferUse products = recorder.scratch(Scratch::winograd_products, products_bytes, true);
   // The arithmetic the GEMMs do: a direct convolution's / 2.25, plus the tiles' padding at odd sizes.
-  if (recorder.profiling()) {
-    recorder.describe_last(
-        fmt::format("16 gemm_tiled {}x{}x{}/{}x{}", t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n),
-        2.0 * 16.0 * out_channels * in_channels * static_cast<double>(g.tiles));
+  const double flops = 2.0 * 16.0 * out_channels * in_channels * static_cast<double>(g.tiles);
+  if (half) {
+    const ConvPlan plan = record_half_gemms(runtime, d, g, weights, transformed, products);
+    if (recorder.profiling()) recorder.describe_last("16 GEMMs " + plan.describe(), flops);
+  } else {
+    GemmCall call;
+    call.a = transformed_weights(runtime, d, weights);
+    call.b = transformed;
+    call.c = products;
+    call.bias = recorder.unused_binding();
+    call.images = 1;
+    call.params = {out_channels,
+                   g.tiles_pitch,
+                   in_channels,
+                   in_channels,
+                   g.tiles_pitch,
+                   g.tiles_pitch,
+                   16,
+                   out_channels * in_channels,
+                   0,
+                   in_channels * g.tiles_pitch,
+                   0,
+                   out_channels * g.tiles_pitch,
+                   GemmBias::none,
+                   activation_kind(Activation::none()),
+                   0.0f};
+    const VulkanGemmTiles t = record_gemm(runtime, call);
+    if (recorder.profiling()) {
+      recorder.describe_last(
+          fmt::format("16 gemm_tiled {}x{}x{}/{}x{}", t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n), flops);
+    }
   }
 
   // 3. Back to pixels, with bias, activation and pool.
@@ -178,12 +270,17 @@ void record_winograd_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDes
                                            bias ? 1u : 0u,
                                            activation_kind(d.activation),
                                            d.activation.slope};
-  SpecializationConstants constants;
-  constants.set_flag(WinogradOutputConstant::pool, pool);
-  recorder.dispatch(runtime.pipelines.get(kernels::winograd_output_transform, constants),
-                    {recorder.scratch(Scratch::winograd_products, products_bytes, false),
-                     bias ? tensors.read(*bias) : recorder.unused_binding(), tensors.write(output)},
-                    output_params, elementwise_groups(static_cast<std::size_t>(out_channels) * g.tiles));
+  BufferUse read_products = products;
+  read_products.writes = false;
+  const BufferUse result = tensors.write(output, half);
+  SpecializationConstants output_constants;
+  output_constants.set_flag(WinogradOutputConstant::pool, pool);
+  if (half) output_constants.set_flag(WinogradOutputConstant::result_fp16, result.format == TensorFormat::fp16);
+  recorder.dispatch(
+      runtime.pipelines.get(half ? kernels::winograd_output_transform_fp16 : kernels::winograd_output_transform,
+                            output_constants),
+      {read_products, bias ? tensors.read(*bias) : recorder.unused_binding(), result}, output_params,
+      elementwise_groups(static_cast<std::size_t>(out_channels) * g.tiles));
   if (recorder.profiling()) recorder.describe_last(pool ? "winograd output +maxpool" : "winograd output", 0.0);
 }
 

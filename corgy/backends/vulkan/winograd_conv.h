@@ -20,9 +20,9 @@ namespace corgy::vulkan {
 bool winograd_fits(const Conv2dDesc& conv);
 
 /// Whether `conv` on an input of `input` shape runs as Winograd on `runtime`: when forced by
-/// VulkanOptions::convolution (corgy::Error if it does not fit), or when automatic in fp32 precision with no
-/// implicit-GEMM or cooperative-matrix tile forced, for wide layers with many tiles (winograd_conv.cpp says how
-/// many) whose scratch matrices fit one buffer binding.
+/// VulkanOptions::convolution (corgy::Error if it does not fit), or when automatic with no implicit-GEMM or
+/// cooperative-matrix tile forced, for wide layers (64+ channels; in fp16 precision only on tensor cores and from
+/// 384 input channels) with enough tiles (winograd_conv.cpp says why) whose scratch matrices fit one binding.
 bool winograd_chosen(const Runtime& runtime, const Conv2dDesc& conv, const Shape& input);
 
 /// Whether Winograd's output step can apply `pool` after the convolution: a 2x2 stride-2 max pool without
