@@ -156,6 +156,8 @@ std::vector<Variant> variants() {
                     {.algorithm = VulkanConvAlgorithm::winograd},
                     t});
   }
+  list.push_back({"auto fp16", Precision::fp16, {}});
+  list.push_back({"winograd fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::winograd}});
   list.push_back({"implicit fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::implicit_gemm}});
   list.push_back({"coopmat fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::cooperative_matrix}});
   list.push_back({"coopmat fp16 unfused",
@@ -336,7 +338,7 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
     return std::size_t{0};
   };
   const std::size_t automatic32 = find("implicit fp32");
-  const std::size_t automatic16 = find("coopmat fp16");
+  const std::size_t automatic16 = find("auto fp16");
   const std::size_t storage16 = find("implicit fp16");
   for (std::size_t b = 0; b < settings.batches.size(); ++b) {
     summary.push_back(fmt::format("layers, batch {}: ms of the convolution dispatches (max error vs im2col fp32)",
