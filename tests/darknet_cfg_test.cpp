@@ -9,15 +9,6 @@
 namespace corgy::testing {
 namespace {
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 std::string cfg_path(const std::string& name) { return fixture_path("../../data/darknet/" + name + ".cfg"); }
 
 // A cfg of [net] (32 x 32 x 3) and the given sections.
@@ -28,8 +19,6 @@ const std::string conv = "[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=
 std::string build_error(const std::string& text) {
   return error_of([&] { build_darknet_model(parse_darknet_cfg(text, "test.cfg")); });
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(DarknetCfg, YoloV2TinyVocBuildsWithItsHead) {
   const DarknetModel net = build_darknet_model(read_darknet_cfg(cfg_path("yolov2-tiny-voc")));

@@ -16,17 +16,6 @@
 namespace corgy::testing {
 namespace {
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 DarknetModel model_of(const std::string& layers, int width = 5, int height = 4, int channels = 2) {
   return build_darknet_model(parse_darknet_cfg(
       fmt::format("[net]\nwidth={}\nheight={}\nchannels={}\n", width, height, channels) + layers, "test.cfg"));

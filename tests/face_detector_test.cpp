@@ -41,17 +41,6 @@ const Json& reference() {
   return json;
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // face-api's box (left, top, width, height) as corgy's centre form.
 Box box_of(const Json& face) {
   const float w = face.at("width").get<float>();

@@ -20,17 +20,6 @@
 namespace corgy::testing {
 namespace {
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 std::vector<std::byte> bytes_of(const std::vector<int>& values) {
   std::vector<std::byte> bytes;
   for (int value : values) bytes.push_back(static_cast<std::byte>(value));

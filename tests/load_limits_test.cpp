@@ -13,17 +13,6 @@
 namespace corgy::testing {
 namespace {
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 constexpr std::uint64_t mib = std::uint64_t{1} << 20;
 
 class LoadLimitsFiles : public ::testing::Test {

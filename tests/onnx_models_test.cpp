@@ -187,8 +187,6 @@ std::string load_error(const onnx::ModelProto& model, const OnnxOptions& options
   return load_error(bytes_of(model), options);
 }
 
-bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
-
 TEST(OnnxErrors, TheSmallModelLoadsAndRuns) {
   OnnxModel net = load_onnx_from_memory(bytes_of(small_model()), "small.onnx");
   ASSERT_EQ(net.model.size(), 1);  // the ReLU is fused into the convolution

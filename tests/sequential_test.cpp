@@ -5,15 +5,6 @@
 namespace corgy::testing {
 namespace {
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(Sequential, InfersShapesThroughEveryLayer) {
   Sequential model;
   model.add(Conv2d({.in_channels = 1, .out_channels = 32, .kernel = 5, .padding = 2}));

@@ -96,4 +96,15 @@ std::vector<std::string> all_backends() { return available_backends(); }
 
 std::string fixture_path(const std::string& relative) { return std::string(CORGY_FIXTURE_DIR) + "/" + relative; }
 
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
 }  // namespace corgy::testing

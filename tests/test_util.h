@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "corgy/backends/naive/naive_backend.h"
 #include "corgy/corgy.h"
@@ -31,5 +33,11 @@ std::vector<std::string> all_backends();
 
 /// Path of a file under tests/fixtures.
 std::string fixture_path(const std::string& relative);
+
+/// The message of the corgy::Error that `body` throws, or "(no error)" when it throws none.
+std::string error_of(const std::function<void()>& body);
+
+/// Whether `text` contains `part` (an error message its expected words).
+bool contains(std::string_view text, std::string_view part);
 
 }  // namespace corgy::testing

@@ -19,17 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // A fresh folder per test for a manifest and its shards.
 class TfjsManifest : public ::testing::Test {
  protected:

@@ -148,15 +148,6 @@ class HoldingLayer final : public Layer {
   Gate* gate_;
 };
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(ThreadSafety, OneModelUsedFromTwoThreadsAtOnceIsRefused) {
   HoldingLayer::Gate gate;
   Sequential model;

@@ -13,15 +13,6 @@
 namespace corgy::testing {
 namespace {
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 // Two 3x3 convolutions, a max pool and a 1x1 convolution: a chain where every dispatch depends on the last.
 Sequential small_chain(std::mt19937& rng) {
   Sequential model;

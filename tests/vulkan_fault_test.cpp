@@ -53,17 +53,6 @@ VulkanOptions faulty_options() {
   return options;
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 // Conv (weights 16 x 8 x 3 x 3 = 4.5 KiB), ReLU, conv, global average: intermediates of 16 x 32 x 32 floats (64 KiB).
 Sequential small_model() {
   Sequential model;
