@@ -14,31 +14,44 @@ std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value);
 std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
 std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
-// conv2d_direct.comp's limits: K taps times the block's channels of weights in shared memory (20 KiB at most),
-// and the block's sums in registers. The automatic choice takes it up to K = 32: on an H100, Tiny YOLO's first
-// layer (3x3x3 -> 16 with its 2x2 pool) at batch 64 takes 1.17 ms against 2.38 ms as an implicit GEMM (fp32) and
-// 1.79 ms on tensor cores (fp16), at batch 1 27 us against 47 and 35 us; its second layer (K = 144) is faster as
-// a GEMM (1.42 against 1.62 ms), so beyond K = 32 only when forced.
+// conv2d_direct.comp's limits: K taps times the block's channels of weights in shared memory (10 KiB at most),
+// the block's sums in registers, and the input patch under a workgroup's 32 x 16 pixels of at least one channel in
+// at most 16 KiB of shared memory (strides and dilations up to 4 with a 3x3 kernel). The automatic choice takes it
+// up to K = 32: on an H100, Tiny YOLO's first layer (3x3x3 -> 16 with its 2x2 pool) at batch 64 takes 0.65 ms in
+// fp16 against 1.15 ms on tensor cores (see docs/vulkan.md); its second layer (K = 144) is faster as a GEMM.
 constexpr int most_taps = 160;
 constexpr int most_automatic_taps = 32;
-constexpr std::uint32_t most_channels_per_thread = 32;
-constexpr std::uint32_t threads_per_workgroup = 128;
+constexpr std::uint32_t most_channels_per_thread = 16;
+constexpr std::uint32_t patch_budget_bytes = 16 * 1024;
+// The kernel's workgroup: 16 x 8 cells of 2x2 pixels.
+constexpr std::uint32_t cells_x = 16;
+constexpr std::uint32_t cells_y = 8;
+
+// Floats of one input channel's patch under a workgroup's 2 cells_y x 2 cells_x pixels.
+std::uint64_t patch_floats(const Conv2dDesc& d) {
+  const auto extent = [&](std::uint64_t pixels) {
+    return (pixels - 1) * static_cast<std::uint64_t>(d.stride) +
+           static_cast<std::uint64_t>(d.kernel - 1) * static_cast<std::uint64_t>(d.dilation) + 1;
+  };
+  return extent(2 * cells_y) * extent(2 * cells_x);
+}
 
 }  // namespace
 
 bool direct_conv_fits(const Conv2dDesc& conv) {
-  return conv.groups == 1 && conv.in_channels * conv.kernel * conv.kernel <= most_taps;
+  return conv.groups == 1 && conv.in_channels * conv.kernel * conv.kernel <= most_taps &&
+         patch_floats(conv) * sizeof(float) <= patch_budget_bytes;
 }
 
 bool direct_conv_chosen(const Conv2dDesc& conv, const VulkanConvolutionOptions& options) {
   if (options.algorithm == VulkanConvAlgorithm::direct) {
     if (!direct_conv_fits(conv)) {
-      throw Error(
-          fmt::format("Vulkan: the direct convolution needs one group and at most {} taps per output "
-                      "(in channels x kernel x kernel); this {}x{} convolution of {} channels has {} "
-                      "groups and {} taps",
-                      most_taps, conv.kernel, conv.kernel, conv.in_channels, conv.groups,
-                      conv.in_channels / conv.groups * conv.kernel * conv.kernel));
+      throw Error(fmt::format(
+          "Vulkan: the direct convolution needs one group, at most {} taps per output (in channels x "
+          "kernel x kernel) and an input patch of at most {} bytes per channel; this {}x{} convolution "
+          "of {} channels (stride {}, dilation {}) has {} groups, {} taps and a patch of {} bytes",
+          most_taps, patch_budget_bytes, conv.kernel, conv.kernel, conv.in_channels, conv.stride, conv.dilation,
+          conv.groups, conv.in_channels / conv.groups * conv.kernel * conv.kernel, patch_floats(conv) * sizeof(float)));
     }
     return true;
   }
@@ -53,29 +66,41 @@ void record_direct_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc*
   const Shape& out = output.shape();
   const bool pool = fused_pool != nullptr;
   DirectConvParams p{};
-  p.n = u32(static_cast<std::size_t>(in.n) * out.plane_count() * (pool ? 4 : 1));
   p.in_channels = u32(d.in_channels);
   p.height = u32(in.h);
   p.width = u32(in.w);
   p.out_channels = u32(d.out_channels);
   p.out_height = u32(d.output_size(in.h));
   p.out_width = u32(d.output_size(in.w));
-  p.pool_height = pool ? u32(out.h) : 0;
-  p.pool_width = pool ? u32(out.w) : 0;
-  p.pool_pad_top = pool ? u32(fused_pool->pad_top) : 0;
-  p.pool_pad_left = pool ? u32(fused_pool->pad_left) : 0;
-  p.stride = u32(d.stride);
+  p.cells_height = pool ? u32(out.h) : ceil_div(p.out_height, 2);
+  p.cells_width = pool ? u32(out.w) : ceil_div(p.out_width, 2);
+  p.cell_top = pool ? u32(fused_pool->pad_top) : 0;
+  p.cell_left = pool ? u32(fused_pool->pad_left) : 0;
   p.padding = u32(d.padding);
-  p.dilation = u32(d.dilation);
   p.has_bias = bias ? 1 : 0;
   p.activation = activation_kind(d.activation);
   p.slope = d.activation.slope;
-  if (static_cast<std::uint64_t>(in.n) * out.plane_count() * (pool ? 4 : 1) >= (1ull << 31)) {
-    throw Error(fmt::format("Vulkan: convolution output {} is too large for one direct convolution", out.str()));
-  }
-  // Output channels per thread: all of them up to 32 (a multiple of 4), else blocks of 32 along workgroup z.
+  // Output channels per thread: all of them up to 16 (a multiple of 4), else blocks of 16 along workgroup z.
   const std::uint32_t channels = std::min((p.out_channels + 3) / 4 * 4, most_channels_per_thread);
+  p.channel_blocks = ceil_div(p.out_channels, channels);
   const std::uint32_t taps = u32(d.in_channels * d.kernel * d.kernel);
+  // Input channels staged at once: as many as the patch budget holds.
+  const std::uint32_t chunk =
+      std::clamp(u32(static_cast<std::size_t>(patch_budget_bytes / (patch_floats(d) * 4))), 1u, p.in_channels);
+  const VkPhysicalDeviceLimits& limits = runtime.context.limits();
+  // The kernel indexes elements with 32 bits and spreads images and channel blocks along workgroup z.
+  const std::uint64_t layers = static_cast<std::uint64_t>(in.n) * p.channel_blocks;
+  const std::uint32_t groups_x = ceil_div(p.cells_width, cells_x);
+  const std::uint32_t groups_y = ceil_div(p.cells_height, cells_y);
+  if (input.count() >= (1ull << 32) || output.count() >= (1ull << 32) ||
+      groups_x > limits.maxComputeWorkGroupCount[0] || groups_y > limits.maxComputeWorkGroupCount[1] ||
+      layers > limits.maxComputeWorkGroupCount[2]) {
+    throw Error(
+        fmt::format("Vulkan: a direct convolution of input {} into output {} is too large for one dispatch "
+                    "({}x{}x{} workgroups; the device allows {}x{}x{})",
+                    in.str(), out.str(), groups_x, groups_y, layers, limits.maxComputeWorkGroupCount[0],
+                    limits.maxComputeWorkGroupCount[1], limits.maxComputeWorkGroupCount[2]));
+  }
 
   TensorBuffers& tensors = runtime.tensors;
   CommandRecorder& recorder = runtime.recorder;
@@ -88,19 +113,20 @@ void record_direct_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc*
       .set(DirectConvConstant::taps, taps)
       .set(DirectConvConstant::kernel_size, u32(d.kernel))
       .set_flag(DirectConvConstant::pool, pool)
-      .set(DirectConvConstant::workgroup_size, threads_per_workgroup);
+      .set(DirectConvConstant::stride, u32(d.stride))
+      .set(DirectConvConstant::dilation, u32(d.dilation))
+      .set(DirectConvConstant::chunk, chunk);
   if (any_fp16) {
     constants.set_flag(DirectConvConstant::source_fp16, source.format == TensorFormat::fp16)
         .set_flag(DirectConvConstant::result_fp16, result.format == TensorFormat::fp16);
   }
-  const std::uint32_t workgroups = ceil_div(ceil_div(p.n, 4), threads_per_workgroup);
-  const std::uint32_t x = std::min(workgroups, runtime.context.limits().maxComputeWorkGroupCount[0]);
   recorder.dispatch(runtime.pipelines.get(any_fp16 ? kernels::conv2d_direct_fp16 : kernels::conv2d_direct, constants),
-                    {source, tensors.read(weights), bias_use, result}, p, x, ceil_div(workgroups, x),
-                    ceil_div(p.out_channels, channels));
+                    {source, tensors.read(weights), bias_use, result}, p, groups_x, groups_y,
+                    u32(static_cast<std::size_t>(layers)));
   if (recorder.profiling()) {
+    const double pixels = static_cast<double>(in.n) * p.out_height * p.out_width;
     recorder.describe_last(fmt::format("{} channels/thread{}", channels, pool ? " +maxpool" : ""),
-                           2.0 * p.out_channels * p.n * taps);
+                           2.0 * p.out_channels * pixels * taps);
   }
 }
 

@@ -1,6 +1,7 @@
-// Convolutions with few taps per output computed directly (conv2d_direct.comp): one group and K = in channels *
-// kernel * kernel of at most 160. The automatic plan takes it for K up to 32, the first layer of an RGB network,
-// where an implicit GEMM is gather-bound.
+// Convolutions with few taps per output computed directly (conv2d_direct.comp): one group, K = in channels *
+// kernel * kernel of at most 160, and a stride and dilation small enough that one input channel's patch under a
+// workgroup's 32 x 16 pixels fits its 16 KiB of shared memory. The automatic plan takes it for K up to 32, the
+// first layer of an RGB network, where an implicit GEMM is gather-bound.
 #pragma once
 
 #include "corgy/backend.h"
@@ -8,7 +9,7 @@
 
 namespace corgy::vulkan {
 
-/// Whether conv2d_direct.comp can compute `conv`: one group, K of at most 160.
+/// Whether conv2d_direct.comp can compute `conv`: one group, K of at most 160, an input patch that fits.
 bool direct_conv_fits(const Conv2dDesc& conv);
 
 /// Whether `conv` runs conv2d_direct.comp with `options`: when forced (corgy::Error if it does not fit), or when

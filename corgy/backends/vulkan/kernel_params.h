@@ -93,14 +93,16 @@ enum class DirectConvConstant : std::uint32_t {
   taps = 1,
   kernel_size = 2,
   pool = 3,
-  workgroup_size = 4,
+  stride = 4,
+  dilation = 5,
+  chunk = 6,
   source_fp16 = 10,  // the _fp16 variant only (tensor_storage.glsl)
   result_fp16 = 11,
 };
 
 struct DirectConvParams {
-  std::uint32_t n, in_channels, height, width, out_channels, out_height, out_width, pool_height, pool_width,
-      pool_pad_top, pool_pad_left, stride, padding, dilation, has_bias, activation;
+  std::uint32_t in_channels, height, width, out_channels, out_height, out_width, cells_height, cells_width, cell_top,
+      cell_left, channel_blocks, padding, has_bias, activation;
   float slope;
 };
 
