@@ -33,10 +33,14 @@ layout(constant_id = 4) const uint TILE_K = 32;
 layout(constant_id = 5) const uint KERNEL_SIZE = 3;
 layout(constant_id = 6) const bool POOL = false;
 layout(constant_id = 7) const bool SPLIT_K = false;
+// A 1x1, stride-1, unpadded convolution of an fp16 source whose planes are whole 16-byte units (the host checks):
+// a B unit's 8 columns are 8 consecutive halves of one input plane, read with one 16-byte load.
+layout(constant_id = 9) const bool CONTIGUOUS_B = false;
 // = WARPS_M * WARPS_N * 32, set by the host.
 layout(local_size_x_id = 8) in;
 
 TENSOR_INPUT(0, source, 10)
+layout(binding = 0) readonly buffer SourceUnits { uvec4 source_units[]; };  // CONTIGUOUS_B's view of the source
 layout(binding = 1) readonly buffer Weights { uvec4 weights[]; };  // fp16 [groups * M][k_padded], 8 a unit
 layout(binding = 2) readonly buffer Bias { float bias[]; };
 TENSOR_OUTPUT(3, result, 11)
@@ -100,6 +104,11 @@ uvec4 fetch_a(uint m, uint k, uint group) {
 }
 
 uvec4 fetch_b(uint k) {
+  if (CONTIGUOUS_B) {
+    // column_offset[0] is a multiple of 8: the plane and the unit's first column are.
+    if (k >= k_end || column_y[0] < 0) return uvec4(0);
+    return source_units[(uint(column_offset[0]) + k * p.height * p.width) / 8];
+  }
   vec4 lo = vec4(0.0);
   vec4 hi = vec4(0.0);
   if (k < k_end) {
@@ -209,50 +218,70 @@ void main() {
     }
   }
 
-  // Epilogue, one fragment at a time through this subgroup's scratch: lane l takes row l / 2 and the eight
-  // columns (l % 2) * 8 .. + 7, two pooling windows when pooling.
+  // Epilogue, one fragment at a time through this subgroup's scratch. Lanes take columns, so that the lanes of a
+  // subgroup store to consecutive addresses of an output row: without a pool lane l takes column l % 16 and rows
+  // (l / 16) * 8 .. + 7; with one, lane l takes pooling window l % 4 (its four columns) and rows (l / 4) * 2 .. + 1.
+  // Where a column's output lands depends only on the column, so the divisions are done once per fragment column.
   const uint scratch_base = warp * 256;
-  const uint row_in_fragment = lane / 2;
-  const uint column_in_fragment = (lane % 2) * 8;
-  [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
-    [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
+  const uint lane_column = POOL ? (lane % 4) * 4 : lane % 16;
+  const uint lane_row = POOL ? (lane / 4) * 2 : (lane / 16) * 8;
+  const uint ROWS = POOL ? 2 : 8;
+  const uint plane = POOL ? p.pool_height * p.pool_width : p.out_height * p.out_width;
+  [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
+    const uint n = n0 + (warp_n * FRAGS_N + j) * 16 + lane_column;
+    // The column's output element for channel 0 (its image's first channel), and with a pool which of the window's
+    // cells lie inside the convolution's output.
+    uint channel0_index = 0;
+    bool inside[4];
+    if (POOL) {
+      const uint window = n / 4;
+      const uint image = window / plane;
+      const uint pixel = window - image * plane;
+      channel0_index = image * p.out_channels * plane + pixel;
+      const uint py = pixel / p.pool_width;
+      const uint px = pixel - py * p.pool_width;
+      [[unroll]] for (uint q = 0; q < 4; ++q) {
+        const int y = int(2 * py + q / 2) - int(p.pool_pad_top);
+        const int x = int(2 * px + q % 2) - int(p.pool_pad_left);
+        inside[q] = uint(y) < p.out_height && uint(x) < p.out_width;
+      }
+    } else {
+      const uint image = n / plane;
+      channel0_index = image * p.out_channels * plane + (n - image * plane);
+    }
+    [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
       coopMatStoreNV(accumulators[i][j], scratch, scratch_base, 16, false);
       subgroupBarrier();
-      const uint m = m0 + (warp_m * FRAGS_M + i) * 16 + row_in_fragment;
-      const uint n_first = n0 + (warp_n * FRAGS_N + j) * 16 + column_in_fragment;
       float sums[8];
-      [[unroll]] for (uint e = 0; e < 8; ++e) sums[e] = scratch[scratch_base + row_in_fragment * 16 + column_in_fragment + e];
+      [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        [[unroll]] for (uint q = 0; q < 8 / ROWS; ++q) {
+          sums[r * (8 / ROWS) + q] = scratch[scratch_base + (lane_row + r) * 16 + lane_column + q];
+        }
+      }
       // Every lane has read before the next fragment overwrites the scratch.
       subgroupBarrier();
-      if (m < p.M) {
-        const uint channel = group * p.M + m;
-        if (SPLIT_K) {
-          const uint base = ((split * p.groups + group) * p.M + m) * p.N;
-          [[unroll]] for (uint e = 0; e < 8; ++e) {
-            if (n_first + e < p.N) store_result(base + n_first + e, sums[e]);
-          }
-        } else {
-          const float shift = p.has_bias != 0 ? bias[channel] : 0.0;
-          if (POOL) {
-            [[unroll]] for (uint w = 0; w < 2; ++w) {
-              const uint n = n_first + w * 4;
-              if (n >= p.N) continue;
-              float largest = uintBitsToFloat(0xff800000u);  // -infinity
-              [[unroll]] for (uint e = 0; e < 4; ++e) {
-                uint image;
-                int y, x;
-                conv_column(g, n + e, image, y, x);
-                if (y >= 0) largest = max(largest, activate(p.activation, p.slope, sums[w * 4 + e] + shift));
+      if (n < p.N) {
+        const uint m_first = m0 + (warp_m * FRAGS_M + i) * 16 + lane_row;
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+          const uint m = m_first + r;
+          if (m < p.M) {
+            const uint channel = group * p.M + m;
+            if (SPLIT_K) {
+              // The raw sums of every column, the pool's cells included; the reduction pools them.
+              const uint base = ((split * p.groups + group) * p.M + m) * p.N + n;
+              [[unroll]] for (uint q = 0; q < 8 / ROWS; ++q) store_result(base + q, sums[r * (8 / ROWS) + q]);
+            } else {
+              const float shift = p.has_bias != 0 ? bias[channel] : 0.0;
+              float value;
+              if (POOL) {
+                value = uintBitsToFloat(0xff800000u);  // -infinity
+                [[unroll]] for (uint q = 0; q < 4; ++q) {
+                  if (inside[q]) value = max(value, activate(p.activation, p.slope, sums[r * 4 + q] + shift));
+                }
+              } else {
+                value = activate(p.activation, p.slope, sums[r] + shift);
               }
-              store_result(conv_output_index(g, p.out_channels, channel, n), largest);
-            }
-          } else {
-            [[unroll]] for (uint e = 0; e < 8; ++e) {
-              const uint n = n_first + e;
-              if (n < p.N) {
-                store_result(conv_output_index(g, p.out_channels, channel, n),
-                             activate(p.activation, p.slope, sums[e] + shift));
-              }
+              store_result(channel0_index + channel * plane, value);
             }
           }
         }

@@ -35,6 +35,10 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
   const bool split = plan.splits > 1;
   const bool any_fp16 = source.format == TensorFormat::fp16 || result.format == TensorFormat::fp16;
 
+  // On tensor cores B's units of 8 columns are 8 consecutive halves of one plane for a 1x1 convolution without
+  // stride, padding or pool of an fp16 source whose planes are whole units: one 16-byte load instead of 8 gathered.
+  const bool contiguous_b = coopmat && kernel_size == 1 && p.stride == 1 && p.padding == 0 && !pool &&
+                            source.format == TensorFormat::fp16 && p.height * p.width % 8 == 0;
   SpecializationConstants constants;
   const KernelInfo* kernel = nullptr;
   if (coopmat) {
@@ -49,6 +53,7 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
         .set_flag(CoopmatConstant::pool, pool)
         .set_flag(CoopmatConstant::split_k, split)
         .set(CoopmatConstant::workgroup_size, t.threads())
+        .set_flag(CoopmatConstant::contiguous_b, contiguous_b)
         .set_flag(CoopmatConstant::source_fp16, source.format == TensorFormat::fp16)
         .set_flag(CoopmatConstant::result_fp16, result.format == TensorFormat::fp16);
   } else {
@@ -75,7 +80,8 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
   recorder.dispatch(runtime.pipelines.get(*kernel, constants), {source, a, bias, result}, p, groups[0], groups[1],
                     groups[2]);
   const double flops = 2.0 * p.m * p.n * p.k * p.groups;
-  if (recorder.profiling()) recorder.describe_last(plan.describe() + (pool ? " +maxpool" : ""), flops);
+  if (recorder.profiling())
+    recorder.describe_last(plan.describe() + (pool ? " +maxpool" : "") + (contiguous_b ? " contiguous B" : ""), flops);
 }
 
 void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* fused_pool,

@@ -75,6 +75,7 @@ enum class CoopmatConstant : std::uint32_t {
   pool = 6,
   split_k = 7,
   workgroup_size = 8,
+  contiguous_b = 9,
   source_fp16 = 10,
   result_fp16 = 11,
 };

@@ -53,7 +53,8 @@ WinogradGeometry geometry(const Conv2dDesc& d, const Shape& in) {
     throw Error(fmt::format("Vulkan: Winograd convolution of input {} has too many tiles ({})", in.str(), tiles));
   }
   g.tiles = u32(static_cast<std::size_t>(tiles));
-  g.tiles_pitch = (g.tiles + 3) / 4 * 4;  // whole vec4s for the GEMM
+  // Whole vec4s for the fp32 GEMM; whole 16-byte units of 8 halves, which conv2d_coopmat.comp loads at once, in fp16.
+  g.tiles_pitch = (g.tiles + 7) / 8 * 8;
   return g;
 }
 
