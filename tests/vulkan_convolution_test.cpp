@@ -279,7 +279,7 @@ TEST(VulkanConvolution, FirstLayersOfFewTapsRunTheDirectKernel) {
 
 TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
   // 64 -> 64 channels over 2 x 32 x 32 tiles of 2x2: Winograd in fp32 (three dispatches, pool fused), not in fp16;
-  // the same layer on one small image is an implicit GEMM. In fp16, 384 input channels on tensor cores are Winograd.
+  // the same layer on one small image is an implicit GEMM. In fp16, 256 input channels on tensor cores are Winograd.
   std::mt19937 rng(25);
   const ConvCase c{{2, 64, 64, 64}, {.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1}};
   const Operands o = random_operands(c, rng);
@@ -309,9 +309,9 @@ TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
     VulkanOptions options = validated_vulkan_options();
     options.precision = Precision::fp16;
     VulkanBackend vulkan(options);
-    const Conv2dDesc wide{.in_channels = 384, .out_channels = 64, .kernel = 3, .padding = 1};
-    const Variable wide_weights = random_variable({64, 384, 3, 3}, rng, 0.02f);
-    const Variable wide_input = random_variable({1, 384, 16, 16}, rng);
+    const Conv2dDesc wide{.in_channels = 256, .out_channels = 64, .kernel = 3, .padding = 1};
+    const Variable wide_weights = random_variable({64, 256, 3, 3}, rng, 0.02f);
+    const Variable wide_input = random_variable({1, 256, 16, 16}, rng);
     Variable wide_output({1, 64, 16, 16});
     vulkan.upload_constant(wide_weights);
     vulkan.set_profiling(true);

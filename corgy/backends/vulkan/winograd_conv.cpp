@@ -25,10 +25,10 @@ std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / 
 // 104x104 was 1.2x slower at batch 64, 16 -> 32 at 208x208 1.6x slower.
 constexpr int least_channels = 64;
 // In fp16 precision its GEMMs run on tensor cores (conv2d_coopmat.comp) and so does the implicit GEMM it competes
-// with: there it pays from this many input channels on. In Tiny YOLO at batch 64 on the H100 (model_benchmark
-// --profile): 13x13 1024 -> 1024 1.72 against 2.65 ms, 512 -> 1024 1.11 against 1.33, 26x26 384 -> 256 0.94 against
-// 1.09; but 52x52 64 -> 128 1.30 against 0.44, 26x26 128 -> 256 0.70 against 0.37, 13x13 256 -> 512 0.47 against 0.37.
-constexpr int least_input_channels_on_tensor_cores = 384;
+// with: there it pays from this many input channels on. In Tiny YOLO at batch 64 on the H100 (vulkan_conv_benchmark,
+// after the coalesced epilogue): 13x13 256 -> 512 0.28 against 0.33 ms, but 26x26 128 -> 256 0.31 against 0.30 and
+// 52x52 64 -> 128 0.52 against 0.34.
+constexpr int least_input_channels_on_tensor_cores = 256;
 // ... and at least this many output tiles (of 2x2 pixels, every image): fewer leave the GEMMs too few columns
 // (13x13 has 49).
 constexpr std::uint64_t least_tiles = 32;
