@@ -160,6 +160,7 @@ std::vector<Variant> variants() {
   list.push_back({"winograd fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::winograd}});
   list.push_back({"implicit fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::implicit_gemm}});
   list.push_back({"coopmat fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::cooperative_matrix}});
+  list.push_back({"patch coopmat fp16", Precision::fp16, {.algorithm = VulkanConvAlgorithm::patch_cooperative_matrix}});
   list.push_back({"coopmat fp16 unfused",
                   Precision::fp16,
                   {.algorithm = VulkanConvAlgorithm::cooperative_matrix, .fuse_pool = false}});
@@ -282,7 +283,9 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
     options.convolution = list[v].convolution;
     options.gemm_tiles = list[v].gemm_tiles;
     corgy::VulkanBackend vulkan(options);
-    if (list[v].convolution.algorithm == VulkanConvAlgorithm::cooperative_matrix && !vulkan.cooperative_matrix()) {
+    const bool tensor_cores = list[v].convolution.algorithm == VulkanConvAlgorithm::cooperative_matrix ||
+                              list[v].convolution.algorithm == VulkanConvAlgorithm::patch_cooperative_matrix;
+    if (tensor_cores && !vulkan.cooperative_matrix()) {
       fmt::print("{}: skipped, the device has no cooperative matrices for fp16\n", list[v].name);
       continue;
     }
@@ -290,6 +293,11 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
       if (layer_shapes[l].name().find(settings.only_layers) == std::string::npos) continue;
       if (list[v].convolution.algorithm == VulkanConvAlgorithm::direct &&
           !corgy::vulkan::direct_conv_fits(layer_shapes[l].desc())) {
+        continue;
+      }
+      // conv2d_patch_coopmat.comp takes up to 64 input channels (patch_coopmat_conv.h).
+      if (list[v].convolution.algorithm == VulkanConvAlgorithm::patch_cooperative_matrix &&
+          layer_shapes[l].desc().in_channels > 64) {
         continue;
       }
       if (list[v].convolution.algorithm == VulkanConvAlgorithm::winograd &&

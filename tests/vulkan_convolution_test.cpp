@@ -130,6 +130,53 @@ TEST(VulkanConvolution, EveryAlgorithmTileShapeAndSplitMatchesNaive) {
   }
 }
 
+TEST(VulkanConvolution, TensorCoreKernelsMatchNaiveInFp16) {
+  // Both cooperative-matrix kernels, forced, on every case they fit, with and without a fused 2x2 max pool (padded
+  // on odd sizes), and the automatic plan; fp16 operands against the fp32 naive result. Devices without
+  // VK_NV_cooperative_matrix (lavapipe) skip this.
+  VulkanOptions options = validated_vulkan_options();
+  options.precision = Precision::fp16;
+  if (!VulkanBackend(options).cooperative_matrix()) GTEST_SKIP() << "the device has no cooperative matrices";
+  std::mt19937 rng(27);
+  NaiveBackend naive;
+  const Pool2dDesc pool{.pad_bottom = 1, .pad_right = 1};
+  std::vector<ConvCase> cases = conv_cases();
+  // Beyond one workgroup's 8 x 32 pixels on both axes, two chunks of input channels, more than 64 output channels.
+  cases.push_back({{2, 20, 19, 70}, {.in_channels = 20, .out_channels = 72, .kernel = 3, .padding = 1}});
+  for (const ConvCase& c : cases) {
+    const Operands o = random_operands(c, rng);
+    const Variable expected = conv_naive(c.desc, o.input, o.weights, o.bias);
+    const Shape& conv_shape = expected.shape();
+    Variable expected_pooled({conv_shape.n, conv_shape.c, pool.output_h(conv_shape.h), pool.output_w(conv_shape.w)});
+    naive.pool2d(pool, expected, expected_pooled);
+    for (const VulkanConvAlgorithm algorithm : {VulkanConvAlgorithm::automatic, VulkanConvAlgorithm::cooperative_matrix,
+                                                VulkanConvAlgorithm::patch_cooperative_matrix}) {
+      options.convolution = {.algorithm = algorithm};
+      VulkanBackend vulkan(options);
+      // The patch kernel refuses several groups, more than 64 input channels, and patches too large for shared
+      // memory (strides of 2 here: 48 KiB on the GPUs this runs on).
+      if (algorithm == VulkanConvAlgorithm::patch_cooperative_matrix &&
+          (c.desc.groups > 1 || c.desc.in_channels > 64 || c.desc.stride > 1)) {
+        try {
+          conv_vulkan(vulkan, c.desc, o);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("patch cooperative-matrix convolution needs"), std::string::npos);
+          continue;
+        }
+        EXPECT_LE(c.desc.in_channels, 64) << describe(c);
+        EXPECT_EQ(c.desc.groups, 1) << describe(c);
+      }
+      EXPECT_TRUE(outputs_match(conv_vulkan(vulkan, c.desc, o), expected, 2e-2))
+          << describe(c) << ", algorithm " << static_cast<int>(algorithm);
+      if (c.desc.groups > 1) continue;
+      Variable pooled(expected_pooled.shape());
+      vulkan.conv2d_maxpool(c.desc, pool, o.input, o.weights, &o.bias, pooled);
+      EXPECT_TRUE(outputs_match(pooled, expected_pooled, 2e-2))
+          << describe(c) << " + maxpool, algorithm " << static_cast<int>(algorithm);
+    }
+  }
+}
+
 TEST(VulkanConvolution, SplitKIsChosenForSkinnyProblems) {
   // Tiny YOLO's 13x13x1024 -> 1024 layer at batch 1: too few tiles for a large GPU without a split of K.
   VkPhysicalDeviceLimits limits{};
@@ -227,7 +274,8 @@ TEST(VulkanConvolution, Fp16PrecisionKeepsIntermediatesInHalfAndStaysClose) {
   model.forward(input);
   const std::vector<std::string> kernels = dispatched_kernels(vulkan);
   const bool coopmat = vulkan.cooperative_matrix();
-  const std::string conv_kernel = coopmat ? "conv2d_coopmat_fp16" : "conv2d_implicit_gemm_fp16";
+  // 16 input channels on tensor cores: the patch kernel.
+  const std::string conv_kernel = coopmat ? "conv2d_patch_coopmat_fp16" : "conv2d_implicit_gemm_fp16";
   // Sequential fuses each convolution with its pool: the 2x2/2 pool into the first convolution's output (fp32
   // input, fp16 output; the direct kernel, K = 27), the darknet 2/1 pool as a second dispatch; a conversion for
   // the batch norm, which reads fp32 only; the last convolution (1x1, K = 32: direct too) reads and writes fp32.

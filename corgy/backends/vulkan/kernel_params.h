@@ -107,6 +107,24 @@ struct DirectConvParams {
   float slope;
 };
 
+/// conv2d_patch_coopmat.comp's constant_id values.
+enum class PatchCoopmatConstant : std::uint32_t {
+  output_fragments = 0,
+  chunks = 1,
+  kernel_size = 2,
+  pool = 3,
+  stride = 4,
+  dilation = 5,
+  source_fp16 = 10,
+  result_fp16 = 11,
+};
+
+struct PatchCoopmatParams {
+  std::uint32_t in_channels, height, width, out_channels, out_height, out_width, pool_height, pool_width, cell_top,
+      cell_left, channel_blocks, padding, has_bias, activation;
+  float slope;
+};
+
 /// winograd_input_transform.comp's and winograd_output_transform.comp's push constants (winograd_conv.cpp).
 struct WinogradInputParams {
   std::uint32_t channels, height, width, tiles_h, tiles_w, tiles, tiles_pitch, padding;
@@ -234,6 +252,7 @@ inline constexpr KernelInfo gemm_tiled{"gemm_tiled", 4, sizeof(GemmParams)};
 inline constexpr KernelInfo conv2d_implicit_gemm{"conv2d_implicit_gemm", 4, sizeof(ImplicitGemmParams)};
 inline constexpr KernelInfo conv2d_implicit_gemm_fp16{"conv2d_implicit_gemm_fp16", 4, sizeof(ImplicitGemmParams), true};
 inline constexpr KernelInfo conv2d_coopmat_fp16{"conv2d_coopmat_fp16", 4, sizeof(ImplicitGemmParams), true};
+inline constexpr KernelInfo conv2d_patch_coopmat_fp16{"conv2d_patch_coopmat_fp16", 4, sizeof(PatchCoopmatParams), true};
 inline constexpr KernelInfo conv2d_direct{"conv2d_direct", 4, sizeof(DirectConvParams)};
 inline constexpr KernelInfo conv2d_direct_fp16{"conv2d_direct_fp16", 4, sizeof(DirectConvParams), true};
 inline constexpr KernelInfo conv2d_split_k_reduce{"conv2d_split_k_reduce", 3, sizeof(SplitKReduceParams)};

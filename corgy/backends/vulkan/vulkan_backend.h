@@ -57,13 +57,24 @@ struct VulkanGemmTiles {
 ///  - im2col_gemm: im2col.comp + gemm_tiled.comp, the reference path;
 ///  - implicit_gemm: conv2d_implicit_gemm.comp, fp32 arithmetic on fp32 or fp16 tensors;
 ///  - cooperative_matrix: conv2d_coopmat.comp on tensor cores; needs fp16 precision and a device that offers it;
+///  - patch_cooperative_matrix: conv2d_patch_coopmat.comp, tensor cores over an input patch in shared memory, for
+///    one group and at most 64 input channels (patch_coopmat_conv.h); automatic picks it in fp16 on tensor cores
+///    up to 16 input channels where the direct kernel does not fit (the second layer of an RGB network);
 ///  - direct: conv2d_direct.comp, for one group with K = in channels * kernel * kernel of at most 160; automatic
 ///    picks it up to K = 32 (the first layer of an RGB network) unless a GEMM tile shape is forced;
 ///  - winograd: Winograd's F(2x2, 3x3) (winograd_conv.h), for 3x3 convolutions at stride 1 without dilation or
 ///    groups: 2.25x fewer multiplications through 16 batched gemm_tiled.comp GEMMs; automatic picks it for wide
 ///    layers with many output tiles in fp32 precision. VulkanOptions::gemm_tiles forces its GEMMs' tile shape.
 /// Depthwise convolutions always run depthwise_conv2d.comp.
-enum class VulkanConvAlgorithm { automatic, im2col_gemm, implicit_gemm, cooperative_matrix, direct, winograd };
+enum class VulkanConvAlgorithm {
+  automatic,
+  im2col_gemm,
+  implicit_gemm,
+  cooperative_matrix,
+  patch_cooperative_matrix,
+  direct,
+  winograd
+};
 
 /// conv2d_coopmat.comp's tile: warps_m x warps_n subgroups, each frags_m x frags_n 16x16 fragments of C, steps of
 /// tile_k along K. All zero lets the backend choose.

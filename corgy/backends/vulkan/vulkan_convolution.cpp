@@ -6,6 +6,7 @@
 #include "corgy/backends/vulkan/direct_conv.h"
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
+#include "corgy/backends/vulkan/patch_coopmat_conv.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 #include "corgy/backends/vulkan/winograd_conv.h"
 
@@ -115,6 +116,8 @@ void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Var
       record_im2col_gemm(runtime, d, input, weights, bias, output);
     } else if (vulkan::direct_conv_chosen(d, runtime.options.convolution)) {
       vulkan::record_direct_conv(runtime, d, nullptr, input, weights, bias, output);
+    } else if (vulkan::patch_coopmat_chosen(runtime, d)) {
+      vulkan::record_patch_coopmat_conv(runtime, d, nullptr, input, weights, bias, output);
     } else if (vulkan::winograd_chosen(runtime, d, input.shape())) {
       vulkan::record_winograd_conv(runtime, d, nullptr, input, weights, bias, output);
     } else {
@@ -132,6 +135,10 @@ void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& poo
                          runtime.options.convolution.algorithm != VulkanConvAlgorithm::im2col_gemm;
     if (fusable && vulkan::direct_conv_chosen(conv, runtime.options.convolution)) {
       vulkan::record_direct_conv(runtime, conv, &pool, input, weights, bias, output);
+      return;
+    }
+    if (fusable && vulkan::patch_coopmat_chosen(runtime, conv)) {
+      vulkan::record_patch_coopmat_conv(runtime, conv, &pool, input, weights, bias, output);
       return;
     }
     // Winograd fuses only pools whose windows are its tiles. Other pools: the implicit GEMM fuses them, unless

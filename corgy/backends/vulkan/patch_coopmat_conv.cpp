@@ -1,0 +1,166 @@
+#include "corgy/backends/vulkan/patch_coopmat_conv.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "corgy/error.h"
+
+namespace corgy::vulkan {
+
+namespace {
+
+std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
+
+// conv2d_patch_coopmat.comp's block: 8 x 32 output pixels (4 x 16 pool windows), 16 input channels at a time,
+// at most 4 x 16 output channels per workgroup.
+constexpr std::uint32_t block_height = 8;
+constexpr std::uint32_t block_width = 32;
+constexpr std::uint32_t channels_per_chunk = 16;
+constexpr int most_in_channels = 64;
+constexpr std::uint32_t most_output_fragments = 4;
+// Two 16x16 fp32 fragments per subgroup, 8 subgroups.
+constexpr std::uint64_t scratch_bytes = 8 * 512 * sizeof(float);
+// The automatic choice: up to one chunk of input channels, where the direct kernel did not take the layer first.
+// On an H200 at batch 64 (vulkan_conv_benchmark, fp16, with the layer's 2x2 max pool fused) against the
+// cooperative-matrix implicit GEMM: Tiny YOLO's 208x208 16 -> 32 layer 0.81 against 1.06 ms; 104x104 32 -> 64 0.50
+// against 0.50; 52x52 64 -> 128 0.39 against 0.32; and its first layer (3 -> 16 at 416x416) 1.49 against 1.33,
+// where the direct kernel takes 0.67.
+constexpr int most_automatic_in_channels = 16;
+
+// A unique address for TensorBuffers::derived_constant: the weights as fp16 [rows][chunks][taps][16].
+constexpr char arranged_weights_kind = 0;
+
+std::uint32_t output_fragments(const Conv2dDesc& d) {
+  return std::min(ceil_div(u32(d.out_channels), 16), most_output_fragments);
+}
+
+// The kernel's shared memory: the patch of one chunk (the input under the block), that chunk's weights (a row
+// of taps x 16 halves per output channel, padded by 16 bytes) and the epilogue's scratch.
+std::uint64_t shared_bytes(const Conv2dDesc& d) {
+  const auto extent = [&](std::uint64_t pixels) {
+    return (pixels - 1) * static_cast<std::uint64_t>(d.stride) +
+           static_cast<std::uint64_t>(d.kernel - 1) * static_cast<std::uint64_t>(d.dilation) + 1;
+  };
+  const std::uint64_t patch = extent(block_height) * extent(block_width) * channels_per_chunk * 2;
+  const std::uint64_t weights =
+      output_fragments(d) * 16ull * (static_cast<std::uint64_t>(d.kernel) * d.kernel * 16 + 8) * 2;
+  return patch + weights + scratch_bytes;
+}
+
+}  // namespace
+
+bool patch_coopmat_fits(const Runtime& runtime, const Conv2dDesc& conv) {
+  return runtime.half_precision() && runtime.context.features().cooperative_matrix && conv.groups == 1 &&
+         conv.in_channels <= most_in_channels &&
+         shared_bytes(conv) <= runtime.context.limits().maxComputeSharedMemorySize;
+}
+
+bool patch_coopmat_chosen(const Runtime& runtime, const Conv2dDesc& conv) {
+  const VulkanConvolutionOptions& options = runtime.options.convolution;
+  if (options.algorithm == VulkanConvAlgorithm::patch_cooperative_matrix) {
+    if (!patch_coopmat_fits(runtime, conv)) {
+      throw Error(fmt::format(
+          "Vulkan: the patch cooperative-matrix convolution needs fp16 precision on a device with "
+          "VK_NV_cooperative_matrix, one group, at most {} input channels, and its input patch, weights and scratch "
+          "in shared memory; this {}x{} convolution (stride {}, dilation {}) has {} groups and {} input channels "
+          "and needs {} bytes (the device allows {})",
+          most_in_channels, conv.kernel, conv.kernel, conv.stride, conv.dilation, conv.groups, conv.in_channels,
+          shared_bytes(conv), runtime.context.limits().maxComputeSharedMemorySize));
+    }
+    return true;
+  }
+  return options.algorithm == VulkanConvAlgorithm::automatic && options.tiles.automatic() &&
+         options.coopmat_tiles.automatic() && patch_coopmat_fits(runtime, conv) &&
+         conv.in_channels <= most_automatic_in_channels;
+}
+
+void record_patch_coopmat_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* fused_pool,
+                               const Variable& input, const Variable& weights, const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const bool pool = fused_pool != nullptr;
+  PatchCoopmatParams p{};
+  p.in_channels = u32(d.in_channels);
+  p.height = u32(in.h);
+  p.width = u32(in.w);
+  p.out_channels = u32(d.out_channels);
+  p.out_height = u32(d.output_size(in.h));
+  p.out_width = u32(d.output_size(in.w));
+  p.pool_height = pool ? u32(out.h) : 0;
+  p.pool_width = pool ? u32(out.w) : 0;
+  p.cell_top = pool ? u32(fused_pool->pad_top) : 0;
+  p.cell_left = pool ? u32(fused_pool->pad_left) : 0;
+  p.padding = u32(d.padding);
+  p.has_bias = bias ? 1 : 0;
+  p.activation = activation_kind(d.activation);
+  p.slope = d.activation.slope;
+  const std::uint32_t fragments = output_fragments(d);
+  p.channel_blocks = ceil_div(p.out_channels, fragments * 16);
+  const std::uint32_t chunks = ceil_div(p.in_channels, channels_per_chunk);
+  const std::uint32_t taps = u32(d.kernel * d.kernel);
+
+  // The kernel indexes elements with 32 bits and spreads images and channel blocks along workgroup z.
+  const VkPhysicalDeviceLimits& limits = runtime.context.limits();
+  const std::uint64_t layers = static_cast<std::uint64_t>(in.n) * p.channel_blocks;
+  const std::uint32_t groups_x = pool ? ceil_div(p.pool_width, block_width / 2) : ceil_div(p.out_width, block_width);
+  const std::uint32_t groups_y =
+      pool ? ceil_div(p.pool_height, block_height / 2) : ceil_div(p.out_height, block_height);
+  if (input.count() >= (1ull << 32) || output.count() >= (1ull << 32) ||
+      groups_x > limits.maxComputeWorkGroupCount[0] || groups_y > limits.maxComputeWorkGroupCount[1] ||
+      layers > limits.maxComputeWorkGroupCount[2]) {
+    throw Error(
+        fmt::format("Vulkan: a patch cooperative-matrix convolution of input {} into output {} is too large "
+                    "for one dispatch ({}x{}x{} workgroups; the device allows {}x{}x{})",
+                    in.str(), out.str(), groups_x, groups_y, layers, limits.maxComputeWorkGroupCount[0],
+                    limits.maxComputeWorkGroupCount[1], limits.maxComputeWorkGroupCount[2]));
+  }
+
+  // A: the weights as fp16 rows of chunks x taps x 16 input channels, rows padded to whole blocks with zeros.
+  const std::uint32_t rows = p.channel_blocks * fragments * 16;
+  const std::uint32_t row_length = taps * chunks * channels_per_chunk;
+  TensorBuffers& tensors = runtime.tensors;
+  BufferUse a = tensors.derived_constant(
+      weights, &arranged_weights_kind, static_cast<VkDeviceSize>(rows) * row_length * sizeof(std::uint16_t),
+      [&](const float* values, void* destination) {
+        auto* halves = static_cast<std::uint16_t*>(destination);
+        std::fill(halves, halves + static_cast<std::size_t>(rows) * row_length, std::uint16_t{0});
+        for (std::uint32_t m = 0; m < p.out_channels; ++m) {
+          for (std::uint32_t c = 0; c < p.in_channels; ++c) {
+            for (std::uint32_t t = 0; t < taps; ++t) {
+              halves[static_cast<std::size_t>(m) * row_length +
+                     (c / channels_per_chunk * taps + t) * channels_per_chunk + c % channels_per_chunk] =
+                  to_half(values[(static_cast<std::size_t>(m) * p.in_channels + c) * taps + t]);
+            }
+          }
+        }
+      });
+  a.format = TensorFormat::fp16;
+  a.count = static_cast<std::size_t>(rows) * row_length;
+
+  CommandRecorder& recorder = runtime.recorder;
+  const BufferUse source = tensors.read(input);
+  const BufferUse bias_use = bias ? tensors.read(*bias) : recorder.unused_binding();
+  const BufferUse result = tensors.write(output, true);
+  SpecializationConstants constants;
+  constants.set(PatchCoopmatConstant::output_fragments, fragments)
+      .set(PatchCoopmatConstant::chunks, chunks)
+      .set(PatchCoopmatConstant::kernel_size, u32(d.kernel))
+      .set_flag(PatchCoopmatConstant::pool, pool)
+      .set(PatchCoopmatConstant::stride, u32(d.stride))
+      .set(PatchCoopmatConstant::dilation, u32(d.dilation))
+      .set_flag(PatchCoopmatConstant::source_fp16, source.format == TensorFormat::fp16)
+      .set_flag(PatchCoopmatConstant::result_fp16, result.format == TensorFormat::fp16);
+  recorder.dispatch(runtime.pipelines.get(kernels::conv2d_patch_coopmat_fp16, constants), {source, a, bias_use, result},
+                    p, groups_x, groups_y, u32(static_cast<std::size_t>(layers)));
+  if (recorder.profiling()) {
+    const double pixels = static_cast<double>(in.n) * p.out_height * p.out_width;
+    recorder.describe_last(
+        fmt::format("{} channels x 8x32 pixels, {} input chunks{}", fragments * 16, chunks, pool ? " +maxpool" : ""),
+        2.0 * p.out_channels * pixels * p.in_channels * taps);
+  }
+}
+
+}  // namespace corgy::vulkan
