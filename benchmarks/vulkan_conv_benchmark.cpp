@@ -168,18 +168,23 @@ std::vector<Variant> variants() {
       {"coopmat fp16 no split", Precision::fp16, {.algorithm = VulkanConvAlgorithm::cooperative_matrix, .split_k = 1}});
   std::vector<corgy::VulkanCoopmatTiles> coopmat;
   for (const auto& rated : corgy::vulkan::coopmat_tile_choices()) coopmat.push_back(rated.tiles);
-  for (const corgy::VulkanCoopmatTiles t : {corgy::VulkanCoopmatTiles{4, 2, 2, 4, 32},
-                                            {2, 4, 4, 2, 64},
-                                            {2, 2, 4, 4, 32},
-                                            {2, 4, 2, 4, 32},
-                                            {4, 2, 2, 2, 32}}) {
-    coopmat.push_back(t);
-  }
+  // Beyond the table: longer K steps (fewer barriers) and larger subgroup tiles.
+  const std::vector<corgy::VulkanCoopmatTiles> more_coopmat = {
+      {4, 2, 2, 2, 64}, {2, 4, 2, 2, 64}, {2, 2, 2, 2, 64}, {4, 2, 2, 4, 32}, {2, 4, 4, 2, 64}};
+  for (const corgy::VulkanCoopmatTiles& t : more_coopmat) coopmat.push_back(t);
   for (const corgy::VulkanCoopmatTiles& t : coopmat) {
     list.push_back(
         {fmt::format("coopmat fp16 {}x{}x{} ({}x{} warps)", t.tile_m(), t.tile_n(), t.tile_k, t.warps_m, t.warps_n),
          Precision::fp16,
          {.algorithm = VulkanConvAlgorithm::cooperative_matrix, .coopmat_tiles = t}});
+  }
+  // Winograd's GEMMs with the table's first shape and the longer K steps.
+  for (const corgy::VulkanCoopmatTiles t :
+       {corgy::VulkanCoopmatTiles{4, 2, 2, 2, 32}, {4, 2, 2, 2, 64}, {2, 4, 2, 2, 64}}) {
+    list.push_back(
+        {fmt::format("winograd fp16 {}x{}x{} ({}x{} warps)", t.tile_m(), t.tile_n(), t.tile_k, t.warps_m, t.warps_n),
+         Precision::fp16,
+         {.algorithm = VulkanConvAlgorithm::winograd, .coopmat_tiles = t}});
   }
   return list;
 }

@@ -157,7 +157,9 @@ ConvPlan record_half_gemms(Runtime& runtime, const Conv2dDesc& d, const Winograd
   p.groups = 16;
   p.activation = activation_kind(Activation::none());
   const ConvDevice device{&runtime.context.limits(), runtime.context.features().cooperative_matrix};
-  const ConvPlan plan = plan_convolution({p.m, p.n, p.k, p.groups}, {.split_k = 1}, device);
+  // A cooperative-matrix tile shape forced through VulkanOptions::convolution applies to these GEMMs too.
+  const ConvPlan plan = plan_convolution(
+      {p.m, p.n, p.k, p.groups}, {.coopmat_tiles = runtime.options.convolution.coopmat_tiles, .split_k = 1}, device);
   p.k_per_split = plan.k_per_split;
   p.tiles_m = ceil_div(p.m, plan.tile_m());
   p.lda = (p.k + 7) / 8 * 8;
