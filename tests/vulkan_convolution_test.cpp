@@ -7,6 +7,7 @@
 
 #include "corgy/backends/vulkan/conv_plan.h"
 #include "corgy/backends/vulkan/direct_conv.h"
+#include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/backends/vulkan/winograd_conv.h"
 #include "test_util.h"
 #include "vulkan_test_options.h"
@@ -191,6 +192,26 @@ TEST(VulkanConvolution, SplitKIsChosenForSkinnyProblems) {
   // most_splits caps the choice.
   const VulkanConvolutionOptions capped{.most_splits = 2};
   EXPECT_LE(vulkan::plan_convolution({1024, 169, 9216, 1}, capped, {&limits, false}).splits, 2u);
+}
+
+TEST(VulkanConvolution, DispatchesBeyondTheDeviceGridAreRefusedWithTheShapes) {
+  VkPhysicalDeviceLimits limits{};
+  limits.maxComputeWorkGroupCount[0] = limits.maxComputeWorkGroupCount[1] = limits.maxComputeWorkGroupCount[2] = 65535;
+  EXPECT_NO_THROW(vulkan::check_dispatch_fits(limits, "direct convolution", "(64, 3, 416, 416)", "(64, 16, 208, 208)",
+                                              64ull * 16 * 416 * 416, 13, 26, 64));
+  try {
+    vulkan::check_dispatch_fits(limits, "direct convolution", "(70000, 3, 8, 8)", "(70000, 16, 4, 4)",
+                                70000ull * 16 * 8 * 8, 1, 1, 70000);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("direct convolution of input (70000, 3, 8, 8) into output (70000, 16, 4, 4) is too large"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("1x1x70000 workgroups"), std::string::npos) << text;
+  }
+  // 2^32 elements cannot be indexed with 32 bits, whatever the grid.
+  EXPECT_THROW(vulkan::check_dispatch_fits(limits, "x", "a", "b", 1ull << 32, 1, 1, 1), Error);
 }
 
 // Pools after a convolution: fused into its output (2x2 stride 2, with and without padding on odd sizes), or not

@@ -4,15 +4,12 @@
 
 #include <algorithm>
 
+#include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
 
 namespace {
-
-std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
 // conv2d_direct.comp's limits: K taps times the block's channels of weights in shared memory (10 KiB at most),
 // the block's sums in registers, and the input patch under a workgroup's 32 x 16 pixels of at least one channel in
@@ -92,15 +89,8 @@ void record_direct_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc*
   const std::uint64_t layers = static_cast<std::uint64_t>(in.n) * p.channel_blocks;
   const std::uint32_t groups_x = ceil_div(p.cells_width, cells_x);
   const std::uint32_t groups_y = ceil_div(p.cells_height, cells_y);
-  if (input.count() >= (1ull << 32) || output.count() >= (1ull << 32) ||
-      groups_x > limits.maxComputeWorkGroupCount[0] || groups_y > limits.maxComputeWorkGroupCount[1] ||
-      layers > limits.maxComputeWorkGroupCount[2]) {
-    throw Error(
-        fmt::format("Vulkan: a direct convolution of input {} into output {} is too large for one dispatch "
-                    "({}x{}x{} workgroups; the device allows {}x{}x{})",
-                    in.str(), out.str(), groups_x, groups_y, layers, limits.maxComputeWorkGroupCount[0],
-                    limits.maxComputeWorkGroupCount[1], limits.maxComputeWorkGroupCount[2]));
-  }
+  check_dispatch_fits(limits, "direct convolution", in.str(), out.str(), std::max(input.count(), output.count()),
+                      groups_x, groups_y, layers);
 
   TensorBuffers& tensors = runtime.tensors;
   CommandRecorder& recorder = runtime.recorder;

@@ -4,13 +4,12 @@
 
 #include <algorithm>
 
+#include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
 
 namespace {
-
-std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
 // Workgroups that keep a large GPU (100+ compute units) busy.
 constexpr double busy_workgroups = 128.0;

@@ -4,15 +4,12 @@
 
 #include <algorithm>
 
+#include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
 
 namespace {
-
-std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
 // The dispatch's workgroups: tiles along x (and y once x reaches the device's limit), groups and splits along z.
 std::array<std::uint32_t, 3> workgroups(std::uint32_t tiles, std::uint32_t layers,

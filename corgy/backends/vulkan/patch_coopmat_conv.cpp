@@ -4,15 +4,12 @@
 
 #include <algorithm>
 
+#include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
 
 namespace {
-
-std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
 // conv2d_patch_coopmat.comp's block: 8 x 32 output pixels (4 x 16 pool windows), 16 input channels at a time,
 // at most 4 x 16 output channels per workgroup.
@@ -108,15 +105,8 @@ void record_patch_coopmat_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
   const std::uint32_t groups_x = pool ? ceil_div(p.pool_width, block_width / 2) : ceil_div(p.out_width, block_width);
   const std::uint32_t groups_y =
       pool ? ceil_div(p.pool_height, block_height / 2) : ceil_div(p.out_height, block_height);
-  if (input.count() >= (1ull << 32) || output.count() >= (1ull << 32) ||
-      groups_x > limits.maxComputeWorkGroupCount[0] || groups_y > limits.maxComputeWorkGroupCount[1] ||
-      layers > limits.maxComputeWorkGroupCount[2]) {
-    throw Error(
-        fmt::format("Vulkan: a patch cooperative-matrix convolution of input {} into output {} is too large "
-                    "for one dispatch ({}x{}x{} workgroups; the device allows {}x{}x{})",
-                    in.str(), out.str(), groups_x, groups_y, layers, limits.maxComputeWorkGroupCount[0],
-                    limits.maxComputeWorkGroupCount[1], limits.maxComputeWorkGroupCount[2]));
-  }
+  check_dispatch_fits(limits, "patch cooperative-matrix convolution", in.str(), out.str(),
+                      std::max(input.count(), output.count()), groups_x, groups_y, layers);
 
   // A: the weights as fp16 rows of chunks x taps x 16 input channels, rows padded to whole blocks with zeros.
   const std::uint32_t rows = p.channel_blocks * fragments * 16;

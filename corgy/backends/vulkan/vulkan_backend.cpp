@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/backends/vulkan/runtime.h"
 
 namespace corgy {
@@ -18,11 +19,9 @@ std::uint32_t elementwise_groups(std::size_t elements) {
 }  // namespace vulkan
 
 using vulkan::elementwise_groups;
+using vulkan::u32;
 
 namespace {
-
-std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
 
 // Element-wise kernels that have an _fp16 variant: the variant and its constants when a binding holds fp16.
 const vulkan::Pipeline& elementwise_pipeline(vulkan::Runtime& runtime, const vulkan::KernelInfo& fp32_kernel,

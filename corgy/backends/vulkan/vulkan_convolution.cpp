@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "corgy/backends/vulkan/direct_conv.h"
+#include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
 #include "corgy/backends/vulkan/patch_coopmat_conv.h"
@@ -12,10 +13,10 @@
 
 namespace corgy {
 
+using vulkan::u32;
+
 namespace {
 
-std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
 std::uint32_t round_up_to_4(std::uint32_t value) { return (value + 3) / 4 * 4; }
 
 // A convolution whose groups each read one input channel, computed directly.

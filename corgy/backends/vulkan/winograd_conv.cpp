@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
 #include "corgy/error.h"
@@ -12,10 +13,6 @@
 namespace corgy::vulkan {
 
 namespace {
-
-std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t u32(int value) { return static_cast<std::uint32_t>(value); }
-std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return (a + b - 1) / b; }
 
 // The automatic choice: both channel counts at least this, so that the 16 GEMMs (K = input channels, M = output
 // channels) outweigh the transforms' round trips through memory, which grow with the channels as the GEMM does
