@@ -7,11 +7,11 @@
 // first layers of a network (K = channels x 9 of a few hundred, millions of pixels) costs more than the
 // arithmetic. Built as conv2d_patch_coopmat_fp16 only.
 //
-// A workgroup of 8 subgroups covers 8 x 32 convolution pixels of one image (with POOL, the 4 x 16 windows of a
-// fused 2x2 stride-2 max pool, which may start on the pool's padding: cell_top, cell_left) for M_FRAGS x 16
-// output channels (workgroup z = image * channel_blocks + block). Subgroup w computes the 16 pixels
-// (w % 2) * 16 .. + 15 of rows 2 (w / 2) and 2 (w / 2) + 1 (a pool window's two rows) for every output channel:
-// M_FRAGS x 2 accumulators. Input channels go through the patch 16 at a time (CHUNKS of them), and with them the
+// A workgroup of 8 subgroups covers 8 ROW_PAIRS x 32 convolution pixels of one image (with POOL, the 4 ROW_PAIRS x
+// 16 windows of a fused 2x2 stride-2 max pool, which may start on the pool's padding: cell_top, cell_left) for
+// M_FRAGS x 16 output channels (workgroup z = image * channel_blocks + block). Subgroup w computes the 16 pixels
+// (w % 2) * 16 .. + 15 of rows 2 (w / 2) + 8 r and 2 (w / 2) + 8 r + 1 (a pool window's two rows), r < ROW_PAIRS,
+// for every output channel: M_FRAGS x 2 ROW_PAIRS accumulators. Input channels go through the patch 16 at a time (CHUNKS of them), and with them the
 // weights of those channels, arranged by the host as fp16 [channel_blocks * M_FRAGS * 16][CHUNKS][taps][16]: the
 // A fragments come from shared memory too.
 #extension GL_EXT_control_flow_attributes : require
@@ -30,6 +30,7 @@ layout(constant_id = 2) const uint KERNEL_SIZE = 3;
 layout(constant_id = 3) const bool POOL = false;
 layout(constant_id = 4) const uint STRIDE = 1;
 layout(constant_id = 5) const uint DILATION = 1;
+layout(constant_id = 6) const uint ROW_PAIRS = 1;  // the block is 8 ROW_PAIRS rows high
 layout(local_size_x = 256) in;
 
 TENSOR_INPUT(0, source, 10)
@@ -58,7 +59,7 @@ layout(push_constant) uniform Params {
 
 const uint SUBGROUP = 32;
 const uint THREADS = 256;
-const uint BLOCK_H = 8;
+const uint BLOCK_H = 8 * ROW_PAIRS;
 const uint BLOCK_W = 32;
 const uint TAPS = KERNEL_SIZE * KERNEL_SIZE;
 const uint M_TILE = M_FRAGS * 16;
@@ -97,13 +98,14 @@ void main() {
   const int input_left = block_left * int(STRIDE) - int(p.padding);
   const uint plane = p.height * p.width;
   const uint image_base = image * p.in_channels * plane;
-  // This subgroup's pixels: rows warp_row, warp_row + 1 of the block, columns warp_column .. + 15.
+  // This subgroup's pixels: rows warp_row + 8 r, warp_row + 8 r + 1 of the block (r < ROW_PAIRS), columns
+  // warp_column .. + 15.
   const uint warp_row = (warp / 2) * 2;
   const uint warp_column = (warp % 2) * 16;
 
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> accumulators[M_FRAGS][2];
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> accumulators[M_FRAGS][2 * ROW_PAIRS];
   [[unroll]] for (uint i = 0; i < M_FRAGS; ++i) {
-    [[unroll]] for (uint j = 0; j < 2; ++j) accumulators[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    [[unroll]] for (uint j = 0; j < 2 * ROW_PAIRS; ++j) accumulators[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
   }
 
   for (uint chunk = 0; chunk < CHUNKS; ++chunk) {
@@ -159,11 +161,12 @@ void main() {
         [[unroll]] for (uint i = 0; i < M_FRAGS; ++i) {
           coopMatLoadNV(a[i], a_tile, i * 16 * A_STRIDE + (ky * KERNEL_SIZE + kx) * 2, A_STRIDE, false);
         }
-        [[unroll]] for (uint j = 0; j < 2; ++j) {
-          // B: 16 channels x 16 pixels of row warp_row + j; pixel n's channels are the two units at its patch
-          // pixel, and pixel n + 1 is STRIDE patch pixels on: column-major with a stride of 2 STRIDE units.
-          const uint first_pixel = ((warp_row + j) * STRIDE + ky * DILATION) * PATCH_W + warp_column * STRIDE +
-                                   kx * DILATION;
+        [[unroll]] for (uint j = 0; j < 2 * ROW_PAIRS; ++j) {
+          // B: 16 channels x 16 pixels of row warp_row + 8 (j / 2) + j % 2; pixel n's channels are the two units
+          // at its patch pixel, and pixel n + 1 is STRIDE patch pixels on: column-major with a stride of 2 STRIDE
+          // units.
+          const uint row = warp_row + 8 * (j / 2) + j % 2;
+          const uint first_pixel = (row * STRIDE + ky * DILATION) * PATCH_W + warp_column * STRIDE + kx * DILATION;
           fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b;
           coopMatLoadNV(b, input_patch, first_pixel * 2, 2 * STRIDE, true);
           [[unroll]] for (uint i = 0; i < M_FRAGS; ++i) {
@@ -179,55 +182,59 @@ void main() {
   // both rows: 16 lanes store 16 consecutive pixels. With one, lane l takes window l % 8 (columns 2 (l % 8), + 1
   // of both rows) and channels (l / 8) * 4 .. + 3.
   const uint scratch_base = warp * 512;
-  const int y0 = block_top + int(warp_row);
   const int x0 = block_left + int(warp_column);
-  [[unroll]] for (uint i = 0; i < M_FRAGS; ++i) {
-    [[unroll]] for (uint j = 0; j < 2; ++j) coopMatStoreNV(accumulators[i][j], scratch, scratch_base + j * 256, 16, false);
-    subgroupBarrier();
-    const uint first_m = block * M_TILE + i * 16;
-    if (POOL) {
-      const uint window = lane % 8;
-      const uint py = gl_WorkGroupID.y * (BLOCK_H / 2) + warp_row / 2;
-      const uint px = gl_WorkGroupID.x * (BLOCK_W / 2) + warp_column / 2 + window;
-      bool inside[4];
-      [[unroll]] for (uint q = 0; q < 4; ++q) {
-        inside[q] = uint(y0 + int(q / 2)) < p.out_height && uint(x0 + int(2 * window + q % 2)) < p.out_width;
-      }
-      if (py < p.pool_height && px < p.pool_width) {
-        [[unroll]] for (uint r = 0; r < 4; ++r) {
-          const uint m = (lane / 8) * 4 + r;
-          const uint channel = first_m + m;
-          if (channel < p.out_channels) {
-            const float shift = p.has_bias != 0 ? bias[channel] : 0.0;
-            float value = uintBitsToFloat(0xff800000u);  // -infinity
-            [[unroll]] for (uint q = 0; q < 4; ++q) {
-              const float sum = scratch[scratch_base + (q / 2) * 256 + m * 16 + 2 * window + q % 2];
-              if (inside[q]) value = max(value, activate(p.activation, p.slope, sum + shift));
-            }
-            store_result(((image * p.out_channels + channel) * p.pool_height + py) * p.pool_width + px, value);
-          }
-        }
-      }
-    } else {
-      const uint n = lane % 16;
-      const uint x = uint(x0) + n;
+  [[unroll]] for (uint pair = 0; pair < ROW_PAIRS; ++pair) {
+    const int y0 = block_top + int(warp_row + 8 * pair);
+    [[unroll]] for (uint i = 0; i < M_FRAGS; ++i) {
       [[unroll]] for (uint j = 0; j < 2; ++j) {
-        const uint y = uint(y0) + j;
-        if (y < p.out_height && x < p.out_width) {
-          [[unroll]] for (uint r = 0; r < 8; ++r) {
-            const uint m = (lane / 16) * 8 + r;
+        coopMatStoreNV(accumulators[i][2 * pair + j], scratch, scratch_base + j * 256, 16, false);
+      }
+      subgroupBarrier();
+      const uint first_m = block * M_TILE + i * 16;
+      if (POOL) {
+        const uint window = lane % 8;
+        const uint py = gl_WorkGroupID.y * (BLOCK_H / 2) + (warp_row + 8 * pair) / 2;
+        const uint px = gl_WorkGroupID.x * (BLOCK_W / 2) + warp_column / 2 + window;
+        bool inside[4];
+        [[unroll]] for (uint q = 0; q < 4; ++q) {
+          inside[q] = uint(y0 + int(q / 2)) < p.out_height && uint(x0 + int(2 * window + q % 2)) < p.out_width;
+        }
+        if (py < p.pool_height && px < p.pool_width) {
+          [[unroll]] for (uint r = 0; r < 4; ++r) {
+            const uint m = (lane / 8) * 4 + r;
             const uint channel = first_m + m;
             if (channel < p.out_channels) {
               const float shift = p.has_bias != 0 ? bias[channel] : 0.0;
-              const float sum = scratch[scratch_base + j * 256 + m * 16 + n];
-              store_result(((image * p.out_channels + channel) * p.out_height + y) * p.out_width + x,
-                           activate(p.activation, p.slope, sum + shift));
+              float value = uintBitsToFloat(0xff800000u);  // -infinity
+              [[unroll]] for (uint q = 0; q < 4; ++q) {
+                const float sum = scratch[scratch_base + (q / 2) * 256 + m * 16 + 2 * window + q % 2];
+                if (inside[q]) value = max(value, activate(p.activation, p.slope, sum + shift));
+              }
+              store_result(((image * p.out_channels + channel) * p.pool_height + py) * p.pool_width + px, value);
+            }
+          }
+        }
+      } else {
+        const uint n = lane % 16;
+        const uint x = uint(x0) + n;
+        [[unroll]] for (uint j = 0; j < 2; ++j) {
+          const uint y = uint(y0) + j;
+          if (y < p.out_height && x < p.out_width) {
+            [[unroll]] for (uint r = 0; r < 8; ++r) {
+              const uint m = (lane / 16) * 8 + r;
+              const uint channel = first_m + m;
+              if (channel < p.out_channels) {
+                const float shift = p.has_bias != 0 ? bias[channel] : 0.0;
+                const float sum = scratch[scratch_base + j * 256 + m * 16 + n];
+                store_result(((image * p.out_channels + channel) * p.out_height + y) * p.out_width + x,
+                             activate(p.activation, p.slope, sum + shift));
+              }
             }
           }
         }
       }
+      // Every lane has read before the next row of fragments overwrites the scratch.
+      subgroupBarrier();
     }
-    // Every lane has read before the next row of fragments overwrites the scratch.
-    subgroupBarrier();
   }
 }

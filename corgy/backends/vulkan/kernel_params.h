@@ -115,6 +115,7 @@ enum class PatchCoopmatConstant : std::uint32_t {
   pool = 3,
   stride = 4,
   dilation = 5,
+  row_pairs = 6,
   source_fp16 = 10,
   result_fp16 = 11,
 };
