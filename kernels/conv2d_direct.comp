@@ -30,7 +30,7 @@ layout(binding = 1) readonly buffer Weights { float weights[]; };
 layout(binding = 2) readonly buffer Bias { float bias[]; };
 TENSOR_OUTPUT(3, result, 11)
 
-// Mirrors corgy::vulkan::DirectConvParams.
+// Mirrors corgy::vulkan::PatchConvParams.
 layout(push_constant) uniform Params {
   uint in_channels;
   uint height;

@@ -38,7 +38,7 @@ layout(binding = 1) readonly buffer Weights { uvec4 weights[]; };  // fp16, 8 a 
 layout(binding = 2) readonly buffer Bias { float bias[]; };
 TENSOR_OUTPUT(3, result, 11)
 
-// Mirrors corgy::vulkan::PatchCoopmatParams.
+// Mirrors corgy::vulkan::PatchConvParams.
 layout(push_constant) uniform Params {
   uint in_channels;
   uint height;
@@ -46,8 +46,8 @@ layout(push_constant) uniform Params {
   uint out_channels;
   uint out_height;  // the convolution's output
   uint out_width;
-  uint pool_height;  // with POOL
-  uint pool_width;
+  uint cells_height;  // cells of 2x2 pixels: the pooled output with POOL
+  uint cells_width;
   uint cell_top;  // the pool's padding: the block of workgroup (x, y) starts at pixel (8 y - cell_top, 32 x - cell_left)
   uint cell_left;
   uint channel_blocks;
@@ -199,7 +199,7 @@ void main() {
         [[unroll]] for (uint q = 0; q < 4; ++q) {
           inside[q] = uint(y0 + int(q / 2)) < p.out_height && uint(x0 + int(2 * window + q % 2)) < p.out_width;
         }
-        if (py < p.pool_height && px < p.pool_width) {
+        if (py < p.cells_height && px < p.cells_width) {
           [[unroll]] for (uint r = 0; r < 4; ++r) {
             const uint m = (lane / 8) * 4 + r;
             const uint channel = first_m + m;
@@ -210,7 +210,7 @@ void main() {
                 const float sum = scratch[scratch_base + (q / 2) * 256 + m * 16 + 2 * window + q % 2];
                 if (inside[q]) value = max(value, activate(p.activation, p.slope, sum + shift));
               }
-              store_result(((image * p.out_channels + channel) * p.pool_height + py) * p.pool_width + px, value);
+              store_result(((image * p.out_channels + channel) * p.cells_height + py) * p.cells_width + px, value);
             }
           }
         }

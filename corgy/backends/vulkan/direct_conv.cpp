@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "corgy/backends/vulkan/dispatch_math.h"
+#include "corgy/backends/vulkan/staged_patch.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
@@ -25,13 +26,7 @@ constexpr std::uint32_t cells_x = 16;
 constexpr std::uint32_t cells_y = 8;
 
 // Floats of one input channel's patch under a workgroup's 2 cells_y x 2 cells_x pixels.
-std::uint64_t patch_floats(const Conv2dDesc& d) {
-  const auto extent = [&](std::uint64_t pixels) {
-    return (pixels - 1) * static_cast<std::uint64_t>(d.stride) +
-           static_cast<std::uint64_t>(d.kernel - 1) * static_cast<std::uint64_t>(d.dilation) + 1;
-  };
-  return extent(2 * cells_y) * extent(2 * cells_x);
-}
+std::uint64_t patch_floats(const Conv2dDesc& d) { return patch_extent(d, 2 * cells_y) * patch_extent(d, 2 * cells_x); }
 
 }  // namespace
 
@@ -62,21 +57,7 @@ void record_direct_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc*
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const bool pool = fused_pool != nullptr;
-  DirectConvParams p{};
-  p.in_channels = u32(d.in_channels);
-  p.height = u32(in.h);
-  p.width = u32(in.w);
-  p.out_channels = u32(d.out_channels);
-  p.out_height = u32(d.output_size(in.h));
-  p.out_width = u32(d.output_size(in.w));
-  p.cells_height = pool ? u32(out.h) : ceil_div(p.out_height, 2);
-  p.cells_width = pool ? u32(out.w) : ceil_div(p.out_width, 2);
-  p.cell_top = pool ? u32(fused_pool->pad_top) : 0;
-  p.cell_left = pool ? u32(fused_pool->pad_left) : 0;
-  p.padding = u32(d.padding);
-  p.has_bias = bias ? 1 : 0;
-  p.activation = activation_kind(d.activation);
-  p.slope = d.activation.slope;
+  PatchConvParams p = patch_conv_params(d, fused_pool, in, out, bias != nullptr);
   // Output channels per thread: all of them up to 16 (a multiple of 4), else blocks of 16 along workgroup z.
   const std::uint32_t channels = std::min((p.out_channels + 3) / 4 * 4, most_channels_per_thread);
   p.channel_blocks = ceil_div(p.out_channels, channels);

@@ -101,7 +101,10 @@ enum class DirectConvConstant : std::uint32_t {
   result_fp16 = 11,
 };
 
-struct DirectConvParams {
+/// conv2d_direct.comp's and conv2d_patch_coopmat.comp's push constants (staged_patch.h): the convolution's output,
+/// and its cells of 2x2 pixels (the pooled output with a fused pool), which start at (2 cy - cell_top, 2 cx -
+/// cell_left).
+struct PatchConvParams {
   std::uint32_t in_channels, height, width, out_channels, out_height, out_width, cells_height, cells_width, cell_top,
       cell_left, channel_blocks, padding, has_bias, activation;
   float slope;
@@ -118,12 +121,6 @@ enum class PatchCoopmatConstant : std::uint32_t {
   row_pairs = 6,
   source_fp16 = 10,
   result_fp16 = 11,
-};
-
-struct PatchCoopmatParams {
-  std::uint32_t in_channels, height, width, out_channels, out_height, out_width, pool_height, pool_width, cell_top,
-      cell_left, channel_blocks, padding, has_bias, activation;
-  float slope;
 };
 
 /// winograd_input_transform.comp's and winograd_output_transform.comp's push constants (winograd_conv.cpp).
@@ -253,9 +250,9 @@ inline constexpr KernelInfo gemm_tiled{"gemm_tiled", 4, sizeof(GemmParams)};
 inline constexpr KernelInfo conv2d_implicit_gemm{"conv2d_implicit_gemm", 4, sizeof(ImplicitGemmParams)};
 inline constexpr KernelInfo conv2d_implicit_gemm_fp16{"conv2d_implicit_gemm_fp16", 4, sizeof(ImplicitGemmParams), true};
 inline constexpr KernelInfo conv2d_coopmat_fp16{"conv2d_coopmat_fp16", 4, sizeof(ImplicitGemmParams), true};
-inline constexpr KernelInfo conv2d_patch_coopmat_fp16{"conv2d_patch_coopmat_fp16", 4, sizeof(PatchCoopmatParams), true};
-inline constexpr KernelInfo conv2d_direct{"conv2d_direct", 4, sizeof(DirectConvParams)};
-inline constexpr KernelInfo conv2d_direct_fp16{"conv2d_direct_fp16", 4, sizeof(DirectConvParams), true};
+inline constexpr KernelInfo conv2d_patch_coopmat_fp16{"conv2d_patch_coopmat_fp16", 4, sizeof(PatchConvParams), true};
+inline constexpr KernelInfo conv2d_direct{"conv2d_direct", 4, sizeof(PatchConvParams)};
+inline constexpr KernelInfo conv2d_direct_fp16{"conv2d_direct_fp16", 4, sizeof(PatchConvParams), true};
 inline constexpr KernelInfo conv2d_split_k_reduce{"conv2d_split_k_reduce", 3, sizeof(SplitKReduceParams)};
 inline constexpr KernelInfo conv2d_split_k_reduce_fp16{"conv2d_split_k_reduce_fp16", 3, sizeof(SplitKReduceParams),
                                                        true};

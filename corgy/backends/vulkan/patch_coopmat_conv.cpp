@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "corgy/backends/vulkan/dispatch_math.h"
+#include "corgy/backends/vulkan/staged_patch.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
@@ -39,11 +40,7 @@ std::uint32_t output_fragments(const Conv2dDesc& d) {
 // The kernel's shared memory: the patch of one chunk (the input under the block), that chunk's weights (a row
 // of taps x 16 halves per output channel, padded by 16 bytes) and the epilogue's scratch.
 std::uint64_t shared_bytes(const Conv2dDesc& d, std::uint32_t row_pairs) {
-  const auto extent = [&](std::uint64_t pixels) {
-    return (pixels - 1) * static_cast<std::uint64_t>(d.stride) +
-           static_cast<std::uint64_t>(d.kernel - 1) * static_cast<std::uint64_t>(d.dilation) + 1;
-  };
-  const std::uint64_t patch = extent(8 * row_pairs) * extent(block_width) * channels_per_chunk * 2;
+  const std::uint64_t patch = patch_extent(d, 8 * row_pairs) * patch_extent(d, block_width) * channels_per_chunk * 2;
   const std::uint64_t weights =
       output_fragments(d) * 16ull * (static_cast<std::uint64_t>(d.kernel) * d.kernel * 16 + 8) * 2;
   return patch + weights + scratch_bytes;
@@ -81,21 +78,7 @@ void record_patch_coopmat_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const bool pool = fused_pool != nullptr;
-  PatchCoopmatParams p{};
-  p.in_channels = u32(d.in_channels);
-  p.height = u32(in.h);
-  p.width = u32(in.w);
-  p.out_channels = u32(d.out_channels);
-  p.out_height = u32(d.output_size(in.h));
-  p.out_width = u32(d.output_size(in.w));
-  p.pool_height = pool ? u32(out.h) : 0;
-  p.pool_width = pool ? u32(out.w) : 0;
-  p.cell_top = pool ? u32(fused_pool->pad_top) : 0;
-  p.cell_left = pool ? u32(fused_pool->pad_left) : 0;
-  p.padding = u32(d.padding);
-  p.has_bias = bias ? 1 : 0;
-  p.activation = activation_kind(d.activation);
-  p.slope = d.activation.slope;
+  PatchConvParams p = patch_conv_params(d, fused_pool, in, out, bias != nullptr);
   const std::uint32_t fragments = output_fragments(d);
   p.channel_blocks = ceil_div(p.out_channels, fragments * 16);
   const std::uint32_t chunks = ceil_div(p.in_channels, channels_per_chunk);
@@ -107,9 +90,9 @@ void record_patch_coopmat_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
   const std::uint32_t block_height = 8 * row_pairs;
   // The kernel indexes elements with 32 bits and spreads images and channel blocks along workgroup z.
   const std::uint64_t layers = static_cast<std::uint64_t>(in.n) * p.channel_blocks;
-  const std::uint32_t groups_x = pool ? ceil_div(p.pool_width, block_width / 2) : ceil_div(p.out_width, block_width);
-  const std::uint32_t groups_y =
-      pool ? ceil_div(p.pool_height, block_height / 2) : ceil_div(p.out_height, block_height);
+  // A block is block_height / 2 x block_width / 2 cells of 2x2 pixels (pool windows when pooling).
+  const std::uint32_t groups_x = ceil_div(p.cells_width, block_width / 2);
+  const std::uint32_t groups_y = ceil_div(p.cells_height, block_height / 2);
   check_dispatch_fits(limits, "patch cooperative-matrix convolution", in.str(), out.str(),
                       std::max(input.count(), output.count()), groups_x, groups_y, layers);
 
