@@ -11,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include "corgy/backends/blas/activation_kernels.h"
 #include "corgy/backends/blas/conv_bands.h"
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/depthwise_conv.h"
@@ -24,7 +25,6 @@ namespace corgy {
 namespace {
 
 using blas::TeamMember;
-using blas::with_activation;
 
 /// Below this many floats per thread a loop is not worth splitting (a team wake-up costs a few microseconds).
 constexpr std::size_t kMinElementsPerThread = std::size_t{1} << 15;
@@ -184,14 +184,16 @@ struct GemmConv {
 void add_channel_bias_and_activate(const TeamMember& member, Activation activation, const float* bias, int channels,
                                    std::size_t plane_size, float* planes) {
   if (!bias && activation.kind == ActivationKind::none) return;
-  with_activation(activation, [&](const auto& activate) {
-    const TeamMember::Range mine = member.share(static_cast<std::size_t>(channels));
-    for (std::size_t c = mine.begin; c < mine.end; ++c) {
-      blas::add_bias_and_activate(planes + c * plane_size, plane_size, bias ? bias[c] : 0.0f, activate);
-    }
-  });
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(channels));
+  for (std::size_t c = mine.begin; c < mine.end; ++c) {
+    float* plane = planes + c * plane_size;
+    blas::bias_activate(plane, plane, plane_size, bias ? bias[c] : 0.0f, activation);
+  }
   member.sync();
 }
+
+/// Floats per task of the element-wise passes: a few pages, so that a team splits even a small tensor evenly.
+constexpr std::size_t kElementsPerTask = 4096;
 
 }  // namespace
 
@@ -358,12 +360,11 @@ void BlasBackend::pool2d(const Pool2dDesc& desc, const Variable& input, Variable
 
 void BlasBackend::activation(Activation activation, const Variable& input, Variable& output) {
   profiler_.note("activation loop");
-  const float* source = input.data();
-  float* target = output.data();
-  const auto count = static_cast<std::ptrdiff_t>(input.count());
-  with_activation(activation, [&](const auto& activate) {
-    parallel_for(threads_for(input.count()), static_cast<std::size_t>(count),
-                 [&](std::size_t i) { target[i] = activate(source[i]); });
+  const std::size_t count = input.count();
+  parallel_for(threads_for(count), (count + kElementsPerTask - 1) / kElementsPerTask, [&](std::size_t task) {
+    const std::size_t begin = task * kElementsPerTask;
+    blas::bias_activate(input.data() + begin, output.data() + begin, std::min(kElementsPerTask, count - begin), 0.0f,
+                        activation);
   });
 }
 
@@ -381,13 +382,14 @@ void BlasBackend::linear(const Variable& input, const Variable& weights, const V
     team_sgemm(member, false, true, batch, out_features, in_features, input.data(), in_features, weights.data(),
                in_features, output.data(), out_features);
     if (has_epilogue) {
-      with_activation(activation, [&](const auto& activate) {
-        const TeamMember::Range mine = member.share(static_cast<std::size_t>(batch));
-        for (std::size_t n = mine.begin; n < mine.end; ++n) {
-          float* row = output.data() + n * out_features;
-          for (int o = 0; o < out_features; ++o) row[o] = activate(row[o] + (bias_values ? bias_values[o] : 0.0f));
+      const TeamMember::Range mine = member.share(static_cast<std::size_t>(batch));
+      for (std::size_t n = mine.begin; n < mine.end; ++n) {
+        float* row = output.data() + n * out_features;
+        if (bias_values) {
+          for (int o = 0; o < out_features; ++o) row[o] += bias_values[o];
         }
-      });
+        blas::bias_activate(row, row, static_cast<std::size_t>(out_features), 0.0f, activation);
+      }
     }
   });
 }
@@ -451,13 +453,17 @@ void BlasBackend::concat_channels(std::span<const Variable* const> inputs, Varia
 
 void BlasBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
   profiler_.note("add loop");
-  const float* left = a.data();
-  const float* right = b.data();
-  float* target = output.data();
-  const auto count = static_cast<std::ptrdiff_t>(a.count());
-  with_activation(activation, [&](const auto& activate) {
-    parallel_for(threads_for(a.count()), static_cast<std::size_t>(count),
-                 [&](std::size_t i) { target[i] = activate(left[i] + right[i]); });
+  const std::size_t count = a.count();
+  parallel_for(threads_for(count), (count + kElementsPerTask - 1) / kElementsPerTask, [&](std::size_t task) {
+    const std::size_t begin = task * kElementsPerTask;
+    const std::size_t end = std::min(begin + kElementsPerTask, count);
+    const float* left = a.data();
+    const float* right = b.data();
+    float* target = output.data();
+    for (std::size_t i = begin; i < end; ++i) target[i] = left[i] + right[i];
+    if (activation.kind != ActivationKind::none) {
+      blas::bias_activate(target + begin, target + begin, end - begin, 0.0f, activation);
+    }
   });
 }
 

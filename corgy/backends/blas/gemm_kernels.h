@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "corgy/activation.h"
 #include "corgy/backends/cpu/cpu_features.h"
 
 namespace corgy::blas {
@@ -12,8 +13,8 @@ namespace corgy::blas {
 /// What a micro-kernel applies to its tile before storing it, on the last block of the depth.
 struct TileEpilogue {
   const float* bias = nullptr;  ///< one value per tile row (output channel), or null
-  int activation = 0;           ///< 0 none, 1 relu, 2 leaky relu (others are applied afterwards by the driver)
-  float slope = 0.0f;           ///< leaky relu's slope
+  ActivationKind activation = ActivationKind::none;
+  float slope = 0.0f;  ///< Activation::slope: leaky ReLU's slope, clipped ReLU's ceiling
 };
 
 /// c[mr x nr] (+)= a_panel x b_panel, where a_panel holds `depth` columns of mr floats (packed A: row block,

@@ -31,21 +31,10 @@ Blocking blocking_for(const GemmMicroKernel& kernel, int depth, int columns) {
   return {kc, mc_panels};
 }
 
-/// The activations the micro-kernels apply in registers; the others go through apply_activation afterwards.
-int kernel_activation(ActivationKind kind) {
-  switch (kind) {
-    case ActivationKind::relu: return 1;
-    case ActivationKind::leaky_relu: return 2;
-    default: return 0;
-  }
-}
-
-bool needs_activation_pass(ActivationKind kind) { return kind != ActivationKind::none && kernel_activation(kind) == 0; }
-
 /// One C tile: the kernel writes it in place when it lies wholly inside C, else through a tile-sized buffer.
 void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_panel, const float* b_panel,
               const std::int32_t* row_offsets, float* c, std::size_t ldc, int rows, int cols, bool accumulate,
-              const TileEpilogue* epilogue, Activation activation, bool padded_columns) {
+              const TileEpilogue* epilogue, bool padded_columns) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
   const auto run = [&](float* target, std::size_t ld) {
@@ -65,12 +54,6 @@ void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_pane
     run(tile, static_cast<std::size_t>(nr));
     for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * nr, sizeof(float) * cols);
   }
-  if (epilogue && needs_activation_pass(activation.kind)) {
-    for (int i = 0; i < rows; ++i) {
-      float* row = c + i * ldc;
-      for (int j = 0; j < cols; ++j) row[j] = apply_activation(activation, row[j]);
-    }
-  }
 }
 
 /// Multiplies A's panels [panel_begin, panel_end) by one packed block of B (columns [n0, n0 + nc)) over the depth
@@ -86,11 +69,11 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
   const auto tile = [&](int ip, int jp) {
     const int col = n0 + jp * nr;
     const int row = ip * mr;
-    TileEpilogue epilogue{a.bias() ? a.bias() + row : nullptr, kernel_activation(activation.kind), activation.slope};
+    const TileEpilogue epilogue{a.bias() ? a.bias() + row : nullptr, activation.kind, activation.slope};
     run_tile(kernel, static_cast<std::size_t>(kc), a.panel(ip) + static_cast<std::size_t>(k0) * mr,
              block.base + jp * block.panel_stride, block.row_offsets, c + row * ldc + (col - c_origin), ldc,
              std::min(mr, a.rows() - row), std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr,
-             activation, padded_columns);
+             padded_columns);
   };
   if (static_cast<std::size_t>(b_panels) * kc * nr * sizeof(float) <= kL2BlockBytes) {
     // The whole block of B stays in L2: each A panel is read once (from memory, the weights of a large layer) and

@@ -95,10 +95,6 @@ void for_each_tile_run(const TileGrid& grid, int first, int count, const Body& b
   }
 }
 
-int kernel_activation(ActivationKind kind) {
-  return kind == ActivationKind::relu ? 1 : kind == ActivationKind::leaky_relu ? 2 : 0;
-}
-
 /// The strides of one block of `columns` tiles in the tiles and products buffers.
 struct BlockLayout {
   std::size_t tiles_point_stride;
@@ -213,21 +209,16 @@ void winograd_conv_rows(const Conv2dDesc& desc, const WinogradPlan& plan, const 
                         buffers.products.data() + p * layout.products_point_stride, static_cast<std::size_t>(columns),
                         Activation::none(), buffers.gemm_scratch, true);
   }
-  const int activation = kernel_activation(desc.activation.kind);
   const int rows = std::min(output.h, geometry.output_tile * ty1) - geometry.output_tile * ty0;
   for (int n = n0; n < n1; ++n) {
     for (int o = 0; o < cout; ++o) {
       const WinogradProducts products{buffers.products.data() + static_cast<std::size_t>(o) * columns,
                                       layout.products_point_stride};
       float* values = target + (n - n0) * image_stride + static_cast<std::size_t>(o) * channel_stride;
-      const WinogradOutputPlane plane{values, rows, output.w, plan.bias[o], activation, desc.activation.slope};
+      const WinogradOutputPlane plane{
+          values, rows, output.w, plan.bias[o], desc.activation.kind, desc.activation.slope};
       for (int ty = ty0; ty < ty1; ++ty) {
         transforms.output(products, (n - n0) * per_image + (ty - ty0) * tiles_w, plane, ty - ty0, 0, tiles_w);
-      }
-      if (activation == 0 && desc.activation.kind != ActivationKind::none) {
-        for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * output.w; ++i) {
-          values[i] = apply_activation(desc.activation, values[i]);
-        }
       }
     }
   }
@@ -256,7 +247,6 @@ void winograd_conv(const TeamMember& member, const Conv2dDesc& desc, const Winog
   member.sync();
 
   const WinogradTransforms& transforms = winograd_kernels(kernel.isa)[plan.variant];
-  const int activation = kernel_activation(desc.activation.kind);
   for (int first = 0; first < grid.total(); first += block) {
     const int count = std::min(block, grid.total() - first);
     // 1. Input tiles B^T d B, by channel.
@@ -290,18 +280,10 @@ void winograd_conv(const TeamMember& member, const Conv2dDesc& desc, const Winog
                                         out.h,
                                         out.w,
                                         plan.bias[o],
-                                        activation,
+                                        desc.activation.kind,
                                         desc.activation.slope};
         transforms.output(products, t - first, plane, ty, tx, run);
       });
-    }
-    member.sync();
-  }
-  if (activation == 0 && desc.activation.kind != ActivationKind::none) {
-    const TeamMember::Range planes = member.share(static_cast<std::size_t>(out.n) * out.c);
-    float* data = output.data();
-    for (std::size_t i = planes.begin * out.plane_count(); i < planes.end * out.plane_count(); ++i) {
-      data[i] = apply_activation(desc.activation, data[i]);
     }
     member.sync();
   }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "corgy/activation.h"
 #include "corgy/backends/cpu/cpu_features.h"
 
 namespace corgy::blas {
@@ -61,15 +62,14 @@ struct WinogradProducts {
   std::size_t point_stride = 0;
 };
 
-/// One output plane written in 4x4 tiles (cropped at its edges), with the convolution's bias and, when `activation`
-/// is 1 or 2, ReLU or leaky ReLU (other activations are the caller's).
+/// One output plane written in 4x4 tiles (cropped at its edges), with the convolution's bias and activation.
 struct WinogradOutputPlane {
   float* data = nullptr;
   int height = 0;
   int width = 0;
   float bias = 0.0f;
-  int activation = 0;
-  float slope = 0.0f;
+  ActivationKind activation = ActivationKind::none;
+  float slope = 0.0f;  ///< Activation::slope
 };
 
 /// Writes output tiles tx .. tx + count - 1 of tile row ty from products of tiles t0 ...

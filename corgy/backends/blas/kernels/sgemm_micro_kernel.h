@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "corgy/backends/blas/gemm_kernels.h"
+#include "corgy/backends/blas/kernels/simd_activation.h"
 
 namespace corgy::blas::kernels {
 namespace {
@@ -62,25 +63,16 @@ void micro_kernel_body(std::size_t depth, const float* a, const float* b, const 
         for (int j = 0; j < NV; ++j) acc[i][j] = Simd::add(acc[i][j], bias);
       }
     }
-    if (epilogue->activation == 1) {
-      const Reg zero = Simd::zero();
+    with_simd_activation(epilogue->activation, [&]<ActivationKind kind>() {
+      if constexpr (kind != ActivationKind::none) {
+        const Reg slope = Simd::broadcast(&epilogue->slope);
 #pragma GCC unroll 32
-      for (int i = 0; i < MR; ++i) {
+        for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) acc[i][j] = Simd::max(acc[i][j], zero);
-      }
-    } else if (epilogue->activation == 2) {
-      // max(x, 0) + slope * min(x, 0): the leaky ReLU of fused_activation.h, branch-free.
-      const Reg zero = Simd::zero();
-      const Reg slope = Simd::broadcast(&epilogue->slope);
-#pragma GCC unroll 32
-      for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) {
-          acc[i][j] = Simd::fmadd(slope, Simd::min(acc[i][j], zero), Simd::max(acc[i][j], zero));
+          for (int j = 0; j < NV; ++j) acc[i][j] = activate<Simd, kind>(acc[i][j], slope);
         }
       }
-    }
+    });
   }
 #pragma GCC unroll 32
   for (int i = 0; i < MR; ++i) {

@@ -22,6 +22,12 @@ struct Avx2 {
   static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
   static Reg min(Reg a, Reg b) { return _mm256_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+  static Reg div(Reg a, Reg b) { return _mm256_div_ps(a, b); }
+  static Reg floor(Reg x) { return _mm256_floor_ps(x); }
+  /// 2^n for integer-valued n in [-126, 127], built in the exponent bits.
+  static Reg pow2(Reg n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
 
   /// All-ones in lanes i with low <= i < high (of 8).
   static __m256i lanes_between(int low, int high) {

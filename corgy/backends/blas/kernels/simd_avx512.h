@@ -27,6 +27,12 @@ struct Avx512 {
   static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
   static Reg min(Reg a, Reg b) { return _mm512_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static Reg div(Reg a, Reg b) { return _mm512_div_ps(a, b); }
+  static Reg floor(Reg x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  /// 2^n for integer-valued n in [-126, 127], built in the exponent bits.
+  static Reg pow2(Reg n) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+  }
 
   /// Lanes [0, count) of 16 (count may be <= 0 or > 16).
   static __mmask16 first_lanes(int count) {

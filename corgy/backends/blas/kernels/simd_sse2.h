@@ -21,6 +21,16 @@ struct Sse2 {
   static Reg max(Reg a, Reg b) { return _mm_max_ps(a, b); }
   static Reg min(Reg a, Reg b) { return _mm_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm_storeu_ps(p, v); }
+  static Reg div(Reg a, Reg b) { return _mm_div_ps(a, b); }
+  /// SSE2 has no rounding instruction: truncate, then step down where truncation rounded up (|x| < 2^31).
+  static Reg floor(Reg x) {
+    const Reg truncated = _mm_cvtepi32_ps(_mm_cvttps_epi32(x));
+    return _mm_sub_ps(truncated, _mm_and_ps(_mm_cmpgt_ps(truncated, x), _mm_set1_ps(1.0f)));
+  }
+  /// 2^n for integer-valued n in [-126, 127], built in the exponent bits.
+  static Reg pow2(Reg n) {
+    return _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23));
+  }
 
   static void fill_zero(float* target, int count) {
     for (int i = 0; i < count; ++i) target[i] = 0.0f;

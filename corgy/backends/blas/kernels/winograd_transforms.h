@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "corgy/backends/blas/kernels/simd_activation.h"
 #include "corgy/backends/blas/winograd_kernels.h"
 
 namespace corgy::blas::kernels {
@@ -159,13 +160,12 @@ void winograd_input(const WinogradInputPlane& plane, int ty, int tx, int count, 
 
 /// A^T M A for Simd::lanes tiles at a time (one tile per lane), then bias and activation; each output row of those
 /// tiles is interleaved into consecutive floats of the plane's row (cropped at its edges).
-template <class Simd, class V>
-void winograd_output(const WinogradProducts& products, int t0, const WinogradOutputPlane& plane, int ty, int tx,
-                     int count) {
+template <class Simd, class V, ActivationKind kind>
+void winograd_output_activated(const WinogradProducts& products, int t0, const WinogradOutputPlane& plane, int ty,
+                               int tx, int count) {
   using Reg = typename Simd::Reg;
   constexpr int lanes = Simd::lanes;
   const Reg bias = Simd::set1(plane.bias);
-  const Reg zero = Simd::zero();
   const Reg slope = Simd::set1(plane.slope);
   for (int g = 0; g < count; g += lanes) {
     const int tiles = count - g < lanes ? count - g : lanes;
@@ -183,18 +183,19 @@ void winograd_output(const WinogradProducts& products, int t0, const WinogradOut
     for (int a = 0; a < V::out && V::out * ty + a < plane.height; ++a) {
       Reg y[V::out];
       V::template output_rows<Simd>(columns[a], y);
-      for (int b = 0; b < V::out; ++b) {
-        y[b] = Simd::add(y[b], bias);
-        if (plane.activation == 1) {
-          y[b] = Simd::max(y[b], zero);
-        } else if (plane.activation == 2) {
-          y[b] = Simd::fmadd(slope, Simd::min(y[b], zero), Simd::max(y[b], zero));
-        }
-      }
+      for (int b = 0; b < V::out; ++b) y[b] = activate<Simd, kind>(Simd::add(y[b], bias), slope);
       V::template scatter_row<Simd>(y, plane.data + static_cast<std::size_t>(V::out * ty + a) * plane.width + x0,
                                     valid);
     }
   }
+}
+
+template <class Simd, class V>
+void winograd_output(const WinogradProducts& products, int t0, const WinogradOutputPlane& plane, int ty, int tx,
+                     int count) {
+  with_simd_activation(plane.activation, [&]<ActivationKind kind>() {
+    winograd_output_activated<Simd, V, kind>(products, t0, plane, ty, tx, count);
+  });
 }
 
 }  // namespace
