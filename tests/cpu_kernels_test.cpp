@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "corgy/backends/blas/activation_kernels.h"
+#include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/cpu/cpu_features.h"
 
 namespace corgy::testing {
@@ -82,6 +84,73 @@ TEST(CpuKernels, BiasActivationWritesExactlyCountValuesInPlace) {
         EXPECT_EQ(values[i], std::max(0.0f, static_cast<float>(i) - 19.0f)) << isa_name(isa) << " count " << count;
       }
       EXPECT_EQ(values[count], static_cast<float>(count) - 20.0f) << isa_name(isa) << ": wrote past count " << count;
+    }
+  }
+}
+
+struct DepthwiseCase {
+  int kernel, stride, dilation, padding, in_h, in_w;
+};
+
+/// The plane through a double-precision loop over taps: the definition of a depthwise convolution.
+std::vector<float> depthwise_reference(const DepthwiseCase& c, const std::vector<float>& input,
+                                       const std::vector<float>& weights, float bias, Activation activation) {
+  const int out_h = (c.in_h + 2 * c.padding - c.dilation * (c.kernel - 1) - 1) / c.stride + 1;
+  const int out_w = (c.in_w + 2 * c.padding - c.dilation * (c.kernel - 1) - 1) / c.stride + 1;
+  std::vector<float> output(static_cast<std::size_t>(out_h) * out_w);
+  for (int oy = 0; oy < out_h; ++oy) {
+    for (int ox = 0; ox < out_w; ++ox) {
+      double sum = bias;
+      for (int ky = 0; ky < c.kernel; ++ky) {
+        for (int kx = 0; kx < c.kernel; ++kx) {
+          const int y = oy * c.stride + ky * c.dilation - c.padding;
+          const int x = ox * c.stride + kx * c.dilation - c.padding;
+          if (y >= 0 && y < c.in_h && x >= 0 && x < c.in_w) {
+            sum += static_cast<double>(weights[ky * c.kernel + kx]) * input[static_cast<std::size_t>(y) * c.in_w + x];
+          }
+        }
+      }
+      output[static_cast<std::size_t>(oy) * out_w + ox] = apply_activation(activation, static_cast<float>(sum));
+    }
+  }
+  return output;
+}
+
+TEST(CpuKernels, DepthwiseAgreesWithTheDefinition) {
+  // Kernel sizes of MobileNet / EfficientNet / ConvNeXt, strides 1-3, dilation, padding from none to more than the
+  // kernel reaches, and planes from 1 x 1 up, wide and tall, of sizes that are not multiples of a register.
+  const std::vector<DepthwiseCase> cases = {
+      {3, 1, 1, 1, 7, 7},   {3, 1, 1, 1, 112, 112}, {3, 2, 1, 1, 112, 112}, {3, 2, 1, 1, 7, 7},
+      {5, 1, 1, 2, 14, 14}, {5, 2, 1, 2, 28, 28},   {5, 2, 1, 2, 15, 13},   {7, 1, 1, 3, 14, 14},
+      {3, 1, 2, 2, 17, 9},  {3, 2, 2, 2, 20, 21},   {3, 3, 1, 0, 10, 11},   {3, 1, 1, 0, 3, 3},
+      {3, 1, 1, 1, 1, 1},   {5, 1, 1, 4, 2, 3},     {3, 1, 1, 1, 3, 40},    {1, 1, 1, 0, 5, 6},
+      {1, 2, 1, 0, 9, 9},   {3, 1, 1, 1, 8, 13},    {11, 1, 1, 5, 12, 12},  {3, 2, 3, 3, 19, 23}};
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  for (const CpuIsa isa : isas_of_this_cpu()) {
+    const blas::DepthwiseKernel kernel = blas::depthwise_kernel(isa);
+    for (const DepthwiseCase& c : cases) {
+      for (const Activation activation : {Activation::none(), Activation::relu6(), Activation::swish()}) {
+        const blas::DepthwiseGeometry geometry =
+            blas::depthwise_geometry(c.kernel, c.stride, c.dilation, c.padding, c.in_h, c.in_w);
+        std::vector<float> input(static_cast<std::size_t>(c.in_h) * c.in_w);
+        std::vector<float> weights(static_cast<std::size_t>(c.kernel) * c.kernel);
+        for (float& x : input) x = value(random);
+        for (float& w : weights) w = value(random);
+        const float bias = value(random);
+        const std::vector<float> want = depthwise_reference(c, input, weights, bias, activation);
+        ASSERT_EQ(want.size(), static_cast<std::size_t>(geometry.out_h) * geometry.out_w);
+        std::vector<float> buffer;
+        blas::prepare_depthwise_buffer(geometry, buffer);
+        std::vector<float> got(want.size() + 1, 12345.0f);  // one more: nothing may be written past the plane
+        kernel(geometry, input.data(), weights.data(), bias, activation, got.data(), buffer.data());
+        double worst = 0.0;
+        for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double{got[i]} - want[i]));
+        EXPECT_LE(worst, 1e-5) << isa_name(isa) << " kernel " << c.kernel << " stride " << c.stride << " dilation "
+                               << c.dilation << " padding " << c.padding << " plane " << c.in_h << " x " << c.in_w
+                               << " " << activation.str();
+        EXPECT_EQ(got.back(), 12345.0f) << isa_name(isa) << ": wrote past the plane";
+      }
     }
   }
 }

@@ -246,13 +246,31 @@ float* BlasBackend::column_buffer(std::size_t count) {
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
   const blas::ConvPlan* plan = plans_->find(desc, input.shape(), weights, bias, convolution_, *team_);
-  if (!plan || plan->algorithm == blas::ConvAlgorithm::im2col_openblas ||
-      plan->algorithm == blas::ConvAlgorithm::depthwise) {
+  if (!plan || plan->algorithm == blas::ConvAlgorithm::im2col_openblas) {
     // Weights that are not constants (a lone call) are not worth packing: the baseline reads them as they are.
     conv2d_baseline(desc, input, weights, bias, output);
     return;
   }
+  if (plan->algorithm == blas::ConvAlgorithm::depthwise) {
+    run_depthwise(*plan, input, weights, bias, output);
+    return;
+  }
   run_plan(*plan, nullptr, input, output.shape(), output);
+}
+
+void BlasBackend::run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights,
+                                const Variable* bias, Variable& output) {
+  profiler_.note(plan.describe());
+  const std::size_t planes = static_cast<std::size_t>(output.shape().n) * output.shape().c;
+  const std::size_t per_item = blas::depthwise_planes_per_item(output.shape());
+  const std::size_t items = (planes + per_item - 1) / per_item;
+  const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
+  if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+  blas::WorkQueue queue(items);
+  team_->run(team, [&](const TeamMember& member) {
+    blas::depthwise_conv(member, queue, plan.desc, plan.depthwise, input, weights, bias, output,
+                         plans_->band_buffers[member.index()].depthwise);
+  });
 }
 
 void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input,

@@ -94,6 +94,9 @@ class BlasBackend final : public Backend {
   /// in bands when its weights are small, else as one team-shared computation.
   void run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input, const Shape& conv_output,
                 Variable& output);
+  /// A depthwise plan: the planes shared among the team by a queue.
+  void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
+                     Variable& output);
 
   /// body(i) for i in [0, total), split into contiguous shares among `threads` members of the team.
   template <typename Body>

@@ -11,7 +11,9 @@ std::string ConvPlan::describe() const {
     case ConvAlgorithm::im2col_openblas:
       return desc.kernel == 1 && desc.stride == 1 && desc.padding == 0 ? "OpenBLAS sgemm (1x1: no im2col)"
                                                                        : "im2col + OpenBLAS sgemm";
-    case ConvAlgorithm::depthwise: return "direct depthwise loop";
+    case ConvAlgorithm::depthwise:
+      return fmt::format("depthwise {} kernel, {} phase plane{}", isa_name(widest_cpu_isa()),
+                         depthwise.stride * depthwise.stride, depthwise.stride > 1 ? "s" : "");
     case ConvAlgorithm::packed_gemm:
       return fmt::format("packed sgemm {}, {}", kernel->name,
                          reads_padded_rows(desc) ? "input rows in place" : "implicit im2col");
@@ -40,9 +42,13 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
   plan.desc = desc;
   plan.input = input;
   const float* bias_values = bias ? bias->data() : nullptr;
-  if (is_depthwise(desc)) {
+  if (choice == BlasConvolution::im2col) {
+    plan.algorithm = ConvAlgorithm::im2col_openblas;  // for a depthwise convolution, the baseline's scalar loop
+  } else if (depthwise_kernel_applies(desc)) {
     plan.algorithm = ConvAlgorithm::depthwise;
-  } else if (choice == BlasConvolution::im2col) {
+    plan.depthwise = depthwise_geometry(desc.kernel, desc.stride, desc.dilation, desc.padding, input.h, input.w);
+  } else if (is_depthwise(desc)) {
+    plan.algorithm = ConvAlgorithm::im2col_openblas;  // a kernel too large for the SIMD kernels: the scalar loop
     plan.algorithm = ConvAlgorithm::im2col_openblas;
   } else if ((choice == BlasConvolution::winograd || choice == BlasConvolution::winograd2x2) &&
              winograd_applies(desc)) {

@@ -10,13 +10,14 @@
 #include "corgy/backend.h"
 #include "corgy/backends/blas/blas_backend.h"
 #include "corgy/backends/blas/conv_gemm.h"
+#include "corgy/backends/blas/depthwise_kernels.h"
 #include "corgy/backends/blas/winograd.h"
 
 namespace corgy::blas {
 
 enum class ConvAlgorithm {
   im2col_openblas,  ///< im2col, then one OpenBLAS sgemm per image and group: corgy's baseline
-  depthwise,        ///< a direct loop per channel plane (depthwise_conv.h)
+  depthwise,        ///< our SIMD kernels, one channel plane at a time (depthwise_kernels.h)
   packed_gemm,      ///< our micro-kernels on weights packed once, B packed from the input (conv_gemm.h)
   winograd,         ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
 };
@@ -28,6 +29,7 @@ struct ConvPlan {
   const GemmMicroKernel* kernel = nullptr;  // packed_gemm
   PackedConvWeights packed;                 // packed_gemm
   WinogradPlan winograd;                    // winograd
+  DepthwiseGeometry depthwise;              // depthwise
 
   /// For the profile: "packed sgemm avx512 12x32, implicit im2col".
   std::string describe() const;
@@ -44,6 +46,7 @@ struct BandBuffers {
   std::vector<float> conv_rows;
   GemmRowsBuffers gemm;
   WinogradBandBuffers winograd;
+  std::vector<float> depthwise;  // depthwise_kernels.h's phase planes and output block
 };
 
 /// The plans of one backend, keyed by the weights' storage. Only weights the backend was told are constants

@@ -1,10 +1,13 @@
 #include "corgy/backends/blas/depthwise_conv.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstddef>
 
 #include "corgy/backends/blas/fused_activation.h"
 #include "corgy/backends/blas/im2col.h"
+#include "corgy/error.h"
 
 namespace corgy::blas {
 
@@ -21,6 +24,11 @@ void accumulate_tap(const float* input, const Shape& in_shape, const Conv2dDesc&
     for (int ox = cols.begin; ox < cols.end; ++ox) target[ox] += weight * source[ox * desc.stride + x_offset];
   }
 }
+
+/// Floats of an extended output block: about 8 KB, so that it stays in L1 until its rows are copied out.
+constexpr int kBlockFloats = 2048;
+/// Planes per item of the team's queue: enough work per item that taking one costs nothing next to it.
+constexpr std::size_t kMinFloatsPerItem = 16384;
 
 }  // namespace
 
@@ -41,6 +49,87 @@ void depthwise_conv2d_plane(const Conv2dDesc& desc, const Shape& in_shape, const
   const float channel_bias = bias ? bias[channel] : 0.0f;
   with_activation(desc.activation,
                   [&](const auto& activate) { add_bias_and_activate(target, out_plane_size, channel_bias, activate); });
+}
+
+DepthwiseGeometry depthwise_geometry(int kernel, int stride, int dilation, int padding, int in_h, int in_w) {
+  if (kernel * kernel > DepthwiseGeometry::max_taps) {
+    throw Error(fmt::format("blas: depthwise kernels of {0} x {0} are larger than the SIMD kernel takes", kernel));
+  }
+  DepthwiseGeometry g;
+  g.kernel = kernel;
+  g.stride = stride;
+  g.dilation = dilation;
+  g.padding = padding;
+  g.in_h = in_h;
+  g.in_w = in_w;
+  g.out_h = (in_h + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+  g.out_w = (in_w + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+  g.phase_h = (in_h + 2 * padding + stride - 1) / stride;
+  g.phase_w = (in_w + 2 * padding + stride - 1) / stride;
+  const std::size_t phase_size = static_cast<std::size_t>(g.phase_h) * g.phase_w;
+  // Tap (ky, kx) of output (oy, ox) reads padded row oy * stride + ky * dilation: phase (ky * dilation) % stride,
+  // phase row oy + (ky * dilation) / stride; columns alike.
+  g.taps = kernel * kernel;
+  for (int ky = 0; ky < kernel; ++ky) {
+    for (int kx = 0; kx < kernel; ++kx) {
+      const int y = ky * dilation;
+      const int x = kx * dilation;
+      const std::size_t phase = static_cast<std::size_t>((y % stride) * stride + x % stride);
+      g.tap_offsets[ky * kernel + kx] =
+          static_cast<std::int32_t>(phase * phase_size + static_cast<std::size_t>(y / stride) * g.phase_w + x / stride);
+    }
+  }
+  // The last register of the last block reads up to a register past the extended grid, plus its offset: at most a
+  // phase row and a register past the phase planes (depthwise_kernels.h).
+  g.phase_floats = static_cast<std::size_t>(stride) * stride * phase_size + g.phase_w + 64;
+  g.block_rows = std::clamp(kBlockFloats / g.phase_w, 1, g.out_h);
+  g.block_floats = static_cast<std::size_t>(g.block_rows) * g.phase_w + 64;
+  return g;
+}
+
+void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<float>& buffer) {
+  if (buffer.size() < geometry.buffer_floats()) buffer.resize(geometry.buffer_floats());
+  std::fill(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(geometry.phase_floats), 0.0f);
+}
+
+DepthwiseKernel depthwise_kernel(CpuIsa isa) {
+  if (!cpu_has(isa)) throw Error(fmt::format("blas: this CPU cannot run the {} depthwise kernels", isa_name(isa)));
+  switch (isa) {
+    case CpuIsa::avx512: return avx512_depthwise_kernel();
+    case CpuIsa::avx2: return avx2_depthwise_kernel();
+    case CpuIsa::generic: break;
+  }
+  return generic_depthwise_kernel();
+}
+
+DepthwiseKernel depthwise_kernel() {
+  static const DepthwiseKernel best = depthwise_kernel(widest_cpu_isa());
+  return best;
+}
+
+void depthwise_conv(const TeamMember& /*member*/, WorkQueue& queue, const Conv2dDesc& desc,
+                    const DepthwiseGeometry& geometry, const Variable& input, const Variable& weights,
+                    const Variable* bias, Variable& output, std::vector<float>& buffer) {
+  prepare_depthwise_buffer(geometry, buffer);
+  const DepthwiseKernel kernel = depthwise_kernel();
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const std::size_t per_item = depthwise_planes_per_item(out);
+  const std::size_t planes = static_cast<std::size_t>(out.n) * out.c;
+  const int taps = geometry.taps;
+  std::size_t item = 0;
+  while (queue.next(item)) {
+    for (std::size_t plane = item * per_item; plane < std::min(planes, (item + 1) * per_item); ++plane) {
+      const std::size_t channel = plane % static_cast<std::size_t>(out.c);
+      kernel(geometry, input.data() + plane * in.plane_count(), weights.data() + channel * taps,
+             bias ? bias->data()[channel] : 0.0f, desc.activation, output.data() + plane * out.plane_count(),
+             buffer.data());
+    }
+  }
+}
+
+std::size_t depthwise_planes_per_item(const Shape& output) {
+  return std::max<std::size_t>(1, kMinFloatsPerItem / std::max<std::size_t>(1, output.plane_count()));
 }
 
 }  // namespace corgy::blas

@@ -23,6 +23,14 @@ struct Avx2 {
   static Reg min(Reg a, Reg b) { return _mm256_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
   static Reg div(Reg a, Reg b) { return _mm256_div_ps(a, b); }
+  /// even[k] = x[2 k], odd[k] = x[2 k + 1] for k < 8 (reads x[0, 16)): shuffles within each 128-bit half, then the
+  /// halves' 64-bit quarters put in order.
+  static void deinterleave2(const float* x, Reg& even, Reg& odd) {
+    const Reg low = load(x);
+    const Reg high = load(x + 8);
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0x88)), 0xD8));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0xDD)), 0xD8));
+  }
   static Reg floor(Reg x) { return _mm256_floor_ps(x); }
   /// 2^n for integer-valued n in [-126, 127], built in the exponent bits.
   static Reg pow2(Reg n) {

@@ -28,6 +28,15 @@ struct Avx512 {
   static Reg min(Reg a, Reg b) { return _mm512_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
   static Reg div(Reg a, Reg b) { return _mm512_div_ps(a, b); }
+  /// even[k] = x[2 k], odd[k] = x[2 k + 1] for k < 16 (reads x[0, 32)).
+  static void deinterleave2(const float* x, Reg& even, Reg& odd) {
+    const __m512i even_index = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd_index = _mm512_add_epi32(even_index, _mm512_set1_epi32(1));
+    const Reg low = load(x);
+    const Reg high = load(x + 16);
+    even = _mm512_permutex2var_ps(low, even_index, high);
+    odd = _mm512_permutex2var_ps(low, odd_index, high);
+  }
   static Reg floor(Reg x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
   /// 2^n for integer-valued n in [-126, 127], built in the exponent bits.
   static Reg pow2(Reg n) {

@@ -22,6 +22,11 @@ struct Sse2 {
   static Reg min(Reg a, Reg b) { return _mm_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm_storeu_ps(p, v); }
   static Reg div(Reg a, Reg b) { return _mm_div_ps(a, b); }
+  /// even[k] = x[2 k], odd[k] = x[2 k + 1] for k < 4 (reads x[0, 8)).
+  static void deinterleave2(const float* x, Reg& even, Reg& odd) {
+    even = _mm_shuffle_ps(load(x), load(x + 4), 0x88);
+    odd = _mm_shuffle_ps(load(x), load(x + 4), 0xDD);
+  }
   /// SSE2 has no rounding instruction: truncate, then step down where truncation rounded up (|x| < 2^31).
   static Reg floor(Reg x) {
     const Reg truncated = _mm_cvtepi32_ps(_mm_cvttps_epi32(x));

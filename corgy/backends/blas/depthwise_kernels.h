@@ -1,0 +1,68 @@
+// The depthwise convolution kernels of the blas backend (one channel plane in, one out), one variant per instruction
+// set like the GEMM kernels (kernels/depthwise_<isa>.cpp, picked from cpuid), and the geometry they share.
+//
+// How a plane is computed, for any kernel size, stride, dilation and padding: the input plane is copied, zero-padded,
+// into stride x stride "phase" planes (phase (ry, rx) holds padded rows ry, ry + stride, ... and columns rx,
+// rx + stride, ...; one plane at stride 1). In phase coordinates every tap (ky, kx) reads, for output (oy, ox), the
+// element at a fixed offset from oy * phase_w + ox: so over the "extended" output grid of out_h rows of phase_w
+// columns, each tap is one contiguous run of the phase planes, and the convolution is k x k vectorised multiply-adds
+// of whole registers, with no edge cases. The columns past out_w of each extended row are computed and dropped.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "corgy/activation.h"
+#include "corgy/backends/cpu/cpu_features.h"
+
+namespace corgy::blas {
+
+/// The shape of one depthwise plane computation, planned once per layer and input shape.
+struct DepthwiseGeometry {
+  int kernel = 0;
+  int stride = 1;
+  int dilation = 1;
+  int padding = 0;
+  int in_h = 0;
+  int in_w = 0;
+  int out_h = 0;
+  int out_w = 0;
+  int phase_h = 0;  ///< rows of each phase plane: ceil((in_h + 2 padding) / stride)
+  int phase_w = 0;  ///< columns of each phase plane, and of each extended output row
+  /// Per tap (ky, kx), row-major: the offset in the phase buffer of the element output (0, 0) reads. A fixed array,
+  /// so that the kernels (compiled per instruction set) use no std:: code; kernels up to 11 x 11.
+  static constexpr int max_taps = 121;
+  int taps = 0;
+  std::int32_t tap_offsets[max_taps] = {};
+  /// Floats of the phase buffer: the phase planes, then zeros that the last register of a block may read.
+  std::size_t phase_floats = 0;
+  /// Output rows computed per block (the block's extended rows stay in L1), and floats of the block buffer.
+  int block_rows = 1;
+  std::size_t block_floats = 0;
+
+  /// Floats of one thread's buffer: phases, then the block.
+  std::size_t buffer_floats() const { return phase_floats + block_floats; }
+};
+
+/// `kernel` x `kernel` depthwise geometry for an input plane of in_h x in_w (kernel * kernel <= max_taps).
+DepthwiseGeometry depthwise_geometry(int kernel, int stride, int dilation, int padding, int in_h, int in_w);
+
+/// output = activation(depthwise conv of `input` with `weights` (kernel x kernel, row-major) + bias), one plane.
+/// `buffer` holds geometry.buffer_floats() floats, and its tail past the phase planes must be zero at the first call
+/// (prepare_depthwise_buffer); the kernel keeps it so.
+using DepthwiseKernel = void (*)(const DepthwiseGeometry& geometry, const float* input, const float* weights,
+                                 float bias, Activation activation, float* output, float* buffer);
+
+/// Sizes `buffer` for `geometry` and zeroes it.
+void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<float>& buffer);
+
+DepthwiseKernel generic_depthwise_kernel();
+DepthwiseKernel avx2_depthwise_kernel();
+DepthwiseKernel avx512_depthwise_kernel();
+
+/// The kernel of the widest instruction set this CPU has (cpuid, once), or of `isa` when asked (tests).
+DepthwiseKernel depthwise_kernel();
+DepthwiseKernel depthwise_kernel(CpuIsa isa);
+
+}  // namespace corgy::blas
