@@ -49,6 +49,17 @@ struct Pool2dDesc {
   int output_w(int w) const { return (w + pad_left + pad_right - kernel_w) / stride_w + 1; }
 };
 
+/// Squeeze-and-excitation (Hu et al. 2018, as MobileNetV3 and EfficientNet use it) on an input (N, C, H, W): per
+/// image, s = mean of each channel plane (C values), z = reduce_activation(reduce x s + reduce bias) (S values),
+/// g = expand_activation(expand x z + expand bias) (C values), output = input scaled by g per channel. The two
+/// weight matrices are 1x1 convolutions' OIHW tensors: reduce (S, C, 1, 1), expand (C, S, 1, 1).
+struct SqueezeExciteDesc {
+  int channels = 0;
+  int squeeze_channels = 0;
+  Activation reduce_activation{};
+  Activation expand_activation{};
+};
+
 /// One entry of a profiled forward (Backend::set_profiling): what computed part of a layer, and how long it took.
 /// A layer may have several entries (a GPU backend records one per dispatch).
 struct OpProfile {
@@ -122,6 +133,18 @@ class Backend {
   /// (N, Cout, Hp, Wp). `pool` is a max pool over the convolution's (N, Cout, Ho, Wo) output.
   virtual void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
                               const Variable& weights, const Variable* bias, Variable& output) = 0;
+  /// A convolution whose output only an add reads, with the add (and the activation after it) folded in
+  /// (Sequential fuses such pairs; corgy/model/fusion.h): output = activation(conv(input, weights) + bias + residual),
+  /// desc.activation being the one applied after the add. residual has output's shape (N, Cout, Ho, Wo) and is
+  /// never output itself.
+  virtual void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
+                          const Variable& residual, Variable& output) = 0;
+  /// Squeeze-and-excitation as one operation (SqueezeExciteDesc; Sequential fuses the pool, the two 1x1 convolutions
+  /// and the product into it): input and output (N, C, H, W); reduce_weights (S, C, 1, 1), expand_weights
+  /// (C, S, 1, 1); the biases (1, 1, 1, S) and (1, 1, 1, C) or null.
+  virtual void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
+                              const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
+                              Variable& output) = 0;
   /// Max or average pooling, (N, C, H, W) -> (N, C, Ho, Wo).
   virtual void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) = 0;
   /// Element-wise activation; input and output have the same shape and may be the same Variable.

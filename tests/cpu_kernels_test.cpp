@@ -49,7 +49,7 @@ std::vector<float> activation_inputs() {
 TEST(CpuKernels, BiasActivationAgreesWithApplyActivation) {
   const std::vector<float> inputs = activation_inputs();
   for (const CpuIsa isa : isas_of_this_cpu()) {
-    const blas::BiasActivationKernel kernel = blas::bias_activation_kernel(isa);
+    const blas::BiasActivationKernel kernel = blas::activation_kernels(isa).bias_activate;
     for (const Activation activation : every_activation()) {
       for (const float bias : {0.0f, 0.75f}) {
         std::vector<float> got(inputs.size());
@@ -75,7 +75,7 @@ TEST(CpuKernels, BiasActivationAgreesWithApplyActivation) {
 
 TEST(CpuKernels, BiasActivationWritesExactlyCountValuesInPlace) {
   for (const CpuIsa isa : isas_of_this_cpu()) {
-    const blas::BiasActivationKernel kernel = blas::bias_activation_kernel(isa);
+    const blas::BiasActivationKernel kernel = blas::activation_kernels(isa).bias_activate;
     for (std::size_t count = 0; count <= 40; ++count) {
       std::vector<float> values(count + 1);
       for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) - 20.0f;
@@ -84,6 +84,28 @@ TEST(CpuKernels, BiasActivationWritesExactlyCountValuesInPlace) {
         EXPECT_EQ(values[i], std::max(0.0f, static_cast<float>(i) - 19.0f)) << isa_name(isa) << " count " << count;
       }
       EXPECT_EQ(values[count], static_cast<float>(count) - 20.0f) << isa_name(isa) << ": wrote past count " << count;
+    }
+  }
+}
+
+TEST(CpuKernels, AddActivationAddsBeforeActivating) {
+  for (const CpuIsa isa : isas_of_this_cpu()) {
+    const blas::AddActivationKernel kernel = blas::activation_kernels(isa).add_activate;
+    for (const Activation activation : every_activation()) {
+      for (std::size_t count = 0; count <= 40; ++count) {
+        std::vector<float> source(count + 1), addend(count + 1), target(count + 1, 7.0f);
+        for (std::size_t i = 0; i <= count; ++i) {
+          source[i] = static_cast<float>(i) * 0.37f - 6.0f;
+          addend[i] = 2.5f - static_cast<float>(i) * 0.11f;
+        }
+        kernel(source.data(), addend.data(), target.data(), count, activation);
+        for (std::size_t i = 0; i < count; ++i) {
+          const float want = apply_activation(activation, source[i] + addend[i]);
+          EXPECT_NEAR(target[i], want, 1e-6 * std::max(1.0f, std::abs(want)))
+              << isa_name(isa) << " " << activation.str() << " count " << count << " i " << i;
+        }
+        EXPECT_EQ(target[count], 7.0f) << isa_name(isa) << ": wrote past count " << count;
+      }
     }
   }
 }

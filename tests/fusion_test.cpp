@@ -13,6 +13,16 @@ std::vector<FusionNode> nodes_of(const Sequential& model) {
   return nodes;
 }
 
+/// The fused graph of `model`, and which of its nodes are absorbed.
+FusedGraph fused(const Sequential& model) { return fuse_layers(nodes_of(model)); }
+std::vector<int> absorbed(const FusedGraph& graph) {
+  std::vector<int> indices;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (graph.nodes[i].absorbed) indices.push_back(static_cast<int>(i));
+  }
+  return indices;
+}
+
 TEST(Fusion, FusesAConvolutionThatOnlyAMaxPoolReads) {
   Sequential model;
   model.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1}));       // 0: fused with 1
@@ -22,18 +32,17 @@ TEST(Fusion, FusesAConvolutionThatOnlyAMaxPoolReads) {
   model.add(AvgPool2d({.kernel = 1}), {shared});                                             // 4
   model.add(Conv2d({.in_channels = 4, .out_channels = 4, .kernel = 1}));                     // 5: feeds avgpool
   model.add(AvgPool2d({.kernel = 2}));                                                       // 6
-  const std::vector<ConvMaxPoolFusion> fusions = find_conv_maxpool_fusions(nodes_of(model));
-  ASSERT_EQ(fusions.size(), 1u);
-  EXPECT_EQ(fusions[0].conv, 0);
-  EXPECT_EQ(fusions[0].pool, 1);
-  EXPECT_EQ(fusions[0].fused->describe(), "conv2d 3x3/1 pad 1, 3->4 + maxpool2d 2x2/2");
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), std::vector<int>{0});
+  EXPECT_EQ(graph.nodes[1].layer->describe(), "conv2d 3x3/1 pad 1, 3->4 + maxpool2d 2x2/2");
+  EXPECT_EQ(graph.nodes[1].inputs, std::vector<int>{Sequential::model_input});
 }
 
 TEST(Fusion, DoesNotFuseAConvolutionWhoseOutputIsKept) {
   Sequential model;
   const int conv = model.add(Conv2d({.in_channels = 2, .out_channels = 3, .kernel = 3, .padding = 1}));
   model.add(MaxPool2d({.kernel = 2}));
-  EXPECT_EQ(find_conv_maxpool_fusions(nodes_of(model)).size(), 1u);
+  EXPECT_EQ(absorbed(fused(model)), std::vector<int>{0});
 
   std::mt19937 rng(3);
   randomize_parameters(model, rng);
@@ -47,6 +56,81 @@ TEST(Fusion, DoesNotFuseAConvolutionWhoseOutputIsKept) {
   model.set_fusion(false);
   EXPECT_TRUE(outputs_match(model.forward(input), pooled, 0.0));
   EXPECT_TRUE(outputs_match(model.output(conv), conv_output, 0.0));
+}
+
+TEST(Fusion, TurnsXTimesSigmoidXIntoASwishConvolution) {
+  Sequential model;
+  const int conv = model.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1}));  // 0
+  const int gate = model.add(Sigmoid());                                                                 // 1
+  model.add(Elementwise(ElementwiseOp::multiply), {conv, gate});                                         // 2
+  const int other = model.add(Sigmoid());                          // 3: x * sigmoid(y)
+  model.add(Elementwise(ElementwiseOp::multiply), {conv, other});  // 4
+  model.add(Add(), {2, 4});                                        // 5
+  const FusedGraph graph = fused(model);
+  // Node 0 is read by 2 and 4: it stays; 1 and 2 become one swish layer reading 0, which then cannot move into the
+  // shared convolution. 3 and 4 are another pattern (the multiply's other operand is not the sigmoid's input).
+  EXPECT_EQ(absorbed(graph), std::vector<int>{1});
+  EXPECT_EQ(graph.nodes[2].layer->describe(), "swish");
+  EXPECT_EQ(graph.nodes[2].inputs, std::vector<int>{conv});
+  EXPECT_EQ(graph.nodes[4].layer->type(), "elementwise");
+
+  Sequential alone;
+  const int c = alone.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 1}));
+  const int s = alone.add(Sigmoid());
+  alone.add(Elementwise(ElementwiseOp::multiply), {s, c});  // either operand order
+  const FusedGraph swish = fused(alone);
+  EXPECT_EQ(absorbed(swish), (std::vector<int>{0, 1}));
+  EXPECT_EQ(swish.nodes[2].layer->describe(), "conv2d 1x1/1 pad 0, 3->4, swish");
+}
+
+TEST(Fusion, FoldsAResidualAddIntoTheConvolutionBeforeIt) {
+  Sequential model;
+  const int stem = model.add(
+      Conv2d({.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .activation = Activation::relu()}));  // 0
+  model.add(Conv2d({.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1}));       // 1: fused into 2
+  const int sum = model.add(Add(Activation::relu()), {1, stem});                             // 2
+  const int shared = model.add(Conv2d({.in_channels = 8, .out_channels = 8, .kernel = 1}));  // 3: read by 4 and 6
+  model.add(Add(), {shared, sum});                                                           // 4
+  model.add(ReLU());                                                                         // 5: into the add 4
+  model.add(Add(), {shared, 5});                                                             // 6
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 4}));
+  EXPECT_EQ(graph.nodes[2].layer->describe(), "conv2d 3x3/1 pad 1, 8->8 + add, relu");
+  EXPECT_EQ(graph.nodes[2].inputs, (std::vector<int>{stem, stem}));  // the convolution's input, then the residual
+  EXPECT_EQ(graph.nodes[5].layer->describe(), "add, relu");
+  EXPECT_EQ(graph.nodes[5].inputs, (std::vector<int>{3, sum}));
+}
+
+/// A squeeze-and-excitation block as exporters write it, on the output of a depthwise convolution.
+Sequential squeeze_excite_block(Activation reduce_activation, Activation gate) {
+  Sequential model;
+  const int x = model.add(Conv2d({.in_channels = 6, .out_channels = 6, .kernel = 3, .padding = 1, .groups = 6}));
+  model.add(AvgPool2d::global());
+  model.add(Conv2d({.in_channels = 6, .out_channels = 3, .kernel = 1, .activation = reduce_activation}));
+  model.add(Conv2d({.in_channels = 3, .out_channels = 6, .kernel = 1, .activation = gate}));
+  model.add(Elementwise(ElementwiseOp::multiply), {x, 3});
+  model.add(Conv2d({.in_channels = 6, .out_channels = 4, .kernel = 1}));
+  return model;
+}
+
+TEST(Fusion, MakesOneLayerOfASqueezeExcitationBlock) {
+  const FusedGraph graph = fused(squeeze_excite_block(Activation::relu(), Activation::clipped_relu(1.0f)));
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(graph.nodes[4].layer->describe(), "squeeze_excite 6 -> 3 (relu) -> 6 (clipped_relu(1))");
+  EXPECT_EQ(graph.nodes[4].inputs, std::vector<int>{0});
+
+  // The reduce convolution's SiLU written as x * sigmoid(x), as EfficientNet's export has it.
+  Sequential model;
+  const int x = model.add(Conv2d({.in_channels = 6, .out_channels = 6, .kernel = 1}));
+  model.add(AvgPool2d::global());
+  const int reduce = model.add(Conv2d({.in_channels = 6, .out_channels = 2, .kernel = 1}));
+  const int sigmoid = model.add(Sigmoid());
+  model.add(Elementwise(ElementwiseOp::multiply), {reduce, sigmoid});
+  model.add(Conv2d({.in_channels = 2, .out_channels = 6, .kernel = 1, .activation = Activation::sigmoid()}));
+  model.add(Elementwise(ElementwiseOp::multiply), {x, 5});
+  const FusedGraph efficient = fused(model);
+  EXPECT_EQ(absorbed(efficient), (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(efficient.nodes[6].layer->describe(), "squeeze_excite 6 -> 2 (swish) -> 6 (sigmoid)");
 }
 
 // Tiny YOLO's pattern: conv + leaky + maxpool 2/2 on odd sizes, then darknet's 2/1 maxpool that pads bottom/right.
@@ -99,6 +183,56 @@ TEST_P(FusionOnBackend, ProfileHasAnEntryPerComputedLayer) {
   model.backend().set_profiling(false);
   model.forward(random_variable({1, 3, 16, 16}, rng));
   EXPECT_TRUE(model.backend().take_profile().empty());
+}
+
+// Every rewrite at once, as a MobileNetV3 / EfficientNet / ResNet mix would have them, on odd sizes and batch 2:
+// fused and unfused forwards must agree on every backend.
+Sequential every_pattern() {
+  Sequential model;
+  const int stem = model.add(Conv2d({.in_channels = 3, .out_channels = 12, .kernel = 3, .stride = 2, .padding = 1}));
+  const int stem_gate = model.add(Sigmoid());
+  const int x = model.add(Elementwise(ElementwiseOp::multiply), {stem, stem_gate});  // swish into the stem
+  model.add(Conv2d({.in_channels = 12,
+                    .out_channels = 12,
+                    .kernel = 5,
+                    .padding = 2,
+                    .groups = 12,
+                    .activation = Activation::hard_swish()}));
+  const int depthwise = model.size() - 1;
+  model.add(AvgPool2d::global());
+  model.add(Conv2d({.in_channels = 12, .out_channels = 4, .kernel = 1, .activation = Activation::relu()}));
+  model.add(Conv2d({.in_channels = 4, .out_channels = 12, .kernel = 1, .activation = Activation::sigmoid()}));
+  const int excited = model.add(Elementwise(ElementwiseOp::multiply), {depthwise, model.size() - 1});
+  model.add(Conv2d({.in_channels = 12, .out_channels = 12, .kernel = 1}));
+  const int block = model.add(Add(), {model.size() - 1, x});  // residual into the projection
+  model.add(Conv2d({.in_channels = 12, .out_channels = 12, .kernel = 3, .padding = 1}));
+  model.add(Add(Activation::relu()), {block, model.size() - 1});  // residual with ReLU, conv second
+  model.add(Conv2d({.in_channels = 12, .out_channels = 5, .kernel = 1}), {excited});
+  model.add(Concat(), {model.size() - 2, model.size() - 1});
+  return model;
+}
+
+TEST(Fusion, FindsEveryPatternOfTheMixedNetwork) {
+  const FusedGraph graph = fused(every_pattern());
+  // stem + sigmoid into the multiply (2), the block's pool and 1x1s into its product (7), the projection into
+  // the first add (9), the 3x3 into the second (11).
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 1, 4, 5, 6, 8, 10}));
+  EXPECT_EQ(graph.nodes[2].layer->type(), "fused_conv2d");
+  EXPECT_EQ(graph.nodes[7].layer->type(), "squeeze_excite");
+  EXPECT_EQ(graph.nodes[9].layer->type(), "fused_conv2d");
+  EXPECT_EQ(graph.nodes[11].layer->type(), "fused_conv2d");
+}
+
+TEST_P(FusionOnBackend, EveryRewriteAgreesWithTheUnfusedLayers) {
+  std::mt19937 rng(17);
+  Sequential model = every_pattern();
+  randomize_parameters(model, rng);
+  const Variable input = random_variable({2, 3, 19, 13}, rng, 2.0f);
+  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_fusion(false);
+  const Variable unfused = model.forward(input).clone();
+  model.set_fusion(true);
+  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryBackend, FusionOnBackend, ::testing::ValuesIn(all_backends()),

@@ -394,6 +394,58 @@ void add_elementwise_binary_cases(std::vector<LayerCase>& cases) {
   }
 }
 
+// The model-level rewrites of corgy/model/fusion.h (Sequential applies them on every backend, the naive one
+// included): a convolution with a residual add and the activation after it, for each algorithm of the blas backend
+// (1x1 packed GEMM, 3x3 Winograd, strided, depthwise); x * sigmoid(x); squeeze-and-excitation blocks.
+void add_fused_block_cases(std::vector<LayerCase>& cases) {
+  const std::vector<std::pair<Shape, Conv2dOptions>> residual_convs = {
+      {{3, 13, 9, 11}, {.in_channels = 13, .out_channels = 13, .kernel = 1, .activation = Activation::relu()}},
+      {{2, 12, 13, 10},
+       {.in_channels = 12, .out_channels = 12, .kernel = 3, .padding = 1, .activation = Activation::leaky_relu(0.1f)}},
+      {{1, 9, 12, 12}, {.in_channels = 9, .out_channels = 9, .kernel = 3, .stride = 2, .padding = 1}},
+      {{3, 7, 8, 5},
+       {.in_channels = 7,
+        .out_channels = 7,
+        .kernel = 3,
+        .padding = 1,
+        .groups = 7,
+        .activation = Activation::swish()}},
+  };
+  for (const auto& [input, options] : residual_convs) {
+    cases.push_back({"residual " + Conv2d(options).describe() + " " + input.str(), input,
+                     [options = options, input = input](Sequential& m) {
+                       Conv2dOptions conv = options;
+                       conv.activation = Activation::none();
+                       // The residual: the model input, or a pooled copy of it when the convolution is strided.
+                       int residual = Sequential::model_input;
+                       if (conv.stride > 1) residual = m.add(MaxPool2d({.kernel = 3, .stride = 2, .padding = 1}));
+                       const int c = m.add(Conv2d(conv), {Sequential::model_input});
+                       m.add(Add(options.activation), {c, residual});
+                     }});
+  }
+  cases.push_back({"conv x * sigmoid(x) (2, 5, 11, 7)", {2, 5, 11, 7}, [](Sequential& m) {
+                     const int x = m.add(Conv2d({.in_channels = 5, .out_channels = 6, .kernel = 3, .padding = 1}));
+                     const int gate = m.add(Sigmoid());
+                     m.add(Elementwise(ElementwiseOp::multiply), {gate, x});
+                   }});
+  const std::vector<std::tuple<Shape, int, Activation, Activation>> blocks = {
+      {{3, 13, 7, 9}, 5, Activation::relu(), Activation::clipped_relu(1.0f)},
+      {{2, 24, 5, 5}, 6, Activation::swish(), Activation::sigmoid()},
+      {{1, 40, 1, 1}, 10, Activation::relu(), Activation::sigmoid()},
+  };
+  for (const auto& [input, squeeze, reduce_activation, gate] : blocks) {
+    cases.push_back(
+        {fmt::format("squeeze_excite {} -> {} ({}, {}) {}", input.c, squeeze, reduce_activation.str(), gate.str(),
+                     input.str()),
+         input, [c = input.c, squeeze, reduce_activation, gate](Sequential& m) {
+           m.add(AvgPool2d::global());
+           m.add(Conv2d({.in_channels = c, .out_channels = squeeze, .kernel = 1, .activation = reduce_activation}));
+           m.add(Conv2d({.in_channels = squeeze, .out_channels = c, .kernel = 1, .activation = gate}));
+           m.add(Elementwise(ElementwiseOp::multiply), {Sequential::model_input, 2});
+         }});
+  }
+}
+
 std::vector<LayerCase> all_cases() {
   std::vector<LayerCase> cases;
   add_conv_cases(cases);
@@ -407,6 +459,7 @@ std::vector<LayerCase> all_cases() {
   add_linear_cases(cases);
   add_multi_input_cases(cases);
   add_elementwise_binary_cases(cases);
+  add_fused_block_cases(cases);
   return cases;
 }
 

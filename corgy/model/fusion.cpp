@@ -1,31 +1,202 @@
 #include "corgy/model/fusion.h"
 
+#include <optional>
+
+#include "corgy/layers/activation_layer.h"
+#include "corgy/layers/add.h"
+#include "corgy/layers/avgpool2d.h"
 #include "corgy/layers/conv2d.h"
 #include "corgy/layers/conv2d_maxpool.h"
+#include "corgy/layers/elementwise.h"
+#include "corgy/layers/fused_conv2d.h"
 #include "corgy/layers/maxpool2d.h"
+#include "corgy/layers/squeeze_excite.h"
 
 namespace corgy {
 
-std::vector<ConvMaxPoolFusion> find_conv_maxpool_fusions(const std::vector<FusionNode>& nodes) {
+namespace {
+
+/// Readers of each node's output among the live nodes (model input reads are not counted).
+std::vector<int> count_readers(const std::vector<FusionNode>& nodes) {
   std::vector<int> readers(nodes.size(), 0);
   for (const FusionNode& node : nodes) {
+    if (node.absorbed) continue;
     for (int input : node.inputs) {
       if (input >= 0) ++readers[input];
     }
   }
-  std::vector<ConvMaxPoolFusion> fusions;
-  for (std::size_t p = 0; p < nodes.size(); ++p) {
-    const auto* pool = dynamic_cast<const MaxPool2d*>(nodes[p].layer);
-    if (!pool || nodes[p].inputs.size() != 1) continue;
-    const int c = nodes[p].inputs[0];
-    if (c < 0 || readers[c] != 1 || nodes[c].keep) continue;
-    const auto* conv = dynamic_cast<const Conv2d*>(nodes[c].layer);
+  return readers;
+}
+
+class Rewriter {
+ public:
+  explicit Rewriter(FusedGraph& graph) : graph_(graph), readers_(count_readers(graph.nodes)) {}
+
+  FusionNode& node(int i) { return graph_.nodes[i]; }
+  int size() const { return static_cast<int>(graph_.nodes.size()); }
+
+  /// Node i is a live layer of type L (null when it is not, or it is the model input).
+  template <class L>
+  const L* as(int i) const {
+    if (i < 0 || graph_.nodes[i].absorbed) return nullptr;
+    return dynamic_cast<const L*>(graph_.nodes[i].layer);
+  }
+  /// Node i's output is read only by the pattern being rewritten, `uses` times, and not by the caller.
+  bool private_to_pattern(int i, int uses = 1) const { return i >= 0 && !graph_.nodes[i].keep && readers_[i] == uses; }
+
+  /// Node `output` becomes `layer` reading `inputs`; the nodes in `absorbed` get no step of their own.
+  void rewrite(int output, std::unique_ptr<Layer> layer, std::vector<int> inputs, std::vector<int> absorbed) {
+    for (int input : inputs) {
+      if (input >= 0) ++readers_[input];
+    }
+    for (int input : graph_.nodes[output].inputs) {
+      if (input >= 0) --readers_[input];
+    }
+    for (int a : absorbed) {
+      graph_.nodes[a].absorbed = true;
+      for (int input : graph_.nodes[a].inputs) {
+        if (input >= 0) --readers_[input];
+      }
+    }
+    graph_.nodes[output].layer = layer.get();
+    graph_.nodes[output].inputs = std::move(inputs);
+    graph_.fused_layers.push_back(std::move(layer));
+  }
+
+ private:
+  FusedGraph& graph_;
+  std::vector<int> readers_;
+};
+
+/// A convolution that can take a fused epilogue: no activation of its own, zero padding.
+const Conv2d* plain_conv(const Rewriter& r, int i) {
+  const Conv2d* conv = r.as<Conv2d>(i);
+  if (!conv || conv->desc().activation.kind != ActivationKind::none) return nullptr;
+  if (conv->padding_mode() != PadMode::constant && conv->desc().padding > 0) return nullptr;
+  return conv;
+}
+
+// 1. x * sigmoid(x) -> swish(x).
+void fuse_swish(Rewriter& r) {
+  for (int m = 0; m < r.size(); ++m) {
+    const auto* multiply = r.as<Elementwise>(m);
+    if (!multiply || multiply->op() != ElementwiseOp::multiply || r.node(m).inputs.size() != 2) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int s = r.node(m).inputs[side];
+      const int x = r.node(m).inputs[1 - side];
+      const auto* sigmoid = r.as<ActivationLayer>(s);
+      if (!sigmoid || sigmoid->activation().kind != ActivationKind::sigmoid) continue;
+      if (r.node(s).inputs != std::vector<int>{x} || !r.private_to_pattern(s)) continue;
+      r.rewrite(m, std::make_unique<ActivationLayer>(Activation::swish()), {x}, {s});
+      break;
+    }
+  }
+}
+
+// 2. An activation layer into the convolution or Add before it.
+void fuse_activations(Rewriter& r) {
+  for (int a = 0; a < r.size(); ++a) {
+    const auto* activation = r.as<ActivationLayer>(a);
+    if (!activation || r.node(a).inputs.size() != 1) continue;
+    const int p = r.node(a).inputs[0];
+    if (!r.private_to_pattern(p)) continue;
+    if (const Conv2d* conv = plain_conv(r, p)) {
+      r.rewrite(a, std::make_unique<FusedConv2d>(*conv, activation->activation(), false), r.node(p).inputs, {p});
+    } else if (const Add* add = r.as<Add>(p); add && add->activation().kind == ActivationKind::none) {
+      r.rewrite(a, std::make_unique<Add>(activation->activation()), r.node(p).inputs, {p});
+    }
+  }
+}
+
+// 3. conv(x) + residual -> FusedConv2d(x, residual).
+void fuse_residual_adds(Rewriter& r) {
+  for (int d = 0; d < r.size(); ++d) {
+    const auto* add = r.as<Add>(d);
+    if (!add || r.node(d).inputs.size() != 2) continue;
+    for (int side = 1; side >= 0; --side) {  // the second operand first: the block's last convolution, usually
+      const int c = r.node(d).inputs[side];
+      const int residual = r.node(d).inputs[1 - side];
+      const Conv2d* conv = plain_conv(r, c);
+      if (!conv || residual == c || !r.private_to_pattern(c)) continue;
+      std::vector<int> inputs = r.node(c).inputs;
+      inputs.push_back(residual);
+      r.rewrite(d, std::make_unique<FusedConv2d>(*conv, add->activation(), true), std::move(inputs), {c});
+      break;
+    }
+  }
+}
+
+// 4. conv -> max pool.
+void fuse_conv_maxpool(Rewriter& r) {
+  for (int p = 0; p < r.size(); ++p) {
+    const auto* pool = r.as<MaxPool2d>(p);
+    if (!pool || r.node(p).inputs.size() != 1) continue;
+    const int c = r.node(p).inputs[0];
+    const Conv2d* conv = r.as<Conv2d>(c);
     // A reflect or edge padded convolution runs as Pad + convolution (padded_conv.h); the fused kernels pad with
     // zeros only.
-    if (!conv || (conv->padding_mode() != PadMode::constant && conv->desc().padding > 0)) continue;
-    fusions.push_back({c, static_cast<int>(p), std::make_unique<Conv2dMaxPool>(*conv, *pool)});
+    if (!conv || !r.private_to_pattern(c) || (conv->padding_mode() != PadMode::constant && conv->desc().padding > 0))
+      continue;
+    r.rewrite(p, std::make_unique<Conv2dMaxPool>(*conv, *pool), r.node(c).inputs, {c});
   }
-  return fusions;
+}
+
+/// A 1x1 convolution of a squeeze-and-excitation block: a Conv2d, or a FusedConv2d that only took an activation.
+struct OneByOne {
+  Conv2dDesc desc;
+  const Variable* weights;
+  const Variable* bias;
+};
+std::optional<OneByOne> one_by_one(const Rewriter& r, int i) {
+  std::optional<OneByOne> found;
+  if (const Conv2d* conv = r.as<Conv2d>(i); conv && conv->padding_mode() == PadMode::constant) {
+    found = OneByOne{conv->desc(), &conv->weights(), &conv->bias()};
+  } else if (const FusedConv2d* fused = r.as<FusedConv2d>(i); fused && !fused->residual()) {
+    found = OneByOne{fused->desc(), &fused->weights(), &fused->bias()};
+  }
+  if (found &&
+      (found->desc.kernel != 1 || found->desc.stride != 1 || found->desc.padding != 0 || found->desc.groups != 1)) {
+    found.reset();
+  }
+  return found;
+}
+
+// 5. x * expand(reduce(global_average_pool(x))) -> SqueezeExcite(x).
+void fuse_squeeze_excite(Rewriter& r) {
+  for (int m = 0; m < r.size(); ++m) {
+    const auto* multiply = r.as<Elementwise>(m);
+    if (!multiply || multiply->op() != ElementwiseOp::multiply || r.node(m).inputs.size() != 2) continue;
+    const int x = r.node(m).inputs[0];
+    const int g = r.node(m).inputs[1];
+    const std::optional<OneByOne> expand = one_by_one(r, g);
+    if (!expand || !r.private_to_pattern(g) || r.node(g).inputs.size() != 1) continue;
+    const int f = r.node(g).inputs[0];
+    const std::optional<OneByOne> reduce = one_by_one(r, f);
+    if (!reduce || !r.private_to_pattern(f) || r.node(f).inputs.size() != 1) continue;
+    const int p = r.node(f).inputs[0];
+    const auto* pool = r.as<AvgPool2d>(p);
+    if (!pool || !pool->options().global || !r.private_to_pattern(p) || r.node(p).inputs != std::vector<int>{x})
+      continue;
+    if (reduce->desc.in_channels != expand->desc.out_channels || reduce->desc.out_channels != expand->desc.in_channels)
+      continue;
+    r.rewrite(m,
+              std::make_unique<SqueezeExcite>(reduce->desc, *reduce->weights, *reduce->bias, expand->desc,
+                                              *expand->weights, *expand->bias),
+              {x}, {p, f, g});
+  }
+}
+
+}  // namespace
+
+FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
+  FusedGraph graph{std::move(nodes), {}};
+  // Each rewrite sees the graph as the ones before left it (counts of readers included).
+  for (void (*rewrite)(Rewriter&) :
+       {fuse_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite}) {
+    Rewriter rewriter(graph);
+    rewrite(rewriter);
+  }
+  return graph;
 }
 
 }  // namespace corgy

@@ -1,4 +1,6 @@
-// Fusion: the model-level rewrite that lets a backend compute a convolution together with the max pool after it.
+// Fusion: the model-level rewrites that let a backend compute several layers as one operation. Each rewrite
+// replaces a small pattern of layers by one fused layer that every backend implements (the naive one as the layers
+// it replaces), so the layer harness checks the fused paths like any layer.
 #pragma once
 
 #include <memory>
@@ -13,18 +15,28 @@ struct FusionNode {
   const Layer* layer = nullptr;
   std::vector<int> inputs;  // producer layers; -1 is the model input
   bool keep = false;        // read by the caller after a forward (marked output, or the last layer)
+  bool absorbed = false;    // computed inside a later node's fused layer: no step, no output of its own
 };
 
-/// A convolution whose output only a max pool reads: `pool` computes both as one Conv2dMaxPool.
-struct ConvMaxPoolFusion {
-  int conv = -1;
-  int pool = -1;
-  std::unique_ptr<Layer> fused;  // the Conv2dMaxPool that replaces the pair, fed by the convolution's inputs
+/// The model after fusion: node i computes layer i's output with `layer` (the model's own, or one of
+/// `fused_layers`) from `inputs`, unless it is absorbed.
+struct FusedGraph {
+  std::vector<FusionNode> nodes;
+  std::vector<std::unique_ptr<Layer>> fused_layers;
 };
 
-/// Finds the pairs (Conv2d c, MaxPool2d p) where p's only input is c, c's output is read by p alone and is not
-/// kept, and builds their fused layers. Tiny YOLO's six conv + maxpool pairs are such pairs; a convolution that
-/// also feeds a route (YOLOv3's) is not.
-std::vector<ConvMaxPoolFusion> find_conv_maxpool_fusions(const std::vector<FusionNode>& nodes);
+/// Applies every rewrite, each to the result of the ones before, to layers whose outputs only the pattern reads
+/// (never a kept output, never a layer read from elsewhere):
+///  1. x * sigmoid(x) (an Elementwise multiply of a tensor by its own Sigmoid; how exporters write SiLU / swish)
+///     becomes one swish ActivationLayer;
+///  2. an activation layer after a convolution without one, or after an Add without one, moves into it
+///     (a FusedConv2d; the Add's own activation);
+///  3. an Add of a convolution's output (the convolution without activation) and another tensor becomes a
+///     FusedConv2d that adds that tensor, with the Add's activation (ResNet's residual connections);
+///  4. a convolution whose output only a max pool reads becomes a Conv2dMaxPool (Tiny YOLO);
+///  5. squeeze-and-excitation, AvgPool2d::global() -> 1x1 convolution -> 1x1 convolution -> Elementwise multiply of
+///     the pool's input by the result, becomes a SqueezeExcite (MobileNetV3, EfficientNet).
+/// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
+FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 
 }  // namespace corgy

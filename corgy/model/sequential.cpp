@@ -159,39 +159,29 @@ std::string Sequential::summary(const Shape& input) const {
 void Sequential::plan_steps(const Shape& model_input_shape) {
   steps_.clear();
   planned_layers_.clear();
-  std::vector<bool> skipped(nodes_.size(), false);
-  std::vector<int> fused_into(nodes_.size(), -1);  // per pool layer: the planned_layers_ entry that computes it
-  if (fusion_) {
-    std::vector<FusionNode> view;
-    for (int i = 0; i < size(); ++i) {
-      view.push_back({nodes_[i].layer.get(), nodes_[i].inputs, nodes_[i].keep || i + 1 == size()});
-    }
-    for (ConvMaxPoolFusion& fusion : find_conv_maxpool_fusions(view)) {
-      skipped[fusion.conv] = true;
-      fused_into[fusion.pool] = static_cast<int>(planned_layers_.size());
-      planned_layers_.push_back(std::move(fusion.fused));
-    }
-  }
+  FusedGraph graph;
   for (int i = 0; i < size(); ++i) {
-    if (skipped[i]) continue;
-    const int fused = fused_into[i];
-    if (fused >= 0) {
-      const int conv = nodes_[i].inputs[0];  // the fused layer reads what the convolution read
-      steps_.push_back({i, i, planned_layers_[fused].get(), nodes_[conv].inputs});
-    } else if (std::optional<PaddedConvExpansion> padded = expand_padded_conv(*nodes_[i].layer)) {
+    graph.nodes.push_back({nodes_[i].layer.get(), nodes_[i].inputs, nodes_[i].keep || i + 1 == size()});
+  }
+  if (fusion_) graph = fuse_layers(std::move(graph.nodes));
+  for (int i = 0; i < size(); ++i) {
+    const FusionNode& node = graph.nodes[i];
+    if (node.absorbed) continue;
+    if (std::optional<PaddedConvExpansion> padded = expand_padded_conv(*node.layer)) {
       // Pad into a temporary slot of its own, then the convolution without padding reads that slot.
-      const int source = nodes_[i].inputs[0];
+      const int source = node.inputs[0];
       const Shape& input = source == model_input ? model_input_shape : shapes_[source];
       const int temporary = static_cast<int>(shapes_.size());
       shapes_.push_back(padded->pad->output_shape(std::span<const Shape>(&input, 1)));
-      steps_.push_back({i, temporary, padded->pad.get(), nodes_[i].inputs});
+      steps_.push_back({i, temporary, padded->pad.get(), node.inputs});
       steps_.push_back({i, i, padded->conv.get(), {temporary}});
       planned_layers_.push_back(std::move(padded->pad));
       planned_layers_.push_back(std::move(padded->conv));
     } else {
-      steps_.push_back({i, i, nodes_[i].layer.get(), nodes_[i].inputs});
+      steps_.push_back({i, i, node.layer, node.inputs});
     }
   }
+  for (std::unique_ptr<Layer>& fused : graph.fused_layers) planned_layers_.push_back(std::move(fused));
 }
 
 void Sequential::plan(const Shape& input) {

@@ -6,18 +6,21 @@
 
 namespace corgy::blas {
 
-BiasActivationKernel bias_activation_kernel(CpuIsa isa) {
+const ActivationKernelSet& activation_kernels(CpuIsa isa) {
   if (!cpu_has(isa)) throw Error(fmt::format("blas: this CPU cannot run the {} activation kernels", isa_name(isa)));
+  static const ActivationKernelSet generic = generic_activation_kernels();
+  static const ActivationKernelSet avx2 = avx2_activation_kernels();
+  static const ActivationKernelSet avx512 = avx512_activation_kernels();
   switch (isa) {
-    case CpuIsa::avx512: return avx512_bias_activation_kernel();
-    case CpuIsa::avx2: return avx2_bias_activation_kernel();
+    case CpuIsa::avx512: return avx512;
+    case CpuIsa::avx2: return avx2;
     case CpuIsa::generic: break;
   }
-  return generic_bias_activation_kernel();
+  return generic;
 }
 
-BiasActivationKernel bias_activation_kernel() {
-  static const BiasActivationKernel best = bias_activation_kernel(widest_cpu_isa());
+const ActivationKernelSet& activation_kernels() {
+  static const ActivationKernelSet& best = activation_kernels(widest_cpu_isa());
   return best;
 }
 

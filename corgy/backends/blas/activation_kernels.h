@@ -15,18 +15,32 @@ namespace corgy::blas {
 /// activations (sigmoid, swish, tanh, mish) use a polynomial e^x within about 1e-7 of std::exp's.
 using BiasActivationKernel = void (*)(const float* source, float* target, std::size_t count, float bias,
                                       Activation activation);
+/// target[i] = apply_activation(activation, source[i] + addend[i]) for i < count (a residual add and the activation
+/// after it); source may be target.
+using AddActivationKernel = void (*)(const float* source, const float* addend, float* target, std::size_t count,
+                                     Activation activation);
 
-BiasActivationKernel generic_bias_activation_kernel();
-BiasActivationKernel avx2_bias_activation_kernel();
-BiasActivationKernel avx512_bias_activation_kernel();
+/// The activation kernels of one instruction set.
+struct ActivationKernelSet {
+  BiasActivationKernel bias_activate = nullptr;
+  AddActivationKernel add_activate = nullptr;
+};
+ActivationKernelSet generic_activation_kernels();
+ActivationKernelSet avx2_activation_kernels();
+ActivationKernelSet avx512_activation_kernels();
 
-/// The kernel of the widest instruction set this CPU has (cpuid, once), or of `isa` when asked (tests).
-BiasActivationKernel bias_activation_kernel();
-BiasActivationKernel bias_activation_kernel(CpuIsa isa);
+/// The set of the widest instruction set this CPU has (cpuid, once), or of `isa` when asked (tests).
+const ActivationKernelSet& activation_kernels();
+const ActivationKernelSet& activation_kernels(CpuIsa isa);
 
-/// bias_activation_kernel()(source, target, count, bias, activation).
+/// activation_kernels().bias_activate(source, target, count, bias, activation).
 inline void bias_activate(const float* source, float* target, std::size_t count, float bias, Activation activation) {
-  bias_activation_kernel()(source, target, count, bias, activation);
+  activation_kernels().bias_activate(source, target, count, bias, activation);
+}
+/// activation_kernels().add_activate(source, addend, target, count, activation).
+inline void add_activate(const float* source, const float* addend, float* target, std::size_t count,
+                         Activation activation) {
+  activation_kernels().add_activate(source, addend, target, count, activation);
 }
 
 }  // namespace corgy::blas

@@ -258,6 +258,19 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
   run_plan(*plan, nullptr, input, output.shape(), output);
 }
 
+void BlasBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
+                             const Variable* bias, const Variable& residual, Variable& output) {
+  Conv2dDesc before_add = desc;
+  before_add.activation = Activation::none();
+  conv2d(before_add, input, weights, bias, output);
+  const std::size_t count = output.count();
+  parallel_for(threads_for(count), (count + kElementsPerTask - 1) / kElementsPerTask, [&](std::size_t task) {
+    const std::size_t begin = task * kElementsPerTask;
+    blas::add_activate(output.data() + begin, residual.data() + begin, output.data() + begin,
+                       std::min(kElementsPerTask, count - begin), desc.activation);
+  });
+}
+
 void BlasBackend::run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights,
                                 const Variable* bias, Variable& output) {
   profiler_.note(plan.describe());

@@ -61,6 +61,13 @@ class BlasBackend final : public Backend {
               Variable& output) override;
   void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input, const Variable& weights,
                       const Variable* bias, Variable& output) override;
+  /// The convolution without its activation, then one pass of output = activation(output + residual).
+  void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
+                  const Variable& residual, Variable& output) override;
+  /// Defined in squeeze_excite.cpp.
+  void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
+                      const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
+                      Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
   void activation(Activation activation, const Variable& input, Variable& output) override;
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,

@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace corgy {
 
+namespace {
+
 // Direct convolution, one output element at a time, accumulated in double so that the reference is more
-// accurate than the backends it checks.
-void NaiveBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable* bias,
-                          Variable& output) {
+// accurate than the backends it checks; with a residual, its element is added to the sum before the activation.
+void direct_conv2d(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable* bias,
+                   const Variable* residual, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const int in_per_group = d.in_channels / d.groups;
@@ -30,8 +33,53 @@ void NaiveBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Vari
               }
             }
           }
+          if (residual) sum += residual->at(n, oc, oy, ox);
           output.at(n, oc, oy, ox) = apply_activation(d.activation, static_cast<float>(sum));
         }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void NaiveBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable* bias,
+                          Variable& output) {
+  direct_conv2d(d, input, weights, bias, nullptr, output);
+}
+
+void NaiveBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
+                              const Variable* bias, const Variable& residual, Variable& output) {
+  direct_conv2d(desc, input, weights, bias, &residual, output);
+}
+
+void NaiveBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
+                                  const Variable* reduce_bias, const Variable& expand_weights,
+                                  const Variable* expand_bias, Variable& output) {
+  const Shape& shape = input.shape();
+  const std::size_t plane = shape.plane_count();
+  std::vector<double> mean(static_cast<std::size_t>(desc.channels));
+  std::vector<float> squeezed(static_cast<std::size_t>(desc.squeeze_channels));
+  for (int n = 0; n < shape.n; ++n) {
+    for (int c = 0; c < desc.channels; ++c) {
+      double sum = 0.0;
+      for (int y = 0; y < shape.h; ++y) {
+        for (int x = 0; x < shape.w; ++x) sum += input.at(n, c, y, x);
+      }
+      mean[c] = static_cast<float>(sum / static_cast<double>(plane));  // the pool's output is a float tensor
+    }
+    for (int s = 0; s < desc.squeeze_channels; ++s) {
+      double sum = reduce_bias ? reduce_bias->data()[s] : 0.0;
+      for (int c = 0; c < desc.channels; ++c) sum += reduce_weights.at(s, c, 0, 0) * mean[c];
+      squeezed[s] = apply_activation(desc.reduce_activation, static_cast<float>(sum));
+    }
+    for (int c = 0; c < desc.channels; ++c) {
+      double sum = expand_bias ? expand_bias->data()[c] : 0.0;
+      for (int s = 0; s < desc.squeeze_channels; ++s)
+        sum += static_cast<double>(expand_weights.at(c, s, 0, 0)) * squeezed[s];
+      const float gate = apply_activation(desc.expand_activation, static_cast<float>(sum));
+      for (int y = 0; y < shape.h; ++y) {
+        for (int x = 0; x < shape.w; ++x) output.at(n, c, y, x) = input.at(n, c, y, x) * gate;
       }
     }
   }

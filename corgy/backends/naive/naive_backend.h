@@ -20,6 +20,13 @@ class NaiveBackend final : public Backend {
   /// The convolution into a temporary, then the pool: the definition the fused paths are checked against.
   void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input, const Variable& weights,
                       const Variable* bias, Variable& output) override;
+  /// The convolution with the residual added to each element's sum before the activation.
+  void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
+                  const Variable& residual, Variable& output) override;
+  /// The pool, the two 1x1 convolutions and the product, as the separate layers compute them.
+  void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
+                      const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
+                      Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
   void activation(Activation activation, const Variable& input, Variable& output) override;
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,

@@ -1,6 +1,8 @@
 // Everything a VulkanBackend owns, in the order it must be built and torn down.
 #pragma once
 
+#include <array>
+
 #include "corgy/backends/vulkan/command_recorder.h"
 #include "corgy/backends/vulkan/pipelines.h"
 #include "corgy/backends/vulkan/tensor_buffers.h"
@@ -27,13 +29,16 @@ struct Runtime {
   /// fp16 precision asked for and possible: intermediates may be fp16.
   bool half_precision() const { return context.features().storage_16bit; }
 
-  /// A device-only tensor of `shape` for an intermediate that no layer owns (a fused convolution's output). One
-  /// storage serves every use; the recorder puts barriers between the dispatches that share it.
-  Variable scratch_tensor(const Shape& shape) {
-    if (scratch_storage.capacity() < shape.count())
-      scratch_storage = Variable(Shape::vector(static_cast<int>(shape.count())));
-    tensors.add_device_only(scratch_storage.storage()->id());
-    return scratch_storage.view(shape);
+  /// The scratch tensors one operation may use at the same time.
+  static constexpr int scratch_slots = 3;
+  /// A device-only tensor of `shape` for an intermediate that no layer owns (a fused convolution's output, the
+  /// means and gates of a squeeze-and-excitation). One storage per slot serves every use of that slot; the recorder
+  /// puts barriers between the dispatches that share it. Operations that need several at once use distinct slots.
+  Variable scratch_tensor(const Shape& shape, int slot = 0) {
+    Variable& storage = scratch_storage.at(static_cast<std::size_t>(slot));
+    if (storage.capacity() < shape.count()) storage = Variable(Shape::vector(static_cast<int>(shape.count())));
+    tensors.add_device_only(storage.storage()->id());
+    return storage.view(shape);
   }
 
   VulkanOptions options;
@@ -42,7 +47,7 @@ struct Runtime {
   PipelineCache pipelines;
   VulkanStats stats;
   CommandRecorder recorder;
-  Variable scratch_storage;
+  std::array<Variable, scratch_slots> scratch_storage;
 };
 
 }  // namespace corgy::vulkan

@@ -199,6 +199,13 @@ class VulkanBackend final : public Backend {
   /// writes its output (one dispatch, the unpooled output never stored); other pools run as a second dispatch.
   void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input, const Variable& weights,
                       const Variable* bias, Variable& output) override;
+  /// The convolution, then add.comp with the activation, in place.
+  void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
+                  const Variable& residual, Variable& output) override;
+  /// The pool, the two 1x1 convolutions and the product as their own dispatches, through scratch tensors.
+  void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
+                      const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
+                      Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
   void activation(Activation activation, const Variable& input, Variable& output) override;
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,

@@ -162,6 +162,45 @@ void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& poo
   });
 }
 
+void VulkanBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
+                               const Variable* bias, const Variable& residual, Variable& output) {
+  as_forward("conv2d_add", [&] {
+    // The convolution without its activation, then the add with it, in place: add.comp reads and writes each
+    // element in one invocation.
+    Conv2dDesc before_add = desc;
+    before_add.activation = Activation::none();
+    conv2d(before_add, input, weights, bias, output);
+    add(output, residual, desc.activation, output);
+  });
+}
+
+void VulkanBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
+                                   const Variable* reduce_bias, const Variable& expand_weights,
+                                   const Variable* expand_bias, Variable& output) {
+  as_forward("squeeze_excite", [&] {
+    // The block's own layers, their small intermediates in device-only scratch tensors.
+    vulkan::Runtime& runtime = *runtime_;
+    const Shape& in = input.shape();
+    Variable means = runtime.scratch_tensor({in.n, desc.channels, 1, 1}, 0);
+    Variable squeezed = runtime.scratch_tensor({in.n, desc.squeeze_channels, 1, 1}, 1);
+    Variable gates = runtime.scratch_tensor({in.n, desc.channels, 1, 1}, 2);
+    const Pool2dDesc global{
+        .kind = PoolKind::average, .kernel_h = in.h, .kernel_w = in.w, .stride_h = in.h, .stride_w = in.w};
+    pool2d(global, input, means);
+    conv2d({.in_channels = desc.channels,
+            .out_channels = desc.squeeze_channels,
+            .kernel = 1,
+            .activation = desc.reduce_activation},
+           means, reduce_weights, reduce_bias, squeezed);
+    conv2d({.in_channels = desc.squeeze_channels,
+            .out_channels = desc.channels,
+            .kernel = 1,
+            .activation = desc.expand_activation},
+           squeezed, expand_weights, expand_bias, gates);
+    elementwise(ElementwiseOp::multiply, input, gates, output);
+  });
+}
+
 void VulkanBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
                            Variable& output) {
   as_forward("linear", [&] {
