@@ -205,7 +205,7 @@ struct BackendOptions {
   /// Also set by a "+fp16" (or "+fp32") suffix of the backend name: "vulkan+fp16", "vulkan:1+fp16".
   Precision precision = Precision::fp32;
   /// Turns on the backend's own debug checks where it has them (Vulkan: the Khronos validation layer, and a
-  /// message from it makes end_forward() throw corgy::Error). For tests; slower.
+  /// finding of it makes end_forward() throw corgy::Error; see VulkanOptions::validation). For tests; slower.
   bool validation = false;
 };
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options);

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/vulkan_context.h"
@@ -105,13 +107,8 @@ TEST(VulkanBackend, AutoPrefersAGpuAndSaysWhatItChose) {
       << said;
 }
 
-TEST(VulkanBackend, ValidationMessagesAreCaughtAndCounted) {
-  // Proof that the messenger works: a buffer of size 0 breaks a valid-usage rule of vkCreateBuffer.
-  std::vector<std::string> messages;
-  VulkanOptions options;
-  options.validation = true;
-  options.on_validation_message = [&](const std::string& message) { messages.push_back(message); };
-  vulkan::Context context(options);
+// Breaks a valid-usage rule of vkCreateBuffer on purpose: a buffer of size 0.
+void create_empty_buffer(const vulkan::Context& context) {
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   info.size = 0;
@@ -120,10 +117,70 @@ TEST(VulkanBackend, ValidationMessagesAreCaughtAndCounted) {
   if (context.vk().vkCreateBuffer(context.device(), &info, nullptr, &buffer) == VK_SUCCESS) {
     context.vk().vkDestroyBuffer(context.device(), buffer, nullptr);
   }
+}
+
+// Proof that the messenger works: the invalid call is reported, and counted.
+void expect_the_empty_buffer_reported() {
+  std::vector<std::string> messages;
+  VulkanOptions options;
+  options.validation = true;
+  options.on_validation_message = [&](const std::string& message) { messages.push_back(message); };
+  vulkan::Context context(options);
+  EXPECT_EQ(context.validation_messages(), 0u);
+  create_empty_buffer(context);
   ASSERT_FALSE(messages.empty());
-  EXPECT_NE(messages.front().find("size"), std::string::npos) << messages.front();
+  EXPECT_NE(messages.front().find("VUID-VkBufferCreateInfo-size"), std::string::npos) << messages.front();
   EXPECT_EQ(context.validation_messages(), messages.size());
 }
+
+TEST(VulkanBackend, ValidationMessagesAreCaughtAndCounted) { expect_the_empty_buffer_reported(); }
+
+TEST(VulkanBackend, ValidationCountsFindingsNotGeneralNotices) {
+  using vulkan::is_validation_finding;
+  EXPECT_TRUE(is_validation_finding(VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+                                    VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT));
+  EXPECT_TRUE(is_validation_finding(VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+                                    VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT));
+  EXPECT_TRUE(is_validation_finding(VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+                                    VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT));
+  EXPECT_TRUE(is_validation_finding(VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+                                    VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT));
+  // What the loader posts about an exported VK_INSTANCE_LAYERS, and the layers' informational messages.
+  EXPECT_FALSE(is_validation_finding(VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+                                     VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT));
+  EXPECT_FALSE(is_validation_finding(VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT,
+                                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT));
+}
+
+// Vulkan developers often export VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation. The loader then posts a general
+// warning ("env var 'VK_INSTANCE_LAYERS' defined and adding layers ...") at every instance it creates, which is
+// no finding about corgy's calls: validation mode must not fail for it, and must still fail for a real error.
+class InstanceLayersExportedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const char* value = std::getenv(name_)) saved_ = value;
+    setenv(name_, "VK_LAYER_KHRONOS_validation", 1);
+  }
+  void TearDown() override { saved_ ? (void)setenv(name_, saved_->c_str(), 1) : (void)unsetenv(name_); }
+  static constexpr const char* name_ = "VK_INSTANCE_LAYERS";
+  std::optional<std::string> saved_;
+};
+
+TEST_F(InstanceLayersExportedTest, AValidForwardPassesValidation) {
+  std::mt19937 rng(13);
+  Sequential model = small_chain(rng);
+  const Variable input = random_variable({1, 3, 10, 10}, rng);
+  const Variable expected = expected_output(model, input);
+  auto owned = std::make_unique<VulkanBackend>(validated_vulkan_options());  // any message fails the test
+  const VulkanStats& stats = owned->stats();
+  model.set_backend(std::move(owned));
+  EXPECT_TRUE(outputs_match(model.forward(input), expected));
+  EXPECT_EQ(stats.validation_messages, 0u);
+  model.set_backend(make_backend("vulkan", {.validation = true}));  // throws at end_forward() on a message
+  EXPECT_TRUE(outputs_match(model.forward(input), expected));
+}
+
+TEST_F(InstanceLayersExportedTest, ARealValidationErrorIsStillReported) { expect_the_empty_buffer_reported(); }
 
 TEST(VulkanBackend, OneSubmissionPerForwardAndOneRecordingPerShape) {
   std::mt19937 rng(11);

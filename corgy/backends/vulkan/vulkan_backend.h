@@ -114,10 +114,11 @@ struct VulkanOptions {
   /// A number picks by index in vulkan_devices(); other text picks the first device whose name contains it
   /// (case-insensitive). Throws corgy::Error, listing the devices, when nothing matches.
   std::string device;
-  /// Enables VK_LAYER_KHRONOS_validation. Every warning or error it reports is counted (stats()), and
-  /// end_forward() throws corgy::Error when a new one arrived since the last check.
+  /// Enables VK_LAYER_KHRONOS_validation. Every error, and every warning of the layer's checks of corgy's calls,
+  /// is counted (stats()), and end_forward() throws corgy::Error when a new one arrived since the last check. The
+  /// loader's and the layers' general notices (such as the loader's about an exported VK_INSTANCE_LAYERS) are not.
   bool validation = false;
-  /// Receives each validation message; when unset they are printed to stderr.
+  /// Receives each counted validation message; when unset they are printed to stderr.
   std::function<void(const std::string&)> on_validation_message;
   /// Copy Variables through staging buffers even where host memory could be imported (tests, measurements).
   bool force_staging = false;

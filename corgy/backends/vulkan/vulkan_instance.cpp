@@ -29,7 +29,7 @@ bool layer_installed(const Loader& loader, const char* name) {
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                 VkDebugUtilsMessageTypeFlagsEXT types,
                                                 const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
-  (void)types;
+  if (!is_validation_finding(severity, types)) return VK_FALSE;
   auto* sink = static_cast<ValidationSink*>(user);
   const std::string text =
       fmt::format("{}: {}", severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
@@ -80,6 +80,15 @@ void keep_drivers_loaded(const std::shared_ptr<Loader>& loader) {
 }
 
 }  // namespace
+
+bool is_validation_finding(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types) {
+  // The validation layer reports its checks of the application's calls as "validation" (or "performance")
+  // messages; "general" is what the loader and the layers say about themselves. An error of any type still counts.
+  constexpr VkDebugUtilsMessageTypeFlagsEXT about_the_calls =
+      VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) return true;
+  return severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT && (types & about_the_calls) != 0;
+}
 
 NoDriverError::NoDriverError()
     : Error(

@@ -17,7 +17,13 @@ class NoDriverError : public Error {
   NoDriverError();
 };
 
-/// Where validation messages go: counted, and handed to `callback` (stderr when it is empty).
+/// Whether a debug-utils message is a finding about the application's use of Vulkan, which validation mode counts
+/// and reports: every error, and the warnings of the validation and performance checks. A warning or notice of
+/// type "general" is not: the loader and the layers post those about their own state, e.g. the loader's
+/// "env var 'VK_INSTANCE_LAYERS' defined and adding layers" whenever a user exports that variable.
+bool is_validation_finding(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types);
+
+/// Where validation findings go: counted, and handed to `callback` (stderr when it is empty).
 struct ValidationSink {
   std::function<void(const std::string&)> callback;
   std::uint64_t count = 0;
@@ -27,9 +33,9 @@ struct ValidationSink {
 class Instance {
  public:
   /// Opens `loader_library` and creates an instance for Vulkan 1.1. With a sink, enables
-  /// VK_LAYER_KHRONOS_validation and sends its warnings and errors to the sink, which must outlive the instance.
-  /// Throws NoDriverError when the loader finds no driver, corgy::Error when the loader is missing, it is older
-  /// than 1.1, or the layer is not installed.
+  /// VK_LAYER_KHRONOS_validation and sends its findings (is_validation_finding) to the sink, which must outlive the
+  /// instance. Throws NoDriverError when the loader finds no driver, corgy::Error when the loader is missing, it is
+  /// older than 1.1, or the layer is not installed.
   Instance(const std::string& loader_library, ValidationSink* validation);
   ~Instance();
   Instance(const Instance&) = delete;
