@@ -7,10 +7,10 @@
 #include <memory>
 
 #include "corgy/backends/blas/blas_backend.h"
-#include "corgy/detect/detector.h"
 #include "corgy/error.h"
 #include "corgy/io/darknet.h"
 #include "corgy/io/darknet_weights.h"
+#include "corgy/models/darknet_detector.h"
 #include "fuzz_target.h"
 
 namespace {

@@ -1,10 +1,13 @@
-// Object detection with a darknet YOLO model, end to end: fit the image, run, decode every head, NMS.
+// Object detection with a darknet YOLO model, end to end: fit the image, run, decode every head, NMS. Here, above
+// corgy/io and corgy/detect, since it joins a loaded model (io/darknet.h) and image fitting (io/image.h) to the
+// decoders, which work on tensors and boxes only.
 #pragma once
 
 #include <vector>
 
 #include "corgy/detect/detection.h"
 #include "corgy/io/darknet.h"
+#include "corgy/variable.h"
 
 namespace corgy {
 

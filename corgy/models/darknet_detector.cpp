@@ -1,4 +1,4 @@
-#include "corgy/detect/detector.h"
+#include "corgy/models/darknet_detector.h"
 
 #include <fmt/format.h>
 
