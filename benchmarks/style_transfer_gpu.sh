@@ -7,7 +7,8 @@
 #   benchmarks/style_transfer_gpu.sh --prebuilt DIR     (DIR: bin/model_benchmark, bin/style_transfer, lib/libcorgy.so*)
 #
 # Writes $OUT/gpu-style.jsonl (one JSON object per run, as model_benchmark and peer_benchmark.py print them) and
-# $OUT/dog_blend_gpu.png. Run from the repository root after `source .gl/env.sh` (shared/device/README).
+# $OUT/dog_blend_gpu.png. Run from the repository root after `source .gl/env.sh` (scripts/gpu-runtime.sh,
+# docs/vulkan.md#on-a-gpu-machine).
 set -euo pipefail
 [[ ${1:-} == --prebuilt && -n ${2:-} ]] || { echo "usage: $0 --prebuilt DIR" >&2; exit 2; }
 prebuilt=$(realpath "$2")

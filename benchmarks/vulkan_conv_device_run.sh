@@ -5,8 +5,9 @@
 #   <folder>/bin/   vulkan_backend_test vulkan_model_test vulkan_convolution_test layer_harness_test
 #                   fusion_test face_detector_test vulkan_conv_benchmark
 #   <folder>/lib/   libcorgy.so*
-#   <folder>/debs/  vulkan-validationlayers (unpacked into /), for the tests' validation layer
-# Usage, from the project root after `source .gl/env.sh`:
+#   <folder>/debs/  optional: vulkan-validationlayers (unpacked into /), for the tests' validation layer, unless
+#                   the runtime folder of scripts/gpu-runtime.sh brought it
+# Usage, from the project root after `source .gl/env.sh` (scripts/gpu-runtime.sh, docs/vulkan.md#on-a-gpu-machine):
 #   benchmarks/vulkan_conv_device_run.sh <folder> <source dir compiled into the tests> [benchmark arguments...]
 # The tests find their fixtures under the source folder they were built from; it is linked to this checkout.
 # Logs go to $OUT (or /tmp); the benchmark's summary is printed last.
