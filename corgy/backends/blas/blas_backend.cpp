@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -243,11 +244,52 @@ float* BlasBackend::column_buffer(std::size_t count) {
   return columns_.data();
 }
 
+const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
+                                            const Variable* bias) {
+  // Weights that are not constants (a lone call) are not worth packing: the baseline reads them as they are.
+  if (!plans_->is_constant(weights)) return nullptr;
+  const Shape& in = input.shape();
+  if (const blas::ConvPlan* plan = plans_->find(desc, in, weights)) return plan;
+  if (convolution_ != BlasConvolution::automatic) {
+    return &plans_->store(weights, blas::plan_convolution(desc, in, weights, bias, convolution_, *team_));
+  }
+  const std::vector<blas::ConvChoice> candidates = blas::candidate_algorithms(desc, in);
+  const std::string key = blas::tuning_key(desc, in, threads_);
+  blas::TuningTable& table = blas::TuningTable::instance();
+  if (const blas::ConvChoice* known = table.find(key)) {
+    blas::ConvPlan plan = blas::plan_convolution(desc, in, weights, bias, *known, *team_);
+    plan.origin = "measured before";
+    return &plans_->store(weights, std::move(plan));
+  }
+  const Shape out{in.n, desc.out_channels, desc.output_size(in.h), desc.output_size(in.w)};
+  const double multiply_adds =
+      static_cast<double>(out.count()) * (desc.in_channels / desc.groups) * desc.kernel * desc.kernel;
+  if (candidates.size() == 1 || multiply_adds > blas::kMaxTunedMultiplyAdds) {
+    return &plans_->store(weights, blas::plan_convolution(desc, in, weights, bias, convolution_, *team_));
+  }
+  // Time every candidate on this input into a scratch tensor of the output's shape (no trace in the profile).
+  std::vector<blas::ConvPlan> plans;
+  for (const blas::ConvChoice& choice : candidates) {
+    plans.push_back(blas::plan_convolution(desc, in, weights, bias, choice, *team_));
+  }
+  if (conv_output_scratch_.capacity() < out.count()) conv_output_scratch_ = Variable(out);
+  Variable scratch = conv_output_scratch_.view(out);
+  profiler_.set_muted(true);
+  const std::size_t fastest = blas::fastest_candidate(plans.size(), [&](std::size_t i) {
+    const auto start = std::chrono::steady_clock::now();
+    run_plan(plans[i], nullptr, input, out, scratch);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  });
+  profiler_.set_muted(false);
+  table.record(key, candidates[fastest]);
+  plans[fastest].origin = fmt::format("measured of {}", plans.size());
+  return &plans_->store(weights, std::move(plans[fastest]));
+}
+
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
-  const blas::ConvPlan* plan = plans_->find(desc, input.shape(), weights, bias, convolution_, *team_);
+  const blas::ConvPlan* plan = plan_for(desc, input, weights, bias);
   if (!plan || plan->algorithm == blas::ConvAlgorithm::im2col_openblas) {
-    // Weights that are not constants (a lone call) are not worth packing: the baseline reads them as they are.
     conv2d_baseline(desc, input, weights, bias, output);
     return;
   }
@@ -362,7 +404,7 @@ void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool,
                                  const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape conv_shape{in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)};
-  const blas::ConvPlan* plan = plans_->find(conv, in, weights, bias, convolution_, *team_);
+  const blas::ConvPlan* plan = plan_for(conv, input, weights, bias);
   if (plan &&
       (plan->algorithm == blas::ConvAlgorithm::packed_gemm || plan->algorithm == blas::ConvAlgorithm::winograd)) {
     run_plan(*plan, &pool, input, conv_shape, output);

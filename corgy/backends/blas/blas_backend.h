@@ -101,6 +101,11 @@ class BlasBackend final : public Backend {
   /// in bands when its weights are small, else as one team-shared computation.
   void run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input, const Shape& conv_output,
                 Variable& output);
+  /// The plan of a convolution with these weights at this input: made (and with BlasConvolution::automatic, its
+  /// algorithm measured against the others that apply, conv_tuner.h) at the first call, kept afterwards. Null for
+  /// weights that are not constants.
+  const blas::ConvPlan* plan_for(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
+                                 const Variable* bias);
   /// A depthwise plan: the planes shared among the team by a queue.
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
                      Variable& output);

@@ -10,6 +10,7 @@
 #include "corgy/backend.h"
 #include "corgy/backends/blas/blas_backend.h"
 #include "corgy/backends/blas/conv_gemm.h"
+#include "corgy/backends/blas/conv_tuner.h"
 #include "corgy/backends/blas/depthwise_kernels.h"
 #include "corgy/backends/blas/winograd.h"
 
@@ -26,6 +27,8 @@ struct ConvPlan {
   Conv2dDesc desc;
   Shape input;
   ConvAlgorithm algorithm = ConvAlgorithm::im2col_openblas;
+  /// How the algorithm was chosen, for the profile: "table", "forced", "measured of 3", "measured before".
+  std::string origin = "table";
   const GemmMicroKernel* kernel = nullptr;  // packed_gemm
   PackedConvWeights packed;                 // packed_gemm
   WinogradPlan winograd;                    // winograd
@@ -35,10 +38,13 @@ struct ConvPlan {
   std::string describe() const;
 };
 
-/// The algorithm for `desc` at input shape `input`: the fastest of those that apply (a short table;
-/// docs/architecture.md explains it), or the one `choice` forces where it applies. Packs the weights it needs.
+/// The algorithm for `desc` at input shape `input`: the one `choice` forces where it applies, else the static
+/// table's first guess (conv_tuner.h's first candidate). Packs the weights it needs.
 ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
                           BlasConvolution choice, ThreadTeam& team);
+/// The plan of one algorithm choice (conv_tuner.h), weights packed for it.
+ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
+                          const ConvChoice& choice, ThreadTeam& team);
 
 /// One thread's buffers for computing bands of a convolution's output (conv_bands.h): the band a max pool reads,
 /// and the algorithms' own.
@@ -55,10 +61,11 @@ struct BandBuffers {
 class ConvPlanCache {
  public:
   void add_constant(std::uint64_t storage_id);
-  /// The plan for this call, made at the first call with these weights, description and input shape; null when
-  /// the weights are not a constant.
-  const ConvPlan* find(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias,
-                       BlasConvolution choice, ThreadTeam& team);
+  bool is_constant(const Variable& weights) const { return constants_.contains(weights.storage()->id()); }
+  /// The plan made for these weights at this description and input shape, or null.
+  const ConvPlan* find(const Conv2dDesc& desc, const Shape& input, const Variable& weights) const;
+  /// Keeps `plan` as the plan of these weights (replacing one made for another input shape).
+  const ConvPlan& store(const Variable& weights, ConvPlan plan);
 
   GemmWorkspace workspace;
   WinogradWorkspace winograd_workspace;

@@ -18,8 +18,11 @@ class CpuProfiler {
   bool enabled() const { return enabled_; }
   /// Closes the open entry and opens one for layer `index` (none for -1).
   void begin_layer(int index);
-  /// Describes what computes the open entry's layer; several notes are joined with " + ". No-op when disabled.
+  /// Describes what computes the open entry's layer; several notes are joined with " + ". No-op when disabled or
+  /// muted.
   void note(std::string_view algorithm);
+  /// While muted, notes are dropped: a backend's own trial runs (plan-time tuning) leave no trace in the profile.
+  void set_muted(bool muted) { muted_ = muted; }
   /// The entries recorded since the last call (an open entry is closed first).
   std::vector<OpProfile> take();
 
@@ -28,6 +31,7 @@ class CpuProfiler {
   void close_open_entry();
 
   bool enabled_ = false;
+  bool muted_ = false;
   bool open_ = false;
   Clock::time_point started_{};
   OpProfile current_;

@@ -1,0 +1,62 @@
+#include "corgy/backends/blas/conv_tuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "corgy/backends/blas/conv_plan.h"
+#include "corgy/backends/blas/depthwise_conv.h"
+#include "corgy/backends/blas/winograd.h"
+#include "corgy/backends/cpu/cpu_features.h"
+
+namespace corgy::blas {
+
+std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape& input) {
+  (void)input;
+  if (depthwise_kernel_applies(desc)) return {{ConvAlgorithm::depthwise}};
+  std::vector<ConvChoice> candidates;
+  // The static table (measured on Tiny YOLO's and MNIST's layers): Winograd wherever it applies to more than a few
+  // channels, else our packed GEMM.
+  const bool winograd = winograd_applies(desc) && desc.in_channels >= 8 && desc.out_channels >= 8;
+  if (winograd && desc.kernel == 3) {
+    candidates.push_back({ConvAlgorithm::winograd, WinogradVariant::f4x4});
+    candidates.push_back({ConvAlgorithm::winograd, WinogradVariant::f2x2});
+  } else if (winograd) {
+    candidates.push_back({ConvAlgorithm::winograd, WinogradVariant::f2x2_5x5});
+  }
+  candidates.push_back({ConvAlgorithm::packed_gemm});
+  return candidates;
+}
+
+TuningTable& TuningTable::instance() {
+  static TuningTable table;
+  return table;
+}
+
+const ConvChoice* TuningTable::find(const std::string& key) {
+  const std::lock_guard lock(mutex_);
+  const auto found = choices_.find(key);
+  return found == choices_.end() ? nullptr : &found->second;  // entries are never erased: the pointer stays valid
+}
+
+void TuningTable::record(const std::string& key, ConvChoice choice) {
+  const std::lock_guard lock(mutex_);
+  choices_.insert_or_assign(key, choice);
+}
+
+std::string tuning_key(const Conv2dDesc& desc, const Shape& input, int threads) {
+  return fmt::format("{}->{} k{} s{} p{} d{} g{} in {} t{} {}", desc.in_channels, desc.out_channels, desc.kernel,
+                     desc.stride, desc.padding, desc.dilation, desc.groups, input.str(), threads,
+                     isa_name(widest_cpu_isa()));
+}
+
+std::size_t fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms) {
+  std::vector<double> best(candidates, std::numeric_limits<double>::infinity());
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t i = 0; i < candidates; ++i) best[i] = std::min(best[i], time_ms(i));
+  }
+  return static_cast<std::size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+}
+
+}  // namespace corgy::blas

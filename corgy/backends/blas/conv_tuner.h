@@ -1,0 +1,59 @@
+// Plan-time tuning of the blas backend's convolutions: where several algorithms apply to a layer (our packed GEMM,
+// Winograd F(4x4, 3x3), F(2x2, 3x3), F(2x2, 5x5)), each is timed on the layer's own input at its first forward and
+// the fastest kept, as cudnn.benchmark does on a GPU. Which is fastest depends on the CPU (its FMA rate against its
+// memory bandwidth) and on the shape: on a 7x7 map at batch 1, F(4x4, 3x3)'s transformed weights (4x the
+// direct ones) stream from memory for four tiles, and F(2x2, 3x3) ran 8x faster; at batch 8 the order reversed.
+//
+// Choices are kept for the process (TuningTable), so a shape repeated in a network or in another model on a
+// backend of the same thread count is timed once.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "corgy/backend.h"
+#include "corgy/backends/blas/winograd_kernels.h"
+
+namespace corgy::blas {
+
+enum class ConvAlgorithm;
+
+/// An algorithm choice for one convolution.
+struct ConvChoice {
+  ConvAlgorithm algorithm;
+  WinogradVariant variant = WinogradVariant::f4x4;  // winograd only
+};
+
+/// The algorithms that compute `desc`, in the order of the static table's preference (the first is what the table
+/// picks).
+std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape& input);
+
+/// Layers larger than this many multiply-adds (per forward, direct) are not timed: a few runs of each candidate
+/// would cost seconds at the first forward (VGG's at batch 8). They take the static table's choice.
+constexpr double kMaxTunedMultiplyAdds = 2.5e9;
+
+/// Process-wide record of measured choices, keyed by the layer's geometry, input shape and thread count.
+class TuningTable {
+ public:
+  static TuningTable& instance();
+  /// The recorded choice for `key`, or null.
+  const ConvChoice* find(const std::string& key);
+  void record(const std::string& key, ConvChoice choice);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, ConvChoice> choices_;
+};
+
+/// The table key of a layer: its geometry (activation excluded: it costs the same on every algorithm), input shape,
+/// thread count and instruction set.
+std::string tuning_key(const Conv2dDesc& desc, const Shape& input, int threads);
+
+/// The fastest of `candidates`: `time_ms(i)` runs candidate i once and returns its wall time. Each is run twice,
+/// the two rounds interleaved, and judged by its faster run (a run slowed down by another process counts less).
+std::size_t fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms);
+
+}  // namespace corgy::blas

@@ -1,0 +1,66 @@
+// Plan-time tuning of the blas backend's convolutions (corgy/backends/blas/conv_tuner.h): which layers are timed,
+// that a choice is remembered for the process, and that forced algorithms are left alone. The results of every
+// choice are checked against the naive backend by the layer harness.
+#include "corgy/backends/blas/conv_plan.h"
+#include "corgy/backends/blas/conv_tuner.h"
+#include "test_util.h"
+
+namespace corgy::testing {
+namespace {
+
+/// The algorithm text the profile gives for each layer of one forward of `model` on `backend`.
+std::vector<std::string> profiled_algorithms(Sequential& model, const std::string& backend, const Shape& input) {
+  std::mt19937 rng(9);
+  randomize_parameters(model, rng);
+  model.set_backend(backend, 1);
+  model.backend().set_profiling(true);
+  model.forward(random_variable(input, rng));
+  std::vector<std::string> algorithms;
+  for (const OpProfile& entry : model.backend().take_profile()) algorithms.push_back(entry.algorithm);
+  return algorithms;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(BlasTuning, TimesTheCandidatesOnceAndRemembersTheChoice) {
+  // 3x3 stride 1 with >= 8 channels: F(4x4, 3x3), F(2x2, 3x3) and the packed GEMM all apply. An input shape no
+  // other test uses, so the process-wide table has no entry for it yet.
+  const Shape input{1, 24, 23, 19};
+  Sequential first;
+  first.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
+  first.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
+  first.add(Conv2d({.in_channels = 24, .out_channels = 16, .kernel = 1}));
+  const std::vector<std::string> algorithms = profiled_algorithms(first, "blas", input);
+  ASSERT_EQ(algorithms.size(), 3u);
+  EXPECT_TRUE(contains(algorithms[0], "[measured of 3]")) << algorithms[0];
+  EXPECT_TRUE(contains(algorithms[1], "[measured before]")) << algorithms[1];  // the same shape: not timed again
+  EXPECT_TRUE(contains(algorithms[2], "[table]")) << algorithms[2];            // a 1x1: one candidate
+
+  Sequential second;  // another model with the same layer shape: the process remembers
+  second.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
+  EXPECT_TRUE(contains(profiled_algorithms(second, "blas", input).at(0), "[measured before]"));
+
+  Sequential forced;
+  forced.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
+  const std::string forced_algorithm = profiled_algorithms(forced, "blas:winograd2x2", input).at(0);
+  EXPECT_TRUE(contains(forced_algorithm, "F(2x2,3x3)")) << forced_algorithm;
+  EXPECT_TRUE(contains(forced_algorithm, "[forced]")) << forced_algorithm;
+}
+
+TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
+  const Conv2dDesc wide{.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1};
+  const std::vector<blas::ConvChoice> three = blas::candidate_algorithms(wide, {1, 64, 56, 56});
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[0].algorithm, blas::ConvAlgorithm::winograd);
+  EXPECT_EQ(three[0].variant, blas::WinogradVariant::f4x4);
+  EXPECT_EQ(three[2].algorithm, blas::ConvAlgorithm::packed_gemm);
+
+  const Conv2dDesc strided{.in_channels = 64, .out_channels = 64, .kernel = 3, .stride = 2, .padding = 1};
+  EXPECT_EQ(blas::candidate_algorithms(strided, {1, 64, 56, 56}).size(), 1u);
+  const Conv2dDesc depthwise{.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 8};
+  EXPECT_EQ(blas::candidate_algorithms(depthwise, {1, 8, 9, 9}).at(0).algorithm, blas::ConvAlgorithm::depthwise);
+  EXPECT_NE(blas::tuning_key(wide, {1, 64, 56, 56}, 1), blas::tuning_key(wide, {1, 64, 56, 56}, 2));
+}
+
+}  // namespace
+}  // namespace corgy::testing
