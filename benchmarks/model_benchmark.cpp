@@ -11,6 +11,7 @@
 //   model_benchmark --list-devices                                         (Vulkan devices, JSON)
 //   model_benchmark ... --profile      (then a table: each layer's algorithm, ms, GFLOP/s and % of the FMA peak)
 #include <cblas.h>
+#include <sys/resource.h>
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -228,6 +229,14 @@ std::string model_name(const Options& options, const corgy::Variable& input) {
   return options.mnist.empty() ? options.cfg : "mnist";
 }
 
+/// The process's peak resident memory so far (MB): the model's weights as loaded and planned, the intermediates,
+/// and the program itself, as the kernel counts them (getrusage).
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // kilobytes on Linux
+}
+
 void print_result(const Options& options, Network& network, const corgy::Variable& input, const Timings& timings) {
   corgy::Backend& backend = network.sequential().backend();
   const Summary wall = summarize(timings.wall_ms);
@@ -238,11 +247,11 @@ void print_result(const Options& options, Network& network, const corgy::Variabl
       "{{\"model\": {}, \"batch\": {}, \"backend\": {}, \"device\": {}, \"threads\": {}, \"warmups\": {}, "
       "\"repeat\": {}, \"first_ms\": {:.4f}, \"median_ms\": {:.4f}, \"min_ms\": {:.4f}, \"max_ms\": {:.4f}, "
       "\"gpu_median_ms\": {:.4f}, \"gpu_min_ms\": {:.4f}, \"gpu_max_ms\": {:.4f}, \"compute_median_ms\": {:.4f}, "
-      "\"gflop\": {:.6f}, \"gflops\": {:.3f}}}\n",
+      "\"gflop\": {:.6f}, \"gflops\": {:.3f}, \"peak_rss_mb\": {:.1f}}}\n",
       json_string(model_name(options, input)), input.shape().n, json_string(options.backend),
       json_string(device_of(backend)), backend.threads(), timings.warmups, timings.wall_ms.size(), timings.first_ms,
       wall.median, wall.min, wall.max, gpu.median, gpu.min, gpu.max, compute.median, gflop,
-      gflop / (wall.median / 1e3));
+      gflop / (wall.median / 1e3), peak_rss_mb());
 }
 
 /// Profiles `repeat` more forwards and prints the per-layer table, against the FMA peak of as many threads as the

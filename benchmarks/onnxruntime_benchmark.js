@@ -121,6 +121,9 @@ async function main() {
     let result = {...base, threads, max_rel_err: Number.isFinite(error) ? error : null, agrees: error <= TOLERANCE,
       finite_checked: true};
     if (result.agrees) result = {...result, ...(await timeForwards(forward, args))};
+    // The process's peak resident memory (node itself included, about 40 MB); one thread count per process gives
+    // each its own (benchmarks/run.sh).
+    result.peak_rss_mb = process.resourceUsage().maxRSS / 1024;
     console.log(JSON.stringify(result));
     await session.release();
   }

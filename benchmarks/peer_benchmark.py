@@ -10,7 +10,8 @@ One JSON object per thread count on stdout.
   peer_benchmark.py run --peer torch|torch-jit|opencv|darknet|torch-cuda|torch-cuda-jit|torch-cuda-graph|torch-cuda-fp16
                     --model CFG|mnist --weights W
                     --input x.npy --reference PREFIX [--threads 1 2] [--repeat 20] [--onnx mnist.onnx]
-  peer_benchmark.py export-onnx --model CFG|mnist|resnet18|mobilenet_v2 --weights W --batch N --out model.onnx
+  peer_benchmark.py export-onnx --model CFG|mnist|<a model of the ImageNet zoo, torch_models.py> --weights W --batch N
+                    --out model.onnx
 
 Peers: torch (eager), torch-jit (torch.jit.trace + torch.jit.freeze), opencv (cv2.dnn: readNetFromDarknet on the
 same cfg and .weights; for MNIST, readNetFromONNX on the ONNX export), darknet (Debian's libdarknet, darknet cfgs
@@ -23,6 +24,7 @@ is fastest on tensor cores; compared with corgy's fp16 outputs at the fp16 toler
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -258,6 +260,8 @@ def run(args):
         if result["agrees"]:
             gpu_timer = peer.gpu_forward_ms if getattr(peer, "cuda", False) else None
             result.update(time_forwards(peer.forward, args.warmup, args.warmup_ms, args.repeat, gpu_timer))
+        # The process's peak resident memory (the interpreter and the framework included).
+        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result), flush=True)
 
 

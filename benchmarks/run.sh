@@ -13,8 +13,10 @@
 # --build DIR   CMake build folder (default build/bench; configured Release, the benchmark targets built)
 # --work DIR    inputs, weights, outputs and raw results (default DIR/bench-work)
 # --no-docs     keep docs/ as it is; write the tables and charts under the work folder only
-# --models a,b  only these of mnist, yolov2-tiny-voc, yolov3-tiny, style256, style512, resnet18, mobilenet_v2 (to
-#               check a few rows quickly; docs/ is left as it is)
+# --models a,b  only these of mnist, yolov2-tiny-voc, yolov3-tiny, style256, style512 and the ImageNet zoo (resnet18,
+#               resnet50, mobilenet_v2, mobilenet_v3_large, efficientnet_b0, densenet121, vgg16) (to check a few
+#               rows quickly; docs/ is left as it is)
+# --no-peers    corgy alone: no peers and none of their packages (the pipeline smoke test that CI runs)
 # --gpu-machine runs the GPU machine's set instead (vulkan on the GPU, blas on 2 pinned cores and all cores,
 #               PyTorch fp32 on CUDA) from prebuilt binaries (--prebuilt DIR with bin/model_benchmark,
 #               bin/roofline_benchmark, lib/libcorgy.so* and the libraries it needs that the GPU machine lacks,
@@ -22,29 +24,31 @@
 #               results go to $OUT (or the work folder), and docs/benchmarks/gpu-machine.jsonl takes them back here
 #               (report.py renders them)
 #
-# Benchmark-only packages (not CI's): Debian python3-torch python3-opencv python3-onnx python3-matplotlib darknet
+# Benchmark-only packages (CI's --no-peers smoke run needs only python3-numpy and python3-matplotlib): Debian
+# python3-torch python3-torchvision python3-opencv python3-onnx python3-matplotlib darknet
 # (and nodejs npm when there is no npm), installed when missing (as root); npm onnxruntime-node, into the build folder.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-BENCH_DEBS=(python3-numpy python3-torch python3-opencv python3-onnx python3-matplotlib darknet)
+BENCH_DEBS=(python3-numpy python3-torch python3-torchvision python3-opencv python3-onnx python3-matplotlib darknet)
 ORT_VERSION=1.30.0
 SEED=1   # --random-weights of the Tiny YOLO runs
 
 command_line="benchmarks/run.sh $*"
-quick=0 gpu=0 docs=1 build=build/bench work="" prebuilt="" only_models=""
+quick=0 gpu=0 docs=1 build=build/bench work="" prebuilt="" only_models="" with_peers=1
 while (($#)); do
   case $1 in
     --quick) quick=1 ;;
     --gpu-machine) gpu=1 ;;
     --no-docs) docs=0 ;;
+    --no-peers) with_peers=0 ;;
     --build) build=$2; shift ;;
     --work) work=$2; shift ;;
     --prebuilt) prebuilt=$2; shift ;;
     --models) only_models=$2; docs=0; shift ;;
     *)
-      echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] [--models a,b]" >&2
+      echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] [--models a,b] [--no-peers]" >&2
       echo "       benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR] [--models a,b]" >&2
       exit 2
       ;;
@@ -60,15 +64,18 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 # --- setup ---------------------------------------------------------------------------------------------------
 install_packages() {
   local missing=()
+  # Without peers: what the pipeline itself needs (inputs, the report and its charts).
+  ((with_peers)) || BENCH_DEBS=(python3-numpy python3-matplotlib)
   for package in "${BENCH_DEBS[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
   done
-  command -v npm >/dev/null || missing+=(nodejs npm)
+  ((!with_peers)) || command -v npm >/dev/null || missing+=(nodejs npm)
   if ((${#missing[@]})); then
     log "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
   fi
-  if [[ ! -d $build/node/node_modules/onnxruntime-node ]]; then
+  if ((with_peers)) && [[ ! -d $build/node/node_modules/onnxruntime-node ]]; then
     log "installing onnxruntime-node@$ORT_VERSION into $build/node"
     mkdir -p "$build/node"
     (cd "$build/node" && npm install --ignore-scripts --no-audit --no-fund --silent "onnxruntime-node@$ORT_VERSION")
@@ -76,7 +83,9 @@ install_packages() {
 }
 
 build_programs() {
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORGY_BUILD_TESTS=OFF >"$work/cmake.log"
+  # A build folder configured before (scripts/test.sh's build/release, say) is used as it is configured.
+  [[ -f $build/CMakeCache.txt ]] ||
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORGY_BUILD_TESTS=OFF >"$work/cmake.log"
   cmake --build "$build" -j"$(nproc)" --target model_benchmark roofline_benchmark >>"$work/cmake.log"
 }
 
@@ -111,11 +120,13 @@ fi
 # 8), `slow_repeat` after `slow_warmup` for naive and lavapipe. Naive's batch 8 takes over a minute a forward, so
 # it is timed once, cold: the first forward costs no more than the others (the 'first ms' column of batch 1).
 # The style network (data/style_transfer) runs at 256 x 256 and 512 x 512, batch 1 (models style256, style512).
-# ResNet-18 and MobileNetV2 (torchvision's architectures, seeded random weights: benchmarks/torch_models.py) run
-# from their ONNX export through corgy::load_onnx, at 224 x 224, batch 1 and 8 (kind "imagenet").
-models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512 resnet18 mobilenet_v2)
-declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1"
-  [resnet18]="1 8" [mobilenet_v2]="1 8")
+# The ImageNet zoo (torchvision's architectures, seeded random weights: benchmarks/torch_models.py) runs from its
+# ONNX export through corgy::load_onnx, at 224 x 224, batch 1 and 8 (kind "imagenet"), against ONNX Runtime and
+# PyTorch at 1 and 2 threads, each configuration in a process of its own (for its peak RSS).
+zoo=(resnet18 resnet50 mobilenet_v2 mobilenet_v3_large efficientnet_b0 densenet121 vgg16)
+models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512 "${zoo[@]}")
+declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1")
+for model in "${zoo[@]}"; do batches[$model]="1 8"; done
 declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10 [style.1]=8 [imagenet.1]=15
   [imagenet.8]=4)
 declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1 [style.1]=1 [imagenet.1]=2 [imagenet.8]=1)
@@ -124,7 +135,9 @@ rounds=3
 peers=(torch torch-jit opencv onnxruntime darknet)
 gpu_warmup_ms=300
 if ((quick)); then
-  batches=([mnist]="1 64" [yolov2-tiny-voc]="1" [yolov3-tiny]="1" [resnet18]="1 8" [mobilenet_v2]="1 8")
+  # Every model keeps its rows (a model without one made the pipeline check fail); fewer batches.
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1" [yolov3-tiny]="1" [style256]="1" [style512]="1")
+  for model in "${zoo[@]}"; do batches[$model]="1"; done
   repeat=([mnist.1]=30 [mnist.64]=5 [yolo.1]=3 [yolo.8]=2 [yolo.64]=3 [style.1]=3 [imagenet.1]=3 [imagenet.8]=2)
   slow_repeat=([mnist.1]=3 [mnist.64]=1 [yolo.1]=1 [yolo.8]=1 [style.1]=1 [imagenet.1]=1 [imagenet.8]=1)
   slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=0 [yolo.8]=0 [style.1]=0 [imagenet.1]=0 [imagenet.8]=0)
@@ -132,40 +145,47 @@ if ((quick)); then
 fi
 if ((gpu)); then
   # An idle host, and one call of the device tool: one process per configuration, naive's Tiny YOLO timed once.
-  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1"
-    [resnet18]="1 8" [mobilenet_v2]="1 8")
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1")
+  for model in "${zoo[@]}"; do batches[$model]="1 8"; done
   slow_repeat[yolo.1]=1 slow_warmup[yolo.1]=0 slow_repeat[imagenet.1]=1 slow_warmup[imagenet.1]=0
   rounds=1
   peers=(torch-cuda torch-cuda-jit torch-cuda-graph torch-cuda-fp16)
 fi
 
 if [[ -n $only_models ]]; then IFS=, read -ra models <<<"$only_models"; fi
+((with_peers)) || peers=()
+for model in "${models[@]}"; do
+  [[ -n ${batches[$model]:-} ]] || { echo "unknown model $model (see --models in benchmarks/run.sh)" >&2; exit 2; }
+done
 
+in_zoo() { [[ " ${zoo[*]} " == *" $1 "* ]]; }
+# Every configuration (naive, the im2col baselines, lavapipe, PyTorch jit) for the models of the speedup tables; the
+# rest of the zoo against its peers only (naive would take minutes a forward on VGG-16).
+all_configurations() { ! in_zoo "$1" || [[ $1 == resnet18 || $1 == mobilenet_v2 ]]; }
 kind_of() {
   case $1 in
     mnist) echo mnist ;;
     style*) echo style ;;
-    resnet18 | mobilenet_v2) echo imagenet ;;
-    *) echo yolo ;;
+    *) if in_zoo "$1"; then echo imagenet; else echo yolo; fi ;;
   esac
 }
 input_of() {  # MODEL BATCH
   if [[ $1 == style* ]]; then echo "$work/style.s${1#style}.npy"; else echo "$work/$(kind_of "$1").b$2.npy"; fi
 }
 weights_of() {
-  case $1 in
+  case $(kind_of "$1") in
     mnist) echo data/mnist ;;
-    style*) echo data/style_transfer/weights ;;
-    resnet18 | mobilenet_v2) echo "$SEED" ;;  # torch_models.seeded_weights
+    style) echo data/style_transfer/weights ;;
+    imagenet) echo "$SEED" ;;  # torch_models.seeded_weights
     *) echo "$work/$1.weights" ;;
   esac
 }
 # model_args MODEL: sets model_flags to model_benchmark's flags for MODEL.
 model_args() {
-  case $1 in
+  case $(kind_of "$1") in
     mnist) model_flags=(--mnist data/mnist) ;;
-    style*) model_flags=(--style-transfer data/style_transfer/weights) ;;
-    resnet18 | mobilenet_v2) model_flags=(--onnx "$work/$1.onnx") ;;
+    style) model_flags=(--style-transfer data/style_transfer/weights) ;;
+    imagenet) model_flags=(--onnx "$work/$1.onnx") ;;
     *) model_flags=(--cfg "data/darknet/$1.cfg" --random-weights "$SEED") ;;
   esac
 }
@@ -233,14 +253,15 @@ peer() {
   local threads=(1 2)
   [[ $peer == torch-cuda* ]] && threads=(0)
   [[ $peer == darknet ]] && threads=(1)  # single-threaded
-  local tags="\"framework\": \"$peer\", \"round\": $round"
-  if [[ $peer == onnxruntime ]]; then
-    record "$tags" node benchmarks/onnxruntime_benchmark.js --onnx "$work/$model.onnx" "${common[@]}" \
-      --threads "${threads[@]}"
-  else
-    record "$tags" "$python" benchmarks/peer_benchmark.py run --peer "$peer" --weights "$(weights_of "$model")" \
-      --onnx "$work/$model.onnx" "${common[@]}" --threads "${threads[@]}"
-  fi
+  local tags="\"framework\": \"$peer\", \"round\": $round" t
+  for t in "${threads[@]}"; do  # a process per thread count: each its own peak RSS
+    if [[ $peer == onnxruntime ]]; then
+      record "$tags" node benchmarks/onnxruntime_benchmark.js --onnx "$work/$model.onnx" "${common[@]}" --threads "$t"
+    else
+      record "$tags" "$python" benchmarks/peer_benchmark.py run --peer "$peer" --weights "$(weights_of "$model")" \
+        --onnx "$work/$model.onnx" "${common[@]}" --threads "$t"
+    fi
+  done
 }
 
 # --- inputs, weights, the ONNX exports -------------------------------------------------------------------------
@@ -258,6 +279,7 @@ done
 if ((!gpu)); then
   for model in "${models[@]}"; do
     [[ $model == style* ]] && continue  # the style network is timed against PyTorch only
+    ((with_peers)) || [[ $(kind_of "$model") == imagenet ]] || continue  # ONNX: for corgy only the zoo's
     "$python" benchmarks/peer_benchmark.py export-onnx --model "$(model_path "$model")" \
       --weights "$(weights_of "$model")" --out "$work/$model.onnx" 2>>"$work/stderr.log"
   done
@@ -310,6 +332,7 @@ fast_backends() {  # ROUND MODEL BATCH
   else
     corgy "$1" "$2" "$3" blas 1
     corgy "$1" "$2" "$3" blas 0
+    all_configurations "$2" || return 0
     # The baseline, whose convolutions are OpenBLAS's: with the OpenBLAS kernels as given, and the other choice.
     corgy "$1" "$2" "$3" blas:im2col 1
     corgy "$1" "$2" "$3" blas:im2col 0
@@ -323,6 +346,7 @@ fast_backends() {  # ROUND MODEL BATCH
 }
 
 slow_backends() {  # MODEL BATCH
+  all_configurations "$1" || return 0
   if ((gpu)) && [[ $1 != mnist && $2 != 1 ]]; then return; fi  # naive batch 8+ would take the GPU call's time
   if ((gpu)) && [[ $1 == style512 ]]; then return; fi          # as would naive's 80 GFLOP at 512 x 512
   corgy 1 "$1" "$2" naive 1
@@ -370,6 +394,7 @@ for round in $(seq 1 "$rounds"); do
         [[ $p == darknet && ($(kind_of "$model") != yolo || $round != 1) ]] && continue
         [[ $model == style* && $p != torch* ]] && continue  # no ONNX export or darknet cfg of the style network
         [[ $(kind_of "$model") == imagenet && $p == opencv ]] && continue  # its peer reads darknet files and MNIST
+        [[ $p == torch-jit ]] && ! all_configurations "$model" && continue
         peer "$round" "$p" "$model" "$batch"
       done
       ((round == 1)) && slow_backends "$model" "$batch"
@@ -427,6 +452,33 @@ if ((!gpu)) && [[ -z $only_models ]]; then  # (--models: a check of a few rows, 
     profile mnist 64 blas "$threads"
   done
 fi
+# The zoo's worst cell against ONNX Runtime (corgy's median over ORT's, same batch and thread count), profiled.
+if ((!gpu && with_peers)); then
+  worst=$("$python" - "$results" "${zoo[@]}" <<'PY'
+import collections, json, statistics, sys
+medians = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("model") in sys.argv[2:] and r.get("median_ms"):
+        if r["framework"] == "corgy" and r["backend"] == "blas":
+            medians[("corgy", r["model"], r["batch"], r["threads"])].append(r["median_ms"])
+        elif r["framework"] == "onnxruntime":
+            medians[("ort", r["model"], r["batch"], r["threads"])].append(r["median_ms"])
+ratios = {}
+for (who, model, batch, threads), values in medians.items():
+    ort = medians.get(("ort", model, batch, threads))
+    if who == "corgy" and ort:
+        ratios[(model, batch, threads)] = statistics.median(values) / statistics.median(ort)
+if ratios:
+    model, batch, threads = max(ratios, key=ratios.get)
+    print(model, batch, threads)
+PY
+  )
+  if [[ -n $worst ]]; then
+    read -r worst_model worst_batch worst_threads <<<"$worst"
+    profile "$worst_model" "$worst_batch" blas "$worst_threads"
+  fi
+fi
 
 # --- what this was run on ----------------------------------------------------------------------------------------
 "$python" benchmarks/machine_info.py --command "$command_line" --started "$started" --load-start "$load_start" \
@@ -451,7 +503,11 @@ fi
 mkdir -p "$report_out"
 cat "$work/machine.json" "$results" >"$report_out/cpu-machine.jsonl"
 rm -f "$report_out"/profile-cpu-*.txt
-for file in "$work"/profiles/*.txt; do cp "$file" "$report_out/profile-cpu-$(basename "$file")"; done
+for file in "$work"/profiles/*.txt; do
+  [[ -f $file ]] && cp "$file" "$report_out/profile-cpu-$(basename "$file")"
+done
 "$python" benchmarks/report.py --cpu "$report_out/cpu-machine.jsonl" --gpu docs/benchmarks/gpu-machine.jsonl \
   --out "$report_out" "${splice[@]}"
 log "tables and charts in $report_out"
+# A configuration that failed (its command is in failures.log) fails the run, after the rest was measured.
+((failures == 0))

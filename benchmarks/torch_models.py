@@ -305,13 +305,37 @@ def seeded_weights(model, seed):
 
 IMAGENET_MODELS = {"resnet18": ResNet18, "mobilenet_v2": MobileNetV2}
 
+# The benchmark zoo's other ImageNet classifiers, built by torchvision itself (its architecture code is the
+# reference users run; torchvision is on this machine and on the GPU machine): the models whose speed the issues
+# track, and others that no kernel was tuned on (the held-out check of docs/benchmarks.md).
+TORCHVISION_MODELS = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "densenet121", "vgg16", "regnet_y_400mf",
+                      "mnasnet1_0", "resnext50_32x4d", "googlenet", "squeezenet1_1", "vgg11_bn")
+
+
+class TorchvisionClassifier(torch.nn.Module):
+    """A torchvision classifier (random architecture weights replaced by seeded_weights), returning a tuple like
+    the other networks here."""
+
+    def __init__(self, name):
+        super().__init__()
+        import torchvision
+
+        options = {"aux_logits": False, "init_weights": False} if name == "googlenet" else {}
+        self.net = getattr(torchvision.models, name)(weights=None, **options)
+        self.input_shape = (3, 224, 224)
+
+    def forward(self, x):
+        return (self.net(x),)
+
 
 def load_model(model, weights):
     """`model` is "mnist" (weights: the directory of its .npy files), "style256" / "style512" (weights: the style
-    network's folder), "resnet18" / "mobilenet_v2" (weights: the seed of seeded_weights) or a darknet cfg (weights:
+    network's folder), "resnet18" / "mobilenet_v2" or one of TORCHVISION_MODELS (weights: the seed of seeded_weights) or a darknet cfg (weights:
     its .weights)."""
     if model in IMAGENET_MODELS:
         net = seeded_weights(IMAGENET_MODELS[model](), int(weights))
+    elif model in TORCHVISION_MODELS:
+        net = seeded_weights(TorchvisionClassifier(model), int(weights))
     elif model == "mnist":
         net = MnistNet(weights)
     elif model.startswith("style"):

@@ -93,6 +93,17 @@ fuzz_briefly() {
   return $failed
 }
 
+# The benchmark pipeline of docs/benchmarks.md (benchmarks/run.sh), as a smoke test on the release build: MNIST,
+# quick repetitions, corgy alone (no peers, none of their packages). Its numbers go to a temporary folder, never to
+# docs/; the step fails when a configuration or the report fails.
+benchmark_smoke() {
+  local work
+  work=$(mktemp -d /tmp/corgy-bench-smoke.XXXXXX)
+  trap "rm -rf -- '$work'" EXIT
+  bash benchmarks/run.sh --quick --models mnist --no-peers --build "$CORGY_RELEASE_DIR" --work "$work"
+  grep -q "MNIST, batch 64" "$work/report/cpu-machine.md"
+}
+
 # tests/thread_safety_test under ThreadSanitizer: concurrent models on every backend, the refused concurrent use of
 # one model, concurrent loaders. Only that test is built (the library and it), to keep CI short.
 CORGY_TSAN_DIR="$CORGY_ROOT/build/tsan"
@@ -111,6 +122,7 @@ run_step "docs: C++ examples in README.md and docs/ match tests/consumer/" bash 
 run_step "release build (-Werror): $CORGY_RELEASE_DIR" build_release
 run_step "release tests: ctest" run_tests "$CORGY_RELEASE_DIR"
 run_step "install + find_package(corgy) from tests/consumer" check_installed_package
+run_step "benchmark pipeline: benchmarks/run.sh --quick --models mnist --no-peers" benchmark_smoke
 run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
 run_step "asan+ubsan tests: ctest" run_sanitized_tests
 run_step "tsan build: thread_safety_test in $CORGY_TSAN_DIR" build_thread_sanitized
