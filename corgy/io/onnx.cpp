@@ -2,20 +2,25 @@
 // then map every node that an output needs through the operator table of onnx_ops.cpp.
 #include "corgy/io/onnx.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "corgy/error.h"
-#include "corgy/io/mapped_file.h"
 #include "corgy/io/onnx_graph.h"
 
 namespace corgy {
@@ -28,31 +33,65 @@ using onnx_import::Graph;
 
 bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
-onnx::ModelProto parse(std::span<const std::byte> bytes, const std::string& source, const LoadLimits& limits) {
-  if (bytes.size() > limits.max_model_bytes) {
+/// Checks a model's size against the limits and what protobuf can read.
+void check_model_size(std::size_t bytes, const std::string& source, const LoadLimits& limits) {
+  if (bytes > limits.max_model_bytes) {
     throw Error(
         fmt::format("{}: {} bytes, more than LoadLimits::max_model_bytes ({}); raise the limit in the "
                     "loader's options if the file is trusted",
-                    source, bytes.size(), limits.max_model_bytes));
+                    source, bytes, limits.max_model_bytes));
   }
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
+  if (bytes > static_cast<std::size_t>(INT_MAX)) {
     throw Error(
         fmt::format("{}: {} bytes; protobuf reads ONNX files up to 2 GB (larger models keep their weights "
                     "in external data, which corgy does not read)",
-                    source, bytes.size()));
+                    source, bytes));
   }
+}
+
+/// Parses `bytes` bytes of `stream` as a ModelProto.
+onnx::ModelProto parse(google::protobuf::io::CodedInputStream& stream, std::size_t bytes, const std::string& source) {
   onnx::ModelProto model;
-  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const std::uint8_t*>(bytes.data()),
-                                                static_cast<int>(bytes.size()));
   stream.SetRecursionLimit(64);
-  if (bytes.empty() || !model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+  if (bytes == 0 || !model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
     throw Error(
         fmt::format("{}: not an ONNX model, or a truncated one ({} bytes that protobuf cannot read as "
                     "onnx.ModelProto)",
-                    source, bytes.size()));
+                    source, bytes));
   }
   if (!model.has_graph()) throw Error(fmt::format("{}: not an ONNX model (it has no graph)", source));
   return model;
+}
+
+onnx::ModelProto parse(std::span<const std::byte> bytes, const std::string& source, const LoadLimits& limits) {
+  check_model_size(bytes.size(), source, limits);
+  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                                static_cast<int>(bytes.size()));
+  return parse(stream, bytes.size(), source);
+}
+
+/// Reads the file through a stream of small buffers rather than a memory map: a map's pages count in the process's
+/// resident memory alongside the parsed copy of the weights, which doubled the peak while loading.
+onnx::ModelProto parse_file(const std::string& path, const LoadLimits& limits) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("{}: cannot open the ONNX model: {}", path, std::strerror(errno)));
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    throw Error(fmt::format("{}: cannot read the ONNX model: not a regular file", path));
+  }
+  try {
+    check_model_size(static_cast<std::size_t>(info.st_size), path, limits);
+    google::protobuf::io::FileInputStream file(fd, 1 << 20);
+    google::protobuf::io::CodedInputStream stream(&file);
+    stream.SetTotalBytesLimit(INT_MAX);
+    onnx::ModelProto model = parse(stream, static_cast<std::size_t>(info.st_size), path);
+    close(fd);
+    return model;
+  } catch (...) {
+    close(fd);
+    throw;
+  }
 }
 
 int default_opset(const onnx::ModelProto& model, const std::string& source) {
@@ -240,22 +279,35 @@ std::vector<std::int64_t> value_dims(const onnx::ValueInfoProto& value, const st
   return dims;
 }
 
-/// Checks every initializer's declared size against its data and the limits before any is converted.
+/// Checks every initializer's declared size against its data and the limits before any is converted for use (each
+/// is read and dropped again: the checks must come first, and one tensor at a time costs no memory).
 void check_initializers(const onnx::GraphProto& graph, const LoadLimits& limits, const std::string& source,
-                        std::unordered_map<std::string, Constant>& constants) {
+                        std::unordered_set<std::string>& names) {
   ModelBytes total(limits, source);
   for (const onnx::TensorProto& tensor : graph.initializer()) {
     const std::string what = fmt::format("{}: initializer '{}'", source, tensor.name());
-    Constant constant = onnx_import::read_tensor(tensor, limits, what);
+    const Constant constant = onnx_import::read_tensor(tensor, limits, what);
     total.add(what, float32_bytes(constant.dims));
-    constants.emplace(tensor.name(), std::move(constant));
+    names.insert(tensor.name());
   }
 }
 
-}  // namespace
+/// The initializers as constants, each tensor's data in the protobuf freed once converted, so that the weights are
+/// held once (not in the protobuf and in the constants) while the layers are built.
+std::unordered_map<std::string, Constant> take_initializers(onnx::GraphProto& graph, const LoadLimits& limits,
+                                                            const std::string& source) {
+  std::unordered_map<std::string, Constant> constants;
+  for (onnx::TensorProto& tensor : *graph.mutable_initializer()) {
+    constants.emplace(tensor.name(), onnx_import::read_tensor(
+                                         tensor, limits, fmt::format("{}: initializer '{}'", source, tensor.name())));
+    std::string().swap(*tensor.mutable_raw_data());  // clear() would keep the capacity
+    tensor.clear_float_data();
+  }
+  return constants;
+}
 
-OnnxModel load_onnx_from_memory(std::span<const std::byte> bytes, const std::string& name, const OnnxOptions& options) {
-  const onnx::ModelProto proto = parse(bytes, name, options.limits);
+/// The model of a parsed file (load_onnx_from_memory, after parse()). Its initializers' data is taken from `proto`.
+OnnxModel build_model(onnx::ModelProto& proto, const std::string& name, const OnnxOptions& options) {
   OnnxModel result;
   result.source = name;
   result.producer = proto.producer_name() + (proto.producer_version().empty() ? "" : " " + proto.producer_version());
@@ -263,18 +315,19 @@ OnnxModel load_onnx_from_memory(std::span<const std::byte> bytes, const std::str
   const onnx::GraphProto& graph = proto.graph();
   if (graph.sparse_initializer_size() > 0) throw Error(fmt::format("{}: sparse initializers are not supported", name));
 
-  std::unordered_map<std::string, Constant> constants;
-  check_initializers(graph, options.limits, name, constants);
+  std::unordered_set<std::string> initializers;
+  check_initializers(graph, options.limits, name, initializers);
   const std::vector<const onnx::NodeProto*> order = check_structure(graph, name);
   // Unsupported operators first: the list of all of them says more than the checker's view of one of their nodes.
   const std::vector<const onnx::NodeProto*> live = live_nodes(graph, order);
   check_operators(live, result.opset, name);
   run_checker(proto, result.opset, name);
+  std::unordered_map<std::string, Constant> constants = take_initializers(*proto.mutable_graph(), options.limits, name);
 
   // The one graph input that is not an initializer.
   std::vector<const onnx::ValueInfoProto*> inputs;
   for (const onnx::ValueInfoProto& input : graph.input()) {
-    if (!constants.contains(input.name())) inputs.push_back(&input);
+    if (!initializers.contains(input.name())) inputs.push_back(&input);
   }
   if (inputs.size() != 1) {
     throw Error(fmt::format("{}: {} graph inputs; corgy runs models with one input", name, inputs.size()));
@@ -304,9 +357,16 @@ OnnxModel load_onnx_from_memory(std::span<const std::byte> bytes, const std::str
   return result;
 }
 
+}  // namespace
+
+OnnxModel load_onnx_from_memory(std::span<const std::byte> bytes, const std::string& name, const OnnxOptions& options) {
+  onnx::ModelProto proto = parse(bytes, name, options.limits);
+  return build_model(proto, name, options);
+}
+
 OnnxModel load_onnx(const std::string& path, const OnnxOptions& options) {
-  const MappedFile file(path, "ONNX model");
-  return load_onnx_from_memory(file.bytes(), path, options);
+  onnx::ModelProto proto = parse_file(path, options.limits);
+  return build_model(proto, path, options);
 }
 
 // --- OnnxModel ------------------------------------------------------------------------------------------------------

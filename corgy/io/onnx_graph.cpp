@@ -194,7 +194,11 @@ void Graph::map_node(const onnx::NodeProto& node) {
     if (output_used(k) && !find(node.output(k))) fail(fmt::format("output {} is read but was not computed", k));
   }
   for (const std::string& name : node.input()) {
-    if (!name.empty()) --remaining_uses_[name];
+    if (name.empty() || --remaining_uses_[name] > 0) continue;
+    // A constant nobody reads any more (its layers took copies): freed now, so that the weights are not held twice
+    // while the rest of the graph is built.
+    const auto value = values_.find(name);
+    if (value != values_.end() && value->second.constant) values_.erase(value);
   }
   node_ = nullptr;
 }

@@ -569,7 +569,10 @@ void map_conv(Graph& g) {
 }
 
 /// A fully connected layer from weights [out][in] and an optional bias: Gemm and MatMul.
-void add_linear(Graph& g, const Tensor& x, std::vector<float> weights, std::int64_t out, std::int64_t in,
+/// A Linear layer reading `x`, its [out][in] weights written by `fill` straight into the layer (VGG's first fully
+/// connected layer is 400 MB: an intermediate copy would raise the loader's peak memory by that much).
+template <class Fill>
+void add_linear(Graph& g, const Tensor& x, std::int64_t out, std::int64_t in, const Fill& fill,
                 std::optional<std::vector<float>> bias) {
   if (x.dims.size() != 2) g.fail(fmt::format("expects a 2-D (N, features) input, got {}", dims_text(x.dims)));
   if (x.dims[1] >= 0 && x.dims[1] != in) {
@@ -577,20 +580,21 @@ void add_linear(Graph& g, const Tensor& x, std::vector<float> weights, std::int6
   }
   auto linear = std::make_unique<Linear>(LinearOptions{
       .in_features = static_cast<int>(in), .out_features = static_cast<int>(out), .bias = bias.has_value()});
-  linear->set_weights(weights);
+  fill(linear->weights().data());
   if (bias) linear->set_bias(*bias);
   g.add_layer(std::move(linear), {x}, Dims{x.dims[0], out});
 }
 
-/// [rows][cols] to [cols][rows].
-std::vector<float> transposed(const std::vector<float>& values, std::int64_t rows, std::int64_t cols) {
-  std::vector<float> result(values.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) {
-      result[static_cast<std::size_t>(c * rows + r)] = values[static_cast<std::size_t>(r * cols + c)];
+/// target[o][i] = scale * b's weight from input i to output o, b holding [out][in] or, with stored_in_by_out,
+/// [in][out] (Gemm without transB, MatMul).
+void write_weights(const Constant& b, bool stored_in_by_out, std::int64_t out, std::int64_t in, float scale,
+                   float* target) {
+  for (std::int64_t o = 0; o < out; ++o) {
+    for (std::int64_t i = 0; i < in; ++i) {
+      const std::size_t source = static_cast<std::size_t>(stored_in_by_out ? i * out + o : o * in + i);
+      target[o * in + i] = scale * static_cast<float>(b.at(source));
     }
   }
-  return result;
 }
 
 void map_gemm(Graph& g) {
@@ -601,10 +605,8 @@ void map_gemm(Graph& g) {
   const bool trans_b = g.attribute_int("transB", 0) != 0;
   const std::int64_t out = trans_b ? b.dims[0] : b.dims[1];
   const std::int64_t in = trans_b ? b.dims[1] : b.dims[0];
-  std::vector<float> weights = trans_b ? b.as_floats() : transposed(b.as_floats(), in, out);
   const float alpha = g.attribute_float("alpha", 1.0f);
   const float beta = g.attribute_float("beta", 1.0f);
-  for (float& v : weights) v *= alpha;
   std::optional<std::vector<float>> bias;
   if (g.has_input(2)) {
     const Constant& c = g.constant_input(2, "C (the bias)");
@@ -617,14 +619,18 @@ void map_gemm(Graph& g) {
     bias = std::vector<float>(static_cast<std::size_t>(out));
     for (std::size_t o = 0; o < bias->size(); ++o) (*bias)[o] = beta * values[scalar ? 0 : o];
   }
-  add_linear(g, x, std::move(weights), out, in, std::move(bias));
+  add_linear(
+      g, x, out, in, [&](float* weights) { write_weights(b, !trans_b, out, in, alpha, weights); }, std::move(bias));
 }
 
 void map_matmul(Graph& g) {
   const Tensor& x = g.tensor_input(0);
   const Constant& b = g.constant_input(1, "the right-hand matrix");
   if (b.dims.size() != 2) g.fail(fmt::format("right-hand side {} is not a matrix", dims_text(b.dims)));
-  add_linear(g, x, transposed(b.as_floats(), b.dims[0], b.dims[1]), b.dims[1], b.dims[0], std::nullopt);
+  const std::int64_t out = b.dims[1];
+  const std::int64_t in = b.dims[0];
+  add_linear(
+      g, x, out, in, [&](float* weights) { write_weights(b, true, out, in, 1.0f, weights); }, std::nullopt);
 }
 
 // --- normalization --------------------------------------------------------------------------------------------------
