@@ -8,6 +8,7 @@
 
 #include "corgy/backends/blas/activation_kernels.h"
 #include "corgy/backends/blas/depthwise_conv.h"
+#include "corgy/backends/blas/gemm_kernels.h"
 #include "corgy/backends/cpu/cpu_features.h"
 
 namespace corgy::testing {
@@ -105,6 +106,42 @@ TEST(CpuKernels, AddActivationAddsBeforeActivating) {
               << isa_name(isa) << " " << activation.str() << " count " << count << " i " << i;
         }
         EXPECT_EQ(target[count], 7.0f) << isa_name(isa) << ": wrote past count " << count;
+      }
+    }
+  }
+}
+
+TEST(CpuKernels, Im2colRowPackingAgreesWithTheDefinition) {
+  // One plane of 9 x 37; rows of the column matrix at strides 1-3 and offsets reaching past every edge, written from
+  // several first pixels and counts into panels of nr columns.
+  const int height = 9, width = 37;
+  std::vector<float> plane(static_cast<std::size_t>(height) * width);
+  for (std::size_t i = 0; i < plane.size(); ++i) plane[i] = static_cast<float>(i) + 1.0f;
+  for (const CpuIsa isa : isas_of_this_cpu()) {
+    const blas::Im2colRowPacker pack = blas::gemm_kernels(isa).pack_im2col_row;
+    for (const int stride : {1, 2, 3}) {
+      for (const int y_offset : {-2, 0, 3}) {
+        for (const int x_offset : {-3, -1, 0, 2, 5}) {
+          const int out_w = (width - 1) / stride + 1;
+          const blas::Im2colRow row{plane.data(), height, width, y_offset, x_offset, stride, out_w};
+          for (const int pixel : {0, 5, out_w - 1}) {
+            const int count = 3 * out_w - pixel;
+            const int nr = 16;
+            const std::size_t panel_stride = 64;
+            std::vector<float> out(static_cast<std::size_t>((count + nr - 1) / nr) * panel_stride, -7.0f);
+            pack(row, pixel, count, nr, panel_stride, out.data());
+            for (int j = 0; j < count; ++j) {
+              const int p = pixel + j;
+              const int y = p / out_w * stride + y_offset;
+              const int x = p % out_w * stride + x_offset;
+              const float want = y >= 0 && y < height && x >= 0 && x < width ? plane[y * width + x] : 0.0f;
+              ASSERT_EQ(out[(j / nr) * panel_stride + j % nr], want)
+                  << isa_name(isa) << " stride " << stride << " offsets " << y_offset << ", " << x_offset << " pixel "
+                  << pixel << " j " << j;
+            }
+            EXPECT_EQ(out[((count - 1) / nr) * panel_stride + nr], -7.0f) << "wrote past a panel";
+          }
+        }
       }
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "corgy/backends/blas/winograd_kernels.h"
 
@@ -55,8 +56,10 @@ void compute_rows(const ConvPlan& plan, const Variable& input, const Shape& conv
 /// Pooled rows [p0, p1) of every channel of one image, from the convolution's rows [first_row, first_row + rows)
 /// (channel c's at band + c * channel_stride). Padded cells never win, as in MaxPool2d.
 void max_pool_band(const Pool2dDesc& pool, const float* band, int first_row, int rows, std::size_t channel_stride,
-                   const Shape& conv_output, int p0, int p1, float* output_image, const Shape& pooled) {
+                   const Shape& conv_output, int p0, int p1, float* output_image, const Shape& pooled,
+                   std::vector<float>& column_max_row) {
   const int width = conv_output.w;
+  if (column_max_row.size() < static_cast<std::size_t>(width)) column_max_row.resize(static_cast<std::size_t>(width));
   for (int c = 0; c < conv_output.c; ++c) {
     const float* plane = band + c * channel_stride;
     for (int p = p0; p < p1; ++p) {
@@ -73,14 +76,25 @@ void max_pool_band(const Pool2dDesc& pool, const float* band, int first_row, int
           target[q] = std::max(std::max(upper[2 * q], upper[2 * q + 1]), std::max(lower[2 * q], lower[2 * q + 1]));
         }
       }
+      if (q == pooled.w) continue;
+      if (top >= bottom) {  // no row of the window in this band (not reached with a pool's padding below its kernel)
+        std::fill(target + q, target + pooled.w, -std::numeric_limits<float>::infinity());
+        continue;
+      }
+      // Other windows: the maximum down the window's rows first, for the whole row at once (vectorised), then
+      // along each window's columns of that one row: kernel_h + kernel_w steps per output instead of their product.
+      float* column_max = column_max_row.data();
+      const float* first = plane + static_cast<std::size_t>(top - first_row) * width;
+      std::copy(first, first + width, column_max);
+      for (int y = top + 1; y < bottom; ++y) {
+        const float* row = plane + static_cast<std::size_t>(y - first_row) * width;
+        for (int x = 0; x < width; ++x) column_max[x] = std::max(column_max[x], row[x]);
+      }
       for (; q < pooled.w; ++q) {
         const int left = std::max(0, q * pool.stride_w - pool.pad_left);
         const int right = std::min(width, q * pool.stride_w - pool.pad_left + pool.kernel_w);
         float best = -std::numeric_limits<float>::infinity();
-        for (int y = top; y < bottom; ++y) {
-          const float* row = plane + static_cast<std::size_t>(y - first_row) * width;
-          for (int x = left; x < right; ++x) best = std::max(best, row[x]);
-        }
+        for (int x = left; x < right; ++x) best = std::max(best, column_max[x]);
         target[q] = best;
       }
     }
@@ -202,7 +216,7 @@ void conv_in_bands(const TeamMember& member, WorkQueue& queue, const ConvPlan& p
                  buffers);
     for (int n = n0; n < n1; ++n) {
       max_pool_band(*pool, buffers.conv_rows.data() + (n - n0) * image_stride, first, last - first, channel_stride,
-                    conv_output, p0, p1, output.data() + n * image_size, pooled);
+                    conv_output, p0, p1, output.data() + n * image_size, pooled, buffers.pool_row);
     }
   }
   member.sync();

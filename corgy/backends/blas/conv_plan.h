@@ -53,6 +53,7 @@ struct BandBuffers {
   GemmRowsBuffers gemm;
   WinogradBandBuffers winograd;
   std::vector<float> depthwise;  // depthwise_kernels.h's phase planes and output block
+  std::vector<float> pool_row;   // a fused max pool's maxima down one row of windows
 };
 
 /// The plans of one backend, keyed by the weights' storage. Only weights the backend was told are constants

@@ -33,10 +33,27 @@ void pack_im2col_row(const Im2colRow& row, int pixel, int count, int nr, std::si
       if (row.stride == 1) {
         Simd::copy_padded(source, ix, run, row.width, target);
       } else {
-        for (int i = 0; i < run; ++i) {
-          const int x = ix + i * row.stride;
-          target[i] = x >= 0 && x < row.width ? source[x] : 0.0f;
+        const auto one_by_one = [&](int from, int to) {
+          for (int i = from; i < to; ++i) {
+            const int x = ix + i * row.stride;
+            target[i] = x >= 0 && x < row.width ? source[x] : 0.0f;
+          }
+        };
+        int i = 0;
+        if (row.stride == 2) {
+          // The columns left of the row one by one, then whole registers of every other column while their two
+          // source registers lie inside the row, then the rest one by one.
+          constexpr int lanes = Simd::lanes;
+          const int first_inside = ix >= 0 ? 0 : (-ix + 1) / 2;
+          i = first_inside < run ? first_inside : run;
+          one_by_one(0, i);
+          for (; i < run && ix + 2 * (i + lanes) <= row.width; i += lanes) {
+            typename Simd::Reg even, odd;
+            Simd::deinterleave2(source + ix + 2 * i, even, odd);
+            Simd::store_first(target + i, even, run - i);
+          }
         }
+        one_by_one(i < run ? i : run, run);
       }
     }
     pixel += run;
