@@ -443,17 +443,29 @@ void BlasBackend::activation(Activation activation, const Variable& input, Varia
 
 void BlasBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
                          Variable& output) {
-  profiler_.note("OpenBLAS sgemm");
   const int batch = input.shape().n;
+  profiler_.note(batch == 1 ? "OpenBLAS sgemv" : "OpenBLAS sgemm");
   const int in_features = weights.shape().cols();
   const int out_features = weights.shape().rows();
   const float* bias_values = bias ? bias->data() : nullptr;
   const bool has_epilogue = bias || activation.kind != ActivationKind::none;
   keep_openblas_single_threaded();
   team_->run(gemm_threads(threads_, batch, out_features, in_features), [&](const TeamMember& member) {
-    // The whole batch in one GEMM: input [batch x in] times weights [out x in] transposed.
-    team_sgemm(member, false, true, batch, out_features, in_features, input.data(), in_features, weights.data(),
-               in_features, output.data(), out_features);
+    if (batch == 1) {
+      // One image: a matrix-vector product, each member its share of the output rows. OpenBLAS's sgemm with one
+      // row ran at a fifth of sgemv's rate (MobileNetV3's 960 -> 1280 classifier layer: 0.30 against 0.06 ms).
+      const TeamMember::Range rows = member.share(static_cast<std::size_t>(out_features), 16);
+      if (rows.begin < rows.end) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(rows.end - rows.begin), in_features, 1.0f,
+                    weights.data() + rows.begin * in_features, in_features, input.data(), 1, 0.0f,
+                    output.data() + rows.begin, 1);
+      }
+      member.sync();
+    } else {
+      // The whole batch in one GEMM: input [batch x in] times weights [out x in] transposed.
+      team_sgemm(member, false, true, batch, out_features, in_features, input.data(), in_features, weights.data(),
+                 in_features, output.data(), out_features);
+    }
     if (has_epilogue) {
       const TeamMember::Range mine = member.share(static_cast<std::size_t>(batch));
       for (std::size_t n = mine.begin; n < mine.end; ++n) {
