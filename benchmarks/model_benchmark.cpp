@@ -11,8 +11,8 @@
 //   model_benchmark --list-devices                                         (Vulkan devices, JSON)
 //   model_benchmark ... --profile      (then a table: each layer's algorithm, ms, GFLOP/s and % of the FMA peak)
 #include <cblas.h>
-#include <sys/resource.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -250,8 +250,8 @@ void print_result(const Options& options, Network& network, const corgy::Variabl
       "\"gflop\": {:.6f}, \"gflops\": {:.3f}, \"peak_rss_mb\": {:.1f}}}\n",
       json_string(model_name(options, input)), input.shape().n, json_string(options.backend),
       json_string(device_of(backend)), backend.threads(), timings.warmups, timings.wall_ms.size(), timings.first_ms,
-      wall.median, wall.min, wall.max, gpu.median, gpu.min, gpu.max, compute.median, gflop,
-      gflop / (wall.median / 1e3), peak_rss_mb());
+      wall.median, wall.min, wall.max, gpu.median, gpu.min, gpu.max, compute.median, gflop, gflop / (wall.median / 1e3),
+      peak_rss_mb());
 }
 
 /// Profiles `repeat` more forwards and prints the per-layer table, against the FMA peak of as many threads as the
