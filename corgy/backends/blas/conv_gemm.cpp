@@ -115,7 +115,39 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
   }
 }
 
+/// Rows [y0, y1) of image n of a pointwise convolution (reads_planes_in_place): B's rows are the input's channel
+/// planes themselves, each band's pixels contiguous in them, so the micro-kernels read whole panels in place and
+/// write straight into target; the last partial panel is copied (MatrixB), so nothing past a plane is read. Packing
+/// B cost as much as the arithmetic where few output channels share each packed value (MobileNet's 144 -> 24).
+void conv_pointwise_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
+                         const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
+                         std::size_t channel_stride, GemmRowsBuffers& buffers) {
+  const Shape& in = input.shape();
+  const int in_per_group = desc.in_channels / desc.groups;
+  const int out_per_group = desc.out_channels / desc.groups;
+  const std::size_t plane = in.plane_count();
+  const int count = (y1 - y0) * output.w;
+  const int whole = count / kernel.nr * kernel.nr;
+  buffers.row_offsets.resize(static_cast<std::size_t>(in_per_group));
+  for (int c = 0; c < in_per_group; ++c) buffers.row_offsets[c] = static_cast<std::int32_t>(c * plane);
+  for (int g = 0; g < desc.groups; ++g) {
+    const float* rows = input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group) * plane +
+                        static_cast<std::size_t>(y0) * output.w;
+    float* c = target + static_cast<std::size_t>(g) * out_per_group * channel_stride;
+    if (whole > 0) {
+      packed_gemm_columns(kernel, weights.groups[g], PaddedRowsB(rows, whole, buffers.row_offsets), 0, whole, c,
+                          channel_stride, desc.activation, buffers.packed_b);
+    }
+    if (whole < count) {
+      packed_gemm_columns(kernel, weights.groups[g], MatrixB(rows, in_per_group, count, plane), whole, count, c + whole,
+                          channel_stride, desc.activation, buffers.packed_b);
+    }
+  }
+}
+
 }  // namespace
+
+bool reads_planes_in_place(const Conv2dDesc& desc) { return desc.kernel == 1 && desc.stride == 1 && desc.padding == 0; }
 
 PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights, const float* bias,
                                     const GemmMicroKernel& kernel) {
@@ -132,6 +164,10 @@ PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights
 void conv_gemm_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
                     const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
                     std::size_t channel_stride, GemmRowsBuffers& buffers) {
+  if (reads_planes_in_place(desc)) {
+    conv_pointwise_rows(kernel, desc, weights, input, output, n, y0, y1, target, channel_stride, buffers);
+    return;
+  }
   if (reads_padded_rows(desc)) {
     conv_padded_rows(kernel, desc, weights, input, output, n, y0, y1, target, channel_stride, buffers);
     return;

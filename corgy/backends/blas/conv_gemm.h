@@ -70,6 +70,10 @@ struct GemmRowsBuffers {
 /// and a small column-matrix depth (in channels x k x k), where packing dominates.
 bool reads_padded_rows(const Conv2dDesc& desc);
 
+/// True when conv_gemm_rows reads `desc`'s B rows in place from the input planes, neither packed nor copied: a
+/// pointwise convolution (1x1, stride 1, no padding), whose column matrix is the input image itself.
+bool reads_planes_in_place(const Conv2dDesc& desc);
+
 /// A convolution's weights packed for the GEMM: one PackedA per group ([group out channels] x [in/groups * k * k]).
 struct PackedConvWeights {
   std::vector<PackedA> groups;

@@ -18,7 +18,9 @@ std::string ConvPlan::describe() const {
       break;
     case ConvAlgorithm::packed_gemm:
       text = fmt::format("packed sgemm {}, {}", kernel->name,
-                         reads_padded_rows(desc) ? "input rows in place" : "implicit im2col");
+                         reads_planes_in_place(desc) ? "input planes in place"
+                         : reads_padded_rows(desc)   ? "input rows in place"
+                                                     : "implicit im2col");
       break;
     case ConvAlgorithm::winograd:
       text = fmt::format("winograd F({0}x{0},{1}x{1}), sgemm {2}, {3} tiles/block",
