@@ -335,6 +335,20 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
       std::max(threads_for(conv_output.count()),
                gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(conv_output.plane_count()),
                             desc.in_channels / desc.groups * desc.kernel * desc.kernel));
+  // Pointwise on a small image: members split the output channels, each over the whole image (bands of rows of a
+  // 7x7 or 14x14 image come in too few, uneven pieces to share). On larger images bands were faster (MobileNetV2's
+  // 56x56 layers: each member's output stays in few contiguous rows).
+  constexpr std::size_t kMostPixelsSplitByChannels = 28 * 28;
+  if (!pool && team > 1 && plan.algorithm == blas::ConvAlgorithm::packed_gemm && blas::reads_planes_in_place(desc) &&
+      conv_output.plane_count() <= kMostPixelsSplitByChannels && plan.packed.groups[0].panels() * desc.groups >= team) {
+    profiler_.note(plan.describe() + ", split over output channels");
+    if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+    team_->run(team, [&](const TeamMember& member) {
+      blas::conv_pointwise_by_channels(member, *plan.kernel, desc, plan.packed, input, output,
+                                       plans_->band_buffers[member.index()].gemm);
+    });
+    return;
+  }
   const blas::Bands bands = blas::bands_for(plan, conv_output, team);
   if (bands) {
     const std::string band = bands.images > 1 ? fmt::format("bands of {} images", bands.images)

@@ -115,39 +115,70 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
   }
 }
 
-/// Rows [y0, y1) of image n of a pointwise convolution (reads_planes_in_place): B's rows are the input's channel
-/// planes themselves, each band's pixels contiguous in them, so the micro-kernels read whole panels in place and
-/// write straight into target; the last partial panel is copied (MatrixB), so nothing past a plane is read. Packing
-/// B cost as much as the arithmetic where few output channels share each packed value (MobileNet's 144 -> 24).
-void conv_pointwise_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
-                         const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
-                         std::size_t channel_stride, GemmRowsBuffers& buffers) {
+/// Output rows [y0, y1) of image n, group g, A's panels [panel_begin, panel_end) (panel_end -1: all) of a pointwise
+/// convolution (reads_planes_in_place): B's rows are the input's channel planes themselves, the rows' pixels
+/// contiguous in them, so the micro-kernels read whole panels in place and write straight into target (the group's
+/// first channel); the last partial panel is copied (MatrixB), so nothing past a plane is read. Packing B cost as
+/// much as the arithmetic where few output channels share each packed value (MobileNet's 144 -> 24).
+void pointwise_gemm(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
+                    const Variable& input, const Shape& output, int n, int g, int y0, int y1, int panel_begin,
+                    int panel_end, float* target, std::size_t channel_stride, GemmRowsBuffers& buffers) {
   const Shape& in = input.shape();
   const int in_per_group = desc.in_channels / desc.groups;
-  const int out_per_group = desc.out_channels / desc.groups;
   const std::size_t plane = in.plane_count();
   const int count = (y1 - y0) * output.w;
   const int whole = count / kernel.nr * kernel.nr;
   buffers.row_offsets.resize(static_cast<std::size_t>(in_per_group));
   for (int c = 0; c < in_per_group; ++c) buffers.row_offsets[c] = static_cast<std::int32_t>(c * plane);
+  const PackedA& a = weights.groups[g];
+  if (panel_end < 0) panel_end = a.panels();
+  const float* rows = input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group) * plane +
+                      static_cast<std::size_t>(y0) * output.w;
+  if (whole > 0) {
+    packed_gemm_panels(kernel, a, panel_begin, panel_end, PaddedRowsB(rows, whole, buffers.row_offsets), 0, whole,
+                       target, channel_stride, desc.activation, buffers.packed_b);
+  }
+  if (whole < count) {
+    packed_gemm_panels(kernel, a, panel_begin, panel_end, MatrixB(rows, in_per_group, count, plane), whole, count,
+                       target + whole, channel_stride, desc.activation, buffers.packed_b);
+  }
+}
+
+void conv_pointwise_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
+                         const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
+                         std::size_t channel_stride, GemmRowsBuffers& buffers) {
+  const int out_per_group = desc.out_channels / desc.groups;
   for (int g = 0; g < desc.groups; ++g) {
-    const float* rows = input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group) * plane +
-                        static_cast<std::size_t>(y0) * output.w;
-    float* c = target + static_cast<std::size_t>(g) * out_per_group * channel_stride;
-    if (whole > 0) {
-      packed_gemm_columns(kernel, weights.groups[g], PaddedRowsB(rows, whole, buffers.row_offsets), 0, whole, c,
-                          channel_stride, desc.activation, buffers.packed_b);
-    }
-    if (whole < count) {
-      packed_gemm_columns(kernel, weights.groups[g], MatrixB(rows, in_per_group, count, plane), whole, count, c + whole,
-                          channel_stride, desc.activation, buffers.packed_b);
-    }
+    pointwise_gemm(kernel, desc, weights, input, output, n, g, y0, y1, 0, -1,
+                   target + static_cast<std::size_t>(g) * out_per_group * channel_stride, channel_stride, buffers);
   }
 }
 
 }  // namespace
 
 bool reads_planes_in_place(const Conv2dDesc& desc) { return desc.kernel == 1 && desc.stride == 1 && desc.padding == 0; }
+
+void conv_pointwise_by_channels(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                                const PackedConvWeights& weights, const Variable& input, Variable& output,
+                                GemmRowsBuffers& buffers) {
+  const Shape& out = output.shape();
+  const int out_per_group = desc.out_channels / desc.groups;
+  const int panels = weights.groups[0].panels();
+  // (group, panel) pairs, a contiguous share each; every member computes its channels over every image and pixel.
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(desc.groups) * panels);
+  for (int n = 0; n < out.n; ++n) {
+    for (std::size_t item = mine.begin; item < mine.end;) {
+      const int g = static_cast<int>(item / panels);
+      const int first = static_cast<int>(item % panels);
+      const int last = static_cast<int>(std::min<std::size_t>(mine.end - item, panels - first)) + first;
+      float* target = output.data() + (static_cast<std::size_t>(n) * out.c + g * out_per_group) * out.plane_count();
+      pointwise_gemm(kernel, desc, weights, input, out, n, g, 0, out.h, first, last, target, out.plane_count(),
+                     buffers);
+      item += static_cast<std::size_t>(last - first);
+    }
+  }
+  member.sync();
+}
 
 PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights, const float* bias,
                                     const GemmMicroKernel& kernel) {

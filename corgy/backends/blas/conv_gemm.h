@@ -87,6 +87,13 @@ void conv_gemm_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const
                     const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
                     std::size_t channel_stride, GemmRowsBuffers& buffers);
 
+/// A pointwise convolution (reads_planes_in_place) by the whole team split over output channels: each member its
+/// share of A's row panels over every image and pixel, reading the same input planes (each member calls it; it
+/// returns after the team's barrier). Balanced however small the image, where bands of rows are not.
+void conv_pointwise_by_channels(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                                const PackedConvWeights& weights, const Variable& input, Variable& output,
+                                GemmRowsBuffers& buffers);
+
 /// output = activation(conv(input) + bias) for every image and group, by the whole team (each member calls it).
 void conv_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
                const PackedConvWeights& weights, const Variable& input, Variable& output, GemmWorkspace& workspace);

@@ -92,6 +92,26 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
   }
 }
 
+/// packed_gemm_columns over A's panels [panel_begin, panel_end).
+void gemm_panel_columns(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
+                        const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
+                        Activation activation, std::vector<float>& scratch, bool padded_columns) {
+  const Blocking blocking = blocking_for(kernel, a.depth(), column_end - column_begin);
+  const int nr = kernel.nr;
+  const int panels = (column_end - column_begin + nr - 1) / nr;
+  const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * std::min(kPanelsPerBlock, panels);
+  if (!b.prepacked() && scratch.size() < needed) scratch.resize(needed);
+  for (int n0 = column_begin; n0 < column_end; n0 += kPanelsPerBlock * nr) {
+    const int nc = std::min(kPanelsPerBlock * nr, column_end - n0);
+    for (int k0 = 0; k0 < a.depth(); k0 += blocking.kc) {
+      const int kc = std::min(blocking.kc, a.depth() - k0);
+      const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
+      multiply_block(kernel, blocking, a, panel_begin, panel_end, block, k0, kc, n0, nc, c, column_begin, ldc,
+                     activation, padded_columns);
+    }
+  }
+}
+
 }  // namespace
 
 PackedA::PackedA(const float* a, int rows, int depth, std::size_t lda, const float* bias, int mr)
@@ -200,20 +220,15 @@ void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const 
 void packed_gemm_columns(const GemmMicroKernel& kernel, const PackedA& a, const BSource& b, int column_begin,
                          int column_end, float* c, std::size_t ldc, Activation activation, std::vector<float>& scratch,
                          bool padded_columns) {
-  const Blocking blocking = blocking_for(kernel, a.depth(), column_end - column_begin);
-  const int nr = kernel.nr;
-  const int panels = (column_end - column_begin + nr - 1) / nr;
-  const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * std::min(kPanelsPerBlock, panels);
-  if (!b.prepacked() && scratch.size() < needed) scratch.resize(needed);
-  for (int n0 = column_begin; n0 < column_end; n0 += kPanelsPerBlock * nr) {
-    const int nc = std::min(kPanelsPerBlock * nr, column_end - n0);
-    for (int k0 = 0; k0 < a.depth(); k0 += blocking.kc) {
-      const int kc = std::min(blocking.kc, a.depth() - k0);
-      const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
-      multiply_block(kernel, blocking, a, 0, a.panels(), block, k0, kc, n0, nc, c, column_begin, ldc, activation,
+  gemm_panel_columns(kernel, a, 0, a.panels(), b, column_begin, column_end, c, ldc, activation, scratch,
                      padded_columns);
-    }
-  }
+}
+
+void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
+                        const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
+                        Activation activation, std::vector<float>& scratch) {
+  gemm_panel_columns(kernel, a, panel_begin, panel_end, b, column_begin, column_end, c, ldc, activation, scratch,
+                     false);
 }
 
 }  // namespace corgy::blas

@@ -121,5 +121,10 @@ void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const 
 void packed_gemm_columns(const GemmMicroKernel& kernel, const PackedA& a, const BSource& b, int column_begin,
                          int column_end, float* c, std::size_t ldc, Activation activation, std::vector<float>& scratch,
                          bool padded_columns = false);
+/// The same for A's row panels [panel_begin, panel_end) only: C's rows panel_begin * mr on (a share of the output
+/// channels, when the team splits a layer by channels).
+void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
+                        const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
+                        Activation activation, std::vector<float>& scratch);
 
 }  // namespace corgy::blas
