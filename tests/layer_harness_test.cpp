@@ -92,6 +92,10 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
         .groups = 8,
         .activation = Activation::relu6()}},
       {{3, 4, 7, 6}, {.in_channels = 4, .out_channels = 6, .kernel = 1, .activation = Activation::hard_swish()}},
+      // Pointwise convolutions large enough for two threads on small images: the blas backend splits their output
+      // channels between threads (a channel count that is no multiple of a panel, groups, batch 3).
+      {{3, 64, 14, 13}, {.in_channels = 64, .out_channels = 100, .kernel = 1, .activation = Activation::relu()}},
+      {{2, 96, 7, 7}, {.in_channels = 96, .out_channels = 120, .kernel = 1, .groups = 2}},
       // Depthwise convolutions (the blas backend's SIMD kernels): 3x3, 5x5 and 7x7, strides 1 and 2, dilation,
       // odd plane sizes and channel counts, batch 3, planes smaller than a register, every exponential activation.
       {{3, 13, 11, 9},
