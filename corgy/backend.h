@@ -156,9 +156,10 @@ class Backend {
                       Variable& output) = 0;
   /// Softmax over the channel axis, separately for every (n, h, w).
   virtual void softmax(const Variable& input, Variable& output) = 0;
-  /// output[n][c] = input[n][c] * scale[c] + shift[c] (inference batch norm, folded). scale, shift (1, 1, 1, C).
+  /// output[n][c] = activation(input[n][c] * scale[c] + shift[c]) (inference batch norm, folded; DenseNet's batch
+  /// norm and ReLU before each convolution). scale, shift (1, 1, 1, C).
   virtual void channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
-                              Variable& output) = 0;
+                              Activation activation, Variable& output) = 0;
   /// Nearest-neighbour upsampling by an integer factor: (N, C, H, W) -> (N, C, H*scale, W*scale).
   virtual void upsample_nearest(int scale, const Variable& input, Variable& output) = 0;
   /// Concatenates along channels; every input has output's N, H, W.

@@ -1,5 +1,7 @@
 #version 450
-// channel_affine: output = input * scale[c] + shift[c] per channel c (inference batch norm, folded).
+// channel_affine: output = activation(input * scale[c] + shift[c]) per channel c (inference batch norm, folded).
+#extension GL_GOOGLE_include_directive : require
+#include "activation_functions.glsl"
 layout(local_size_x = 256) in;
 
 layout(binding = 0) readonly buffer Input { float input_data[]; };
@@ -12,11 +14,13 @@ layout(push_constant) uniform Params {
   uint count;
   uint channels;
   uint plane;  // height * width
+  uint activation;
+  float slope;
 } p;
 
 void main() {
   for (uint i = gl_GlobalInvocationID.x; i < p.count; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     const uint channel = (i / p.plane) % p.channels;
-    output_data[i] = input_data[i] * scale[channel] + shift[channel];
+    output_data[i] = activate(p.activation, p.slope, input_data[i] * scale[channel] + shift[channel]);
   }
 }

@@ -451,6 +451,14 @@ Tensor Graph::activate(const Tensor& x, Activation activation) {
       replace_pending(x, std::make_unique<Add>(activation));
       return x;
     }
+    if (auto* affine = dynamic_cast<ChannelAffine*>(producer);
+        affine && affine->activation().kind == ActivationKind::none) {
+      // DenseNet's batch norm + ReLU before each convolution: one pass over the concatenated features, not two.
+      auto fused = std::make_unique<ChannelAffine>(affine->channels(), activation);
+      fused->set_parameters(affine->scale().values(), affine->shift().values());
+      replace_pending(x, std::move(fused));
+      return x;
+    }
     if (auto* norm = dynamic_cast<InstanceNorm*>(producer); norm && norm->activation().kind == ActivationKind::none) {
       auto fused = std::make_unique<InstanceNorm>(norm->channels(), norm->epsilon(), activation);
       fused->set_parameters(norm->scale().values(), norm->shift().values());
@@ -486,7 +494,8 @@ Tensor Graph::channel_affine(const Tensor& x, std::vector<float> scale, std::vec
       linear->set_bias(bias);
       return x;
     }
-    if (auto* affine = dynamic_cast<ChannelAffine*>(producer)) {
+    if (auto* affine = dynamic_cast<ChannelAffine*>(producer);
+        affine && affine->activation().kind == ActivationKind::none) {
       std::vector<float> s(affine->scale().values().begin(), affine->scale().values().end());
       std::vector<float> t(affine->shift().values().begin(), affine->shift().values().end());
       for (std::size_t c = 0; c < s.size(); ++c) {

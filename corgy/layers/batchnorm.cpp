@@ -28,7 +28,7 @@ void BatchNorm::upload(Backend& backend) const {
 }
 
 void BatchNorm::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
-  backend.channel_affine(*inputs[0], scale_, shift_, output);
+  backend.channel_affine(*inputs[0], scale_, shift_, Activation::none(), output);
 }
 
 void BatchNorm::set_parameters(const BatchNormParams& p) {

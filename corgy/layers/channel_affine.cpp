@@ -8,14 +8,17 @@
 
 namespace corgy {
 
-ChannelAffine::ChannelAffine(int channels) : channels_(channels) {
+ChannelAffine::ChannelAffine(int channels, Activation activation) : channels_(channels), activation_(activation) {
   if (channels <= 0) throw_parameter_error("channel_affine", fmt::format("channels {} must be > 0", channels));
   scale_ = Variable(Shape::vector(channels));
   scale_.fill(1.0f);
   shift_ = Variable(Shape::vector(channels));
 }
 
-std::string ChannelAffine::describe() const { return fmt::format("channel_affine {}", channels_); }
+std::string ChannelAffine::describe() const {
+  return activation_.kind == ActivationKind::none ? fmt::format("channel_affine {}", channels_)
+                                                  : fmt::format("channel_affine {}, {}", channels_, activation_.str());
+}
 
 Shape ChannelAffine::output_shape(std::span<const Shape> inputs) const {
   if (inputs[0].c != channels_) throw_shape_error(fmt::format("(N, {}, H, W)", channels_), inputs[0]);

@@ -507,7 +507,7 @@ void BlasBackend::softmax(const Variable& input, Variable& output) {
 }
 
 void BlasBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
-                                 Variable& output) {
+                                 Activation activation, Variable& output) {
   profiler_.note("channel affine loop");
   const Shape& shape = input.shape();
   const std::size_t plane_size = shape.plane_count();
@@ -516,7 +516,8 @@ void BlasBackend::channel_affine(const Variable& input, const Variable& scale, c
     const float channel_shift = shift.data()[plane % shape.c];
     const float* source = input.data() + plane * plane_size;
     float* target = output.data() + plane * plane_size;
-    for (std::size_t i = 0; i < plane_size; ++i) target[i] = source[i] * channel_scale + channel_shift;
+    for (std::size_t i = 0; i < plane_size; ++i) target[i] = source[i] * channel_scale;
+    blas::bias_activate(target, target, plane_size, channel_shift, activation);
   });
 }
 

@@ -168,12 +168,15 @@ void NaiveBackend::softmax(const Variable& input, Variable& output) {
 }
 
 void NaiveBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
-                                  Variable& output) {
+                                  Activation activation, Variable& output) {
   const Shape& s = input.shape();
   for (int n = 0; n < s.n; ++n) {
     for (int c = 0; c < s.c; ++c) {
       for (int y = 0; y < s.h; ++y) {
-        for (int x = 0; x < s.w; ++x) output.at(n, c, y, x) = input.at(n, c, y, x) * scale.data()[c] + shift.data()[c];
+        for (int x = 0; x < s.w; ++x) {
+          output.at(n, c, y, x) =
+              apply_activation(activation, input.at(n, c, y, x) * scale.data()[c] + shift.data()[c]);
+        }
       }
     }
   }

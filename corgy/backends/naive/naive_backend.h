@@ -32,7 +32,8 @@ class NaiveBackend final : public Backend {
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
               Variable& output) override;
   void softmax(const Variable& input, Variable& output) override;
-  void channel_affine(const Variable& input, const Variable& scale, const Variable& shift, Variable& output) override;
+  void channel_affine(const Variable& input, const Variable& scale, const Variable& shift, Activation activation,
+                      Variable& output) override;
   void upsample_nearest(int scale, const Variable& input, Variable& output) override;
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;

@@ -180,7 +180,8 @@ struct SoftmaxParams {
 };
 
 struct ChannelAffineParams {
-  std::uint32_t count, channels, plane;
+  std::uint32_t count, channels, plane, activation;
+  float slope;
 };
 
 struct UpsampleParams {

@@ -141,10 +141,11 @@ void VulkanBackend::softmax(const Variable& input, Variable& output) {
 }
 
 void VulkanBackend::channel_affine(const Variable& input, const Variable& scale, const Variable& shift,
-                                   Variable& output) {
+                                   Activation activation, Variable& output) {
   as_forward("channel_affine", [&] {
     const Shape& s = input.shape();
-    const vulkan::ChannelAffineParams params{u32(input.count()), u32(s.c), u32(s.plane_count())};
+    const vulkan::ChannelAffineParams params{u32(input.count()), u32(s.c), u32(s.plane_count()),
+                                             vulkan::activation_kind(activation), activation.slope};
     vulkan::TensorBuffers& tensors = runtime_->tensors;
     runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::channel_affine),
                                 {tensors.read(input), tensors.read(scale), tensors.read(shift), tensors.write(output)},
