@@ -230,6 +230,10 @@ void add_elementwise_cases(std::vector<LayerCase>& cases) {
     cases.push_back({"upsample x2" + shape, input, [](Sequential& m) { m.add(Upsample(2)); }});
     cases.push_back({"upsample x3" + shape, input, [](Sequential& m) { m.add(Upsample(3)); }});
     cases.push_back({"channel_affine" + shape, input, [c = input.c](Sequential& m) { m.add(ChannelAffine(c)); }});
+    cases.push_back({"channel_affine relu" + shape, input,
+                     [c = input.c](Sequential& m) { m.add(ChannelAffine(c, Activation::relu())); }});
+    cases.push_back({"channel_affine swish" + shape, input,
+                     [c = input.c](Sequential& m) { m.add(ChannelAffine(c, Activation::swish())); }});
     cases.push_back({"prelu" + shape, input, [c = input.c](Sequential& m) { m.add(PReLU(c)); }});
     // Scaled by up to 4 first, so that both clamps of clipped ReLU and hard swish are reached.
     cases.push_back({"clipped_relu(1.5)" + shape, input, [c = input.c](Sequential& m) {
