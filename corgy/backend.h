@@ -60,6 +60,23 @@ struct SqueezeExciteDesc {
   Activation expand_activation{};
 };
 
+/// One convolution of a fused block (Backend::inverted_residual): its geometry, OIHW weights and bias (or null).
+struct ConvStage {
+  Conv2dDesc desc;
+  const Variable* weights = nullptr;
+  const Variable* bias = nullptr;
+};
+
+/// MobileNetV2's inverted residual block (Sandler et al. 2018) without squeeze-and-excitation: a pointwise expansion
+/// (C -> E, 1x1), a depthwise convolution (E -> E, any kernel, stride and padding) and a pointwise projection
+/// (E -> O, 1x1), each with its activation; with `residual`, the block's output is
+/// project.activation(projection + residual). Backend::inverted_residual.
+struct InvertedResidualDesc {
+  ConvStage expand;
+  ConvStage depthwise;
+  ConvStage project;
+};
+
 /// One entry of a profiled forward (Backend::set_profiling): what computed part of a layer, and how long it took.
 /// A layer may have several entries (a GPU backend records one per dispatch).
 struct OpProfile {
@@ -145,6 +162,11 @@ class Backend {
   virtual void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                               const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
                               Variable& output) = 0;
+  /// An inverted residual block as one operation (Sequential fuses the three convolutions into it; a backend may
+  /// then keep the expanded tensor, E channels at full resolution, in cache band by band instead of writing it out):
+  /// input (N, C, H, W) -> output (N, O, Ho, Wo); residual (N, O, Ho, Wo) or null.
+  virtual void inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
+                                 Variable& output) = 0;
   /// Max or average pooling, (N, C, H, W) -> (N, C, Ho, Wo).
   virtual void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) = 0;
   /// Element-wise activation; input and output have the same shape and may be the same Variable.

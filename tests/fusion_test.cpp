@@ -208,15 +208,46 @@ Sequential every_pattern() {
   model.add(Conv2d({.in_channels = 12, .out_channels = 12, .kernel = 3, .padding = 1}));
   model.add(Add(Activation::relu()), {block, model.size() - 1});  // residual with ReLU, conv second
   model.add(Conv2d({.in_channels = 12, .out_channels = 5, .kernel = 1}), {excited});
-  model.add(Concat(), {model.size() - 2, model.size() - 1});
+  const int joined = model.add(Concat(), {model.size() - 2, model.size() - 1});
+  // An inverted residual block with a stride-2 depthwise convolution after it.
+  model.add(Conv2d({.in_channels = 17, .out_channels = 34, .kernel = 1, .activation = Activation::relu6()}), {joined});
+  model.add(Conv2d({.in_channels = 34,
+                    .out_channels = 34,
+                    .kernel = 3,
+                    .stride = 2,
+                    .padding = 1,
+                    .groups = 34,
+                    .activation = Activation::relu6()}));
+  model.add(Conv2d({.in_channels = 34, .out_channels = 9, .kernel = 1}));
   return model;
+}
+
+TEST(Fusion, MakesOneLayerOfAnInvertedResidualBlock) {
+  Sequential model;
+  const int x = model.add(Conv2d({.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1}));  // 0
+  model.add(Conv2d({.in_channels = 8, .out_channels = 48, .kernel = 1, .activation = Activation::relu6()}));
+  model.add(Conv2d({.in_channels = 48,
+                    .out_channels = 48,
+                    .kernel = 3,
+                    .padding = 1,
+                    .groups = 48,
+                    .activation = Activation::relu6()}));                  // 2
+  model.add(Conv2d({.in_channels = 48, .out_channels = 8, .kernel = 1}));  // 3: into the add
+  const int sum = model.add(Add(), {3, x});                                // 4
+  model.add(Conv2d({.in_channels = 8, .out_channels = 16, .kernel = 1}));  // 5: no depthwise after it
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(graph.nodes[sum].layer->describe(),
+            "inverted_residual 8 -> 48 (clipped_relu(6)), depthwise 3x3/1 pad 1 (clipped_relu(6)), -> 8 + add");
+  EXPECT_EQ(graph.nodes[sum].inputs, (std::vector<int>{x, x}));
 }
 
 TEST(Fusion, FindsEveryPatternOfTheMixedNetwork) {
   const FusedGraph graph = fused(every_pattern());
   // stem + sigmoid into the multiply (2), the block's pool and 1x1s into its product (7), the projection into
-  // the first add (9), the 3x3 into the second (11).
-  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 1, 4, 5, 6, 8, 10}));
+  // the first add (9), the 3x3 into the second (11), the last three convolutions into one block (16).
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 1, 4, 5, 6, 8, 10, 14, 15}));
+  EXPECT_EQ(graph.nodes[16].layer->type(), "inverted_residual");
   EXPECT_EQ(graph.nodes[2].layer->type(), "fused_conv2d");
   EXPECT_EQ(graph.nodes[7].layer->type(), "squeeze_excite");
   EXPECT_EQ(graph.nodes[9].layer->type(), "fused_conv2d");

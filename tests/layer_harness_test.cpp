@@ -24,7 +24,7 @@ void PrintTo(const LayerCase& layer_case, std::ostream* os) { *os << layer_case.
 std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
-  for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2"})
+  for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands"})
     names.push_back(forced);
   return names;
 }
@@ -454,6 +454,45 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
   }
 }
 
+// MobileNetV2's inverted residual blocks (corgy/model/fusion.h rule 6): large enough that the blas backend streams
+// bands of rows through the three convolutions (its expanded tensor over 1 MB an image), odd sizes, stride 2, a 5x5
+// depthwise kernel, with and without the residual; and one small enough to run as its three convolutions.
+void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
+  struct Block {
+    Shape input;
+    int expanded, kernel, stride, out;
+    Activation activation;
+    bool residual;
+  };
+  const std::vector<Block> blocks = {
+      {{2, 16, 56, 56}, 96, 3, 1, 24, Activation::relu6(), false},
+      {{1, 24, 57, 53}, 144, 3, 2, 32, Activation::relu6(), false},
+      {{2, 24, 56, 50}, 144, 3, 1, 24, Activation::relu6(), true},
+      {{1, 40, 38, 45}, 120, 5, 1, 40, Activation::hard_swish(), true},
+      {{1, 20, 61, 59}, 72, 5, 2, 28, Activation::swish(), false},
+      {{3, 8, 9, 11}, 48, 3, 1, 8, Activation::relu(), true},
+  };
+  for (const Block& b : blocks) {
+    cases.push_back(
+        {fmt::format("inverted residual {} -> {} dw {}x{}/{} -> {}{} {}", b.input.c, b.expanded, b.kernel, b.kernel,
+                     b.stride, b.out, b.residual ? " + add" : "", b.input.str()),
+         b.input, [b](Sequential& m) {
+           m.add(
+               Conv2d({.in_channels = b.input.c, .out_channels = b.expanded, .kernel = 1, .activation = b.activation}),
+               {Sequential::model_input});
+           m.add(Conv2d({.in_channels = b.expanded,
+                         .out_channels = b.expanded,
+                         .kernel = b.kernel,
+                         .stride = b.stride,
+                         .padding = b.kernel / 2,
+                         .groups = b.expanded,
+                         .activation = b.activation}));
+           const int project = m.add(Conv2d({.in_channels = b.expanded, .out_channels = b.out, .kernel = 1}));
+           if (b.residual) m.add(Add(), {project, Sequential::model_input});
+         }});
+  }
+}
+
 std::vector<LayerCase> all_cases() {
   std::vector<LayerCase> cases;
   add_conv_cases(cases);
@@ -468,6 +507,7 @@ std::vector<LayerCase> all_cases() {
   add_multi_input_cases(cases);
   add_elementwise_binary_cases(cases);
   add_fused_block_cases(cases);
+  add_inverted_residual_cases(cases);
   return cases;
 }
 

@@ -9,6 +9,7 @@
 #include "corgy/layers/conv2d_maxpool.h"
 #include "corgy/layers/elementwise.h"
 #include "corgy/layers/fused_conv2d.h"
+#include "corgy/layers/inverted_residual.h"
 #include "corgy/layers/maxpool2d.h"
 #include "corgy/layers/squeeze_excite.h"
 
@@ -141,25 +142,27 @@ void fuse_conv_maxpool(Rewriter& r) {
   }
 }
 
-/// A 1x1 convolution of a squeeze-and-excitation block: a Conv2d, or a FusedConv2d that only took an activation.
-struct OneByOne {
+/// A convolution as a stage of a fused block: a Conv2d with zero padding, or a FusedConv2d; `residual` says whether
+/// it adds a second input (a FusedConv2d from rule 3).
+struct ConvView {
   Conv2dDesc desc;
   const Variable* weights;
   const Variable* bias;
+  bool residual = false;
 };
-std::optional<OneByOne> one_by_one(const Rewriter& r, int i) {
-  std::optional<OneByOne> found;
-  if (const Conv2d* conv = r.as<Conv2d>(i); conv && conv->padding_mode() == PadMode::constant) {
-    found = OneByOne{conv->desc(), &conv->weights(), &conv->bias()};
-  } else if (const FusedConv2d* fused = r.as<FusedConv2d>(i); fused && !fused->residual()) {
-    found = OneByOne{fused->desc(), &fused->weights(), &fused->bias()};
+std::optional<ConvView> conv_view(const Rewriter& r, int i) {
+  if (const Conv2d* conv = r.as<Conv2d>(i)) {
+    if (conv->padding_mode() != PadMode::constant && conv->desc().padding > 0) return std::nullopt;
+    return ConvView{conv->desc(), &conv->weights(), &conv->bias()};
   }
-  if (found &&
-      (found->desc.kernel != 1 || found->desc.stride != 1 || found->desc.padding != 0 || found->desc.groups != 1)) {
-    found.reset();
+  if (const FusedConv2d* fused = r.as<FusedConv2d>(i)) {
+    return ConvView{fused->desc(), &fused->weights(), &fused->bias(), fused->residual()};
   }
-  return found;
+  return std::nullopt;
 }
+
+bool pointwise(const Conv2dDesc& d) { return d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1; }
+bool depthwise(const Conv2dDesc& d) { return d.groups > 1 && d.groups == d.in_channels && d.groups == d.out_channels; }
 
 // 5. x * expand(reduce(global_average_pool(x))) -> SqueezeExcite(x).
 void fuse_squeeze_excite(Rewriter& r) {
@@ -168,11 +171,15 @@ void fuse_squeeze_excite(Rewriter& r) {
     if (!multiply || multiply->op() != ElementwiseOp::multiply || r.node(m).inputs.size() != 2) continue;
     const int x = r.node(m).inputs[0];
     const int g = r.node(m).inputs[1];
-    const std::optional<OneByOne> expand = one_by_one(r, g);
-    if (!expand || !r.private_to_pattern(g) || r.node(g).inputs.size() != 1) continue;
+    const std::optional<ConvView> expand = conv_view(r, g);
+    if (!expand || expand->residual || !pointwise(expand->desc) || !r.private_to_pattern(g) ||
+        r.node(g).inputs.size() != 1)
+      continue;
     const int f = r.node(g).inputs[0];
-    const std::optional<OneByOne> reduce = one_by_one(r, f);
-    if (!reduce || !r.private_to_pattern(f) || r.node(f).inputs.size() != 1) continue;
+    const std::optional<ConvView> reduce = conv_view(r, f);
+    if (!reduce || reduce->residual || !pointwise(reduce->desc) || !r.private_to_pattern(f) ||
+        r.node(f).inputs.size() != 1)
+      continue;
     const int p = r.node(f).inputs[0];
     const auto* pool = r.as<AvgPool2d>(p);
     if (!pool || !pool->options().global || !r.private_to_pattern(p) || r.node(p).inputs != std::vector<int>{x})
@@ -186,13 +193,42 @@ void fuse_squeeze_excite(Rewriter& r) {
   }
 }
 
+// 6. pointwise expansion -> depthwise -> pointwise projection (+ residual) -> InvertedResidual.
+void fuse_inverted_residuals(Rewriter& r) {
+  for (int p = 0; p < r.size(); ++p) {
+    const std::optional<ConvView> project = conv_view(r, p);
+    if (!project || !pointwise(project->desc)) continue;
+    const std::vector<int> inputs = r.node(p).inputs;
+    if (inputs.size() != (project->residual ? 2u : 1u)) continue;
+    const int d = inputs[0];
+    const std::optional<ConvView> spatial = conv_view(r, d);
+    if (!spatial || spatial->residual || !depthwise(spatial->desc) || !r.private_to_pattern(d)) continue;
+    if (r.node(d).inputs.size() != 1) continue;
+    const int e = r.node(d).inputs[0];
+    const std::optional<ConvView> expand = conv_view(r, e);
+    if (!expand || expand->residual || !pointwise(expand->desc) || !r.private_to_pattern(e)) continue;
+    if (r.node(e).inputs.size() != 1) continue;
+    if (expand->desc.out_channels != spatial->desc.in_channels ||
+        project->desc.in_channels != spatial->desc.out_channels)
+      continue;
+    std::vector<int> block_inputs = r.node(e).inputs;
+    if (project->residual) block_inputs.push_back(inputs[1]);
+    const auto stage = [](const ConvView& view) {
+      return InvertedResidual::Stage{view.desc, *view.weights, *view.bias};
+    };
+    r.rewrite(p,
+              std::make_unique<InvertedResidual>(stage(*expand), stage(*spatial), stage(*project), project->residual),
+              std::move(block_inputs), {e, d});
+  }
+}
+
 }  // namespace
 
 FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   FusedGraph graph{std::move(nodes), {}};
   // Each rewrite sees the graph as the ones before left it (counts of readers included).
-  for (void (*rewrite)(Rewriter&) :
-       {fuse_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite}) {
+  for (void (*rewrite)(Rewriter&) : {fuse_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool,
+                                     fuse_squeeze_excite, fuse_inverted_residuals}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

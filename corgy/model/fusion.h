@@ -35,7 +35,10 @@ struct FusedGraph {
 ///     FusedConv2d that adds that tensor, with the Add's activation (ResNet's residual connections);
 ///  4. a convolution whose output only a max pool reads becomes a Conv2dMaxPool (Tiny YOLO);
 ///  5. squeeze-and-excitation, AvgPool2d::global() -> 1x1 convolution -> 1x1 convolution -> Elementwise multiply of
-///     the pool's input by the result, becomes a SqueezeExcite (MobileNetV3, EfficientNet).
+///     the pool's input by the result, becomes a SqueezeExcite (MobileNetV3, EfficientNet);
+///  6. a 1x1 convolution -> a depthwise convolution -> a 1x1 convolution (with or without a residual add from rule
+///     3) becomes an InvertedResidual (MobileNetV2's blocks; those with squeeze-and-excitation between the depthwise
+///     and the projection stay apart).
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 

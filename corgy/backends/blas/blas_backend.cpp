@@ -220,6 +220,7 @@ std::string BlasBackend::name() const {
     case BlasConvolution::packed: return "blas:packed";
     case BlasConvolution::winograd: return "blas:winograd";
     case BlasConvolution::winograd2x2: return "blas:winograd2x2";
+    case BlasConvolution::bands: return "blas:bands";
   }
   return "blas";
 }
@@ -244,28 +245,27 @@ float* BlasBackend::column_buffer(std::size_t count) {
   return columns_.data();
 }
 
-const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
-                                            const Variable* bias) {
+const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape& in, const Variable* input,
+                                            const Variable& weights, const Variable* bias) {
   // Weights that are not constants (a lone call) are not worth packing: the baseline reads them as they are.
   if (!plans_->is_constant(weights)) return nullptr;
-  const Shape& in = input.shape();
   if (const blas::ConvPlan* plan = plans_->find(desc, in, weights)) return plan;
-  if (convolution_ != BlasConvolution::automatic) {
+  if (convolution_ != BlasConvolution::automatic && convolution_ != BlasConvolution::bands) {
     return &plans_->store(weights, blas::plan_convolution(desc, in, weights, bias, convolution_, *team_));
   }
   const std::vector<blas::ConvChoice> candidates = blas::candidate_algorithms(desc, in);
   const std::string key = blas::tuning_key(desc, in, threads_);
   blas::TuningTable& table = blas::TuningTable::instance();
-  if (const blas::ConvChoice* known = table.find(key)) {
-    blas::ConvPlan plan = blas::plan_convolution(desc, in, weights, bias, *known, *team_);
+  if (const std::optional<std::size_t> known = table.find(key); known && *known < candidates.size()) {
+    blas::ConvPlan plan = blas::plan_convolution(desc, in, weights, bias, candidates[*known], *team_);
     plan.origin = "measured before";
     return &plans_->store(weights, std::move(plan));
   }
   const Shape out{in.n, desc.out_channels, desc.output_size(in.h), desc.output_size(in.w)};
   const double multiply_adds =
       static_cast<double>(out.count()) * (desc.in_channels / desc.groups) * desc.kernel * desc.kernel;
-  if (candidates.size() == 1 || multiply_adds > blas::kMaxTunedMultiplyAdds) {
-    return &plans_->store(weights, blas::plan_convolution(desc, in, weights, bias, convolution_, *team_));
+  if (candidates.size() == 1 || multiply_adds > blas::kMaxTunedMultiplyAdds || !input) {
+    return &plans_->store(weights, blas::plan_convolution(desc, in, weights, bias, BlasConvolution::automatic, *team_));
   }
   // Time every candidate on this input into a scratch tensor of the output's shape (no trace in the profile).
   std::vector<blas::ConvPlan> plans;
@@ -277,18 +277,18 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Variab
   profiler_.set_muted(true);
   const std::size_t fastest = blas::fastest_candidate(plans.size(), [&](std::size_t i) {
     const auto start = std::chrono::steady_clock::now();
-    run_plan(plans[i], nullptr, input, out, scratch);
+    run_plan(plans[i], nullptr, *input, out, scratch);
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   });
   profiler_.set_muted(false);
-  table.record(key, candidates[fastest]);
+  table.record(key, fastest);
   plans[fastest].origin = fmt::format("measured of {}", plans.size());
   return &plans_->store(weights, std::move(plans[fastest]));
 }
 
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
-  const blas::ConvPlan* plan = plan_for(desc, input, weights, bias);
+  const blas::ConvPlan* plan = plan_for(desc, input.shape(), &input, weights, bias);
   if (!plan || plan->algorithm == blas::ConvAlgorithm::im2col_openblas) {
     conv2d_baseline(desc, input, weights, bias, output);
     return;
@@ -418,7 +418,7 @@ void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool,
                                  const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape conv_shape{in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)};
-  const blas::ConvPlan* plan = plan_for(conv, input, weights, bias);
+  const blas::ConvPlan* plan = plan_for(conv, input.shape(), &input, weights, bias);
   if (plan &&
       (plan->algorithm == blas::ConvAlgorithm::packed_gemm || plan->algorithm == blas::ConvAlgorithm::winograd)) {
     run_plan(*plan, &pool, input, conv_shape, output);

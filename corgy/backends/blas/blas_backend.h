@@ -17,6 +17,7 @@ namespace corgy {
 namespace blas {
 class ConvPlanCache;
 struct ConvPlan;
+struct BandBuffers;
 }  // namespace blas
 
 /// How BlasBackend computes convolutions.
@@ -26,6 +27,9 @@ enum class BlasConvolution {
   packed,       ///< our packed GEMM for every convolution it computes ("blas:packed"; tests)
   winograd,     ///< Winograd F(4x4, 3x3) wherever it applies, else the automatic choice ("blas:winograd"; tests)
   winograd2x2,  ///< Winograd F(2x2, 3x3) likewise ("blas:winograd2x2"; tests)
+  /// Convolutions as automatic, and every inverted residual block that can run in bands of rows does, measured
+  /// faster or not ("blas:bands"; tests).
+  bands,
 };
 
 struct BlasOptions {
@@ -64,6 +68,10 @@ class BlasBackend final : public Backend {
   /// The convolution without its activation, then one pass of output = activation(output + residual).
   void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                   const Variable& residual, Variable& output) override;
+  /// Defined in inverted_residual.cpp: bands of rows through the three convolutions, or the three in turn, whichever
+  /// the first forward measured faster (where the expanded tensor fits in cache anyway, the three).
+  void inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
+                         Variable& output) override;
   /// Defined in squeeze_excite.cpp.
   void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                       const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
@@ -102,11 +110,19 @@ class BlasBackend final : public Backend {
   /// in bands when its weights are small, else as one team-shared computation.
   void run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input, const Shape& conv_output,
                 Variable& output);
-  /// The plan of a convolution with these weights at this input: made (and with BlasConvolution::automatic, its
-  /// algorithm measured against the others that apply, conv_tuner.h) at the first call, kept afterwards. Null for
-  /// weights that are not constants.
-  const blas::ConvPlan* plan_for(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
-                                 const Variable* bias);
+  /// The plan of a convolution with these weights at input shape `in`: made (and with BlasConvolution::automatic
+  /// and the input given, its algorithm measured on it against the others that apply, conv_tuner.h) at the first
+  /// call, kept afterwards. Null for weights that are not constants.
+  const blas::ConvPlan* plan_for(const Conv2dDesc& desc, const Shape& in, const Variable* input,
+                                 const Variable& weights, const Variable* bias);
+  /// Defined in inverted_residual.cpp: the block in bands of rows, shared by the team ...
+  void run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
+                                   const blas::ConvPlan& project, const Variable& input, const Variable* residual,
+                                   Variable& output);
+  /// ... and one band of output rows [r0, r1) of image n of it, by one member.
+  void inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
+                              const blas::ConvPlan& project, const Variable& input, const Variable* residual,
+                              Variable& output, int n, int r0, int r1, blas::BandBuffers& buffers);
   /// A depthwise plan: the planes shared among the team by a queue.
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
                      Variable& output);
@@ -126,6 +142,8 @@ class BlasBackend final : public Backend {
   std::unique_ptr<blas::ThreadTeam> team_;
   std::vector<float> columns_;
   Variable conv_output_scratch_;
+  Variable block_expanded_;  // inverted_residual's intermediates when it runs as its three convolutions
+  Variable block_filtered_;
   std::unique_ptr<blas::ConvPlanCache> plans_;
   cpu::CpuProfiler profiler_;
 };

@@ -116,32 +116,18 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
 }
 
 /// Output rows [y0, y1) of image n, group g, A's panels [panel_begin, panel_end) (panel_end -1: all) of a pointwise
-/// convolution (reads_planes_in_place): B's rows are the input's channel planes themselves, the rows' pixels
-/// contiguous in them, so the micro-kernels read whole panels in place and write straight into target (the group's
-/// first channel); the last partial panel is copied (MatrixB), so nothing past a plane is read. Packing B cost as
-/// much as the arithmetic where few output channels share each packed value (MobileNet's 144 -> 24).
+/// convolution (reads_planes_in_place), into target (the group's first channel). Packing B cost as much as the
+/// arithmetic where few output channels share each packed value (MobileNet's 144 -> 24): see planes_gemm.
 void pointwise_gemm(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
                     const Variable& input, const Shape& output, int n, int g, int y0, int y1, int panel_begin,
                     int panel_end, float* target, std::size_t channel_stride, GemmRowsBuffers& buffers) {
   const Shape& in = input.shape();
   const int in_per_group = desc.in_channels / desc.groups;
-  const std::size_t plane = in.plane_count();
-  const int count = (y1 - y0) * output.w;
-  const int whole = count / kernel.nr * kernel.nr;
-  buffers.row_offsets.resize(static_cast<std::size_t>(in_per_group));
-  for (int c = 0; c < in_per_group; ++c) buffers.row_offsets[c] = static_cast<std::int32_t>(c * plane);
   const PackedA& a = weights.groups[g];
-  if (panel_end < 0) panel_end = a.panels();
-  const float* rows = input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group) * plane +
+  const float* rows = input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group) * in.plane_count() +
                       static_cast<std::size_t>(y0) * output.w;
-  if (whole > 0) {
-    packed_gemm_panels(kernel, a, panel_begin, panel_end, PaddedRowsB(rows, whole, buffers.row_offsets), 0, whole,
-                       target, channel_stride, desc.activation, buffers.packed_b);
-  }
-  if (whole < count) {
-    packed_gemm_panels(kernel, a, panel_begin, panel_end, MatrixB(rows, in_per_group, count, plane), whole, count,
-                       target + whole, channel_stride, desc.activation, buffers.packed_b);
-  }
+  planes_gemm(kernel, a, panel_begin, panel_end < 0 ? a.panels() : panel_end, rows, in.plane_count(),
+              (y1 - y0) * output.w, target, channel_stride, desc.activation, buffers);
 }
 
 void conv_pointwise_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
@@ -155,6 +141,22 @@ void conv_pointwise_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, 
 }
 
 }  // namespace
+
+void planes_gemm(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end, const float* rows,
+                 std::size_t plane_stride, int count, float* target, std::size_t ldc, Activation activation,
+                 GemmRowsBuffers& buffers) {
+  const int whole = count / kernel.nr * kernel.nr;
+  buffers.row_offsets.resize(static_cast<std::size_t>(a.depth()));
+  for (int c = 0; c < a.depth(); ++c) buffers.row_offsets[c] = static_cast<std::int32_t>(c * plane_stride);
+  if (whole > 0) {
+    packed_gemm_panels(kernel, a, panel_begin, panel_end, PaddedRowsB(rows, whole, buffers.row_offsets), 0, whole,
+                       target, ldc, activation, buffers.packed_b);
+  }
+  if (whole < count) {
+    packed_gemm_panels(kernel, a, panel_begin, panel_end, MatrixB(rows, a.depth(), count, plane_stride), whole, count,
+                       target + whole, ldc, activation, buffers.packed_b);
+  }
+}
 
 bool reads_planes_in_place(const Conv2dDesc& desc) { return desc.kernel == 1 && desc.stride == 1 && desc.padding == 0; }
 

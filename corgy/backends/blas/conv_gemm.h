@@ -87,6 +87,14 @@ void conv_gemm_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const
                     const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
                     std::size_t channel_stride, GemmRowsBuffers& buffers);
 
+/// target (rows ldc apart) = activation(A's panels [panel_begin, panel_end) x B) for B = `count` columns of depth
+/// rows, row c at rows + c * plane_stride (the same pixels of consecutive channel planes: a pointwise convolution's
+/// input, no packing): the micro-kernels read whole panels of B in place and write straight into target; the last
+/// partial panel is copied, so nothing past a row's `count` values is read. By the calling thread alone.
+void planes_gemm(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end, const float* rows,
+                 std::size_t plane_stride, int count, float* target, std::size_t ldc, Activation activation,
+                 GemmRowsBuffers& buffers);
+
 /// A pointwise convolution (reads_planes_in_place) by the whole team split over output channels: each member its
 /// share of A's row panels over every image and pixel, reading the same input planes (each member calls it; it
 /// returns after the team's barrier). Balanced however small the image, where bands of rows are not.

@@ -52,8 +52,10 @@ struct BandBuffers {
   std::vector<float> conv_rows;
   GemmRowsBuffers gemm;
   WinogradBandBuffers winograd;
-  std::vector<float> depthwise;  // depthwise_kernels.h's phase planes and output block
-  std::vector<float> pool_row;   // a fused max pool's maxima down one row of windows
+  std::vector<float> depthwise;       // depthwise_kernels.h's phase planes and output block
+  std::vector<float> pool_row;        // a fused max pool's maxima down one row of windows
+  std::vector<float> block_expanded;  // an inverted residual block's band: its expanded rows ...
+  std::vector<float> block_filtered;  // ... and their depthwise output
 };
 
 /// The plans of one backend, keyed by the weights' storage. Only weights the backend was told are constants

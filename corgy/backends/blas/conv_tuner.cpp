@@ -34,13 +34,13 @@ TuningTable& TuningTable::instance() {
   return table;
 }
 
-const ConvChoice* TuningTable::find(const std::string& key) {
+std::optional<std::size_t> TuningTable::find(const std::string& key) {
   const std::lock_guard lock(mutex_);
   const auto found = choices_.find(key);
-  return found == choices_.end() ? nullptr : &found->second;  // entries are never erased: the pointer stays valid
+  return found == choices_.end() ? std::nullopt : std::optional<std::size_t>(found->second);
 }
 
-void TuningTable::record(const std::string& key, ConvChoice choice) {
+void TuningTable::record(const std::string& key, std::size_t choice) {
   const std::lock_guard lock(mutex_);
   choices_.insert_or_assign(key, choice);
 }

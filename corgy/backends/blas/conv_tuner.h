@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,17 +36,18 @@ std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape
 /// would cost seconds at the first forward (VGG's at batch 8). They take the static table's choice.
 constexpr double kMaxTunedMultiplyAdds = 2.5e9;
 
-/// Process-wide record of measured choices, keyed by the layer's geometry, input shape and thread count.
+/// Process-wide record of measured choices: for each key (an operation's geometry, input shape, thread count and
+/// instruction set), the index of the fastest of its candidates (a list the key determines).
 class TuningTable {
  public:
   static TuningTable& instance();
-  /// The recorded choice for `key`, or null.
-  const ConvChoice* find(const std::string& key);
-  void record(const std::string& key, ConvChoice choice);
+  /// The recorded choice for `key`, or none.
+  std::optional<std::size_t> find(const std::string& key);
+  void record(const std::string& key, std::size_t choice);
 
  private:
   std::mutex mutex_;
-  std::unordered_map<std::string, ConvChoice> choices_;
+  std::unordered_map<std::string, std::size_t> choices_;
 };
 
 /// The table key of a layer: its geometry (activation excluded: it costs the same on every algorithm), input shape,

@@ -52,6 +52,11 @@ void depthwise_conv2d_plane(const Conv2dDesc& desc, const Shape& in_shape, const
 }
 
 DepthwiseGeometry depthwise_geometry(int kernel, int stride, int dilation, int padding, int in_h, int in_w) {
+  return depthwise_band_geometry(kernel, stride, dilation, padding, padding, padding, in_h, in_w);
+}
+
+DepthwiseGeometry depthwise_band_geometry(int kernel, int stride, int dilation, int padding, int pad_top,
+                                          int pad_bottom, int in_h, int in_w) {
   if (kernel * kernel > DepthwiseGeometry::max_taps) {
     throw Error(fmt::format("blas: depthwise kernels of {0} x {0} are larger than the SIMD kernel takes", kernel));
   }
@@ -60,11 +65,13 @@ DepthwiseGeometry depthwise_geometry(int kernel, int stride, int dilation, int p
   g.stride = stride;
   g.dilation = dilation;
   g.padding = padding;
+  g.pad_top = pad_top;
+  g.pad_bottom = pad_bottom;
   g.in_h = in_h;
   g.in_w = in_w;
-  g.out_h = (in_h + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+  g.out_h = (pad_top + in_h + pad_bottom - dilation * (kernel - 1) - 1) / stride + 1;
   g.out_w = (in_w + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
-  g.phase_h = (in_h + 2 * padding + stride - 1) / stride;
+  g.phase_h = (pad_top + in_h + pad_bottom + stride - 1) / stride;
   g.phase_w = (in_w + 2 * padding + stride - 1) / stride;
   const std::size_t phase_size = static_cast<std::size_t>(g.phase_h) * g.phase_w;
   // Tap (ky, kx) of output (oy, ox) reads padded row oy * stride + ky * dilation: phase (ky * dilation) % stride,
@@ -89,7 +96,12 @@ DepthwiseGeometry depthwise_geometry(int kernel, int stride, int dilation, int p
 
 void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<float>& buffer) {
   if (buffer.size() < geometry.buffer_floats()) buffer.resize(geometry.buffer_floats());
-  std::fill(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(geometry.phase_floats), 0.0f);
+  // The kernel writes every phase plane's every element; only the tail past them, which the last registers read,
+  // must be zeros.
+  const std::size_t planes =
+      static_cast<std::size_t>(geometry.stride) * geometry.stride * geometry.phase_h * geometry.phase_w;
+  std::fill(buffer.begin() + static_cast<std::ptrdiff_t>(planes),
+            buffer.begin() + static_cast<std::ptrdiff_t>(geometry.phase_floats), 0.0f);
 }
 
 DepthwiseKernel depthwise_kernel(CpuIsa isa) {

@@ -23,12 +23,14 @@ struct DepthwiseGeometry {
   int kernel = 0;
   int stride = 1;
   int dilation = 1;
-  int padding = 0;
+  int padding = 0;     ///< left and right
+  int pad_top = 0;     ///< rows of zeros above the input: `padding`, or fewer for a band of rows inside an image
+  int pad_bottom = 0;  ///< and below
   int in_h = 0;
   int in_w = 0;
   int out_h = 0;
   int out_w = 0;
-  int phase_h = 0;  ///< rows of each phase plane: ceil((in_h + 2 padding) / stride)
+  int phase_h = 0;  ///< rows of each phase plane: ceil((pad_top + in_h + pad_bottom) / stride)
   int phase_w = 0;  ///< columns of each phase plane, and of each extended output row
   /// Per tap (ky, kx), row-major: the offset in the phase buffer of the element output (0, 0) reads. A fixed array,
   /// so that the kernels (compiled per instruction set) use no std:: code; kernels up to 11 x 11.
@@ -47,14 +49,18 @@ struct DepthwiseGeometry {
 
 /// `kernel` x `kernel` depthwise geometry for an input plane of in_h x in_w (kernel * kernel <= max_taps).
 DepthwiseGeometry depthwise_geometry(int kernel, int stride, int dilation, int padding, int in_h, int in_w);
+/// The same for a band of an image's rows: `pad_top` and `pad_bottom` rows of zeros above and below it (the
+/// convolution's padding at the image's edges, none inside it), `padding` columns left and right.
+DepthwiseGeometry depthwise_band_geometry(int kernel, int stride, int dilation, int padding, int pad_top,
+                                          int pad_bottom, int in_h, int in_w);
 
 /// output = activation(depthwise conv of `input` with `weights` (kernel x kernel, row-major) + bias), one plane.
-/// `buffer` holds geometry.buffer_floats() floats, and its tail past the phase planes must be zero at the first call
-/// (prepare_depthwise_buffer); the kernel keeps it so.
+/// `buffer` holds geometry.buffer_floats() floats, and its tail past the phase planes must be zero
+/// (prepare_depthwise_buffer, again after a call with another geometry); the kernel keeps it so.
 using DepthwiseKernel = void (*)(const DepthwiseGeometry& geometry, const float* input, const float* weights,
                                  float bias, Activation activation, float* output, float* buffer);
 
-/// Sizes `buffer` for `geometry` and zeroes it.
+/// Sizes `buffer` for `geometry` and zeroes the tail past the phase planes.
 void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<float>& buffer);
 
 DepthwiseKernel generic_depthwise_kernel();

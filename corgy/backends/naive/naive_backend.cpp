@@ -53,6 +53,17 @@ void NaiveBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, con
   direct_conv2d(desc, input, weights, bias, &residual, output);
 }
 
+void NaiveBackend::inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
+                                     Variable& output) {
+  const Shape& in = input.shape();
+  const Conv2dDesc& d = desc.depthwise.desc;
+  Variable expanded(Shape{in.n, desc.expand.desc.out_channels, in.h, in.w});
+  direct_conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, nullptr, expanded);
+  Variable filtered(Shape{in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)});
+  direct_conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, nullptr, filtered);
+  direct_conv2d(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, residual, output);
+}
+
 void NaiveBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                                   const Variable* reduce_bias, const Variable& expand_weights,
                                   const Variable* expand_bias, Variable& output) {

@@ -23,6 +23,9 @@ class NaiveBackend final : public Backend {
   /// The convolution with the residual added to each element's sum before the activation.
   void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                   const Variable& residual, Variable& output) override;
+  /// The three convolutions in turn, through temporaries (the residual added to the projection's sums).
+  void inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
+                         Variable& output) override;
   /// The pool, the two 1x1 convolutions and the product, as the separate layers compute them.
   void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                       const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,

@@ -203,6 +203,9 @@ class VulkanBackend final : public Backend {
   /// The convolution, then add.comp with the activation, in place.
   void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                   const Variable& residual, Variable& output) override;
+  /// The three convolutions as their own dispatches, through scratch tensors.
+  void inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
+                         Variable& output) override;
   /// The pool, the two 1x1 convolutions and the product as their own dispatches, through scratch tensors.
   void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                       const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,

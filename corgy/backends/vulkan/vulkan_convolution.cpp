@@ -174,6 +174,25 @@ void VulkanBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, co
   });
 }
 
+void VulkanBackend::inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
+                                      Variable& output) {
+  as_forward("inverted_residual", [&] {
+    // The block's own three convolutions, its two intermediates in device-only scratch tensors.
+    vulkan::Runtime& runtime = *runtime_;
+    const Shape& in = input.shape();
+    const Conv2dDesc& d = desc.depthwise.desc;
+    Variable expanded = runtime.scratch_tensor({in.n, desc.expand.desc.out_channels, in.h, in.w}, 0);
+    Variable filtered = runtime.scratch_tensor({in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)}, 1);
+    conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, expanded);
+    conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, filtered);
+    if (residual) {
+      conv2d_add(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, *residual, output);
+    } else {
+      conv2d(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, output);
+    }
+  });
+}
+
 void VulkanBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                                    const Variable* reduce_bias, const Variable& expand_weights,
                                    const Variable* expand_bias, Variable& output) {

@@ -35,12 +35,12 @@ void fill_phases(const DepthwiseGeometry& g, const float* input, float* phases) 
   int inner_end = g.in_w + g.padding >= s ? (g.in_w + g.padding - s) / s + 1 : 0;
   inner_end = inner_end < g.phase_w ? inner_end : g.phase_w;
   inner_end = inner_end > inner_begin ? inner_end : inner_begin;
-  // Padded rows in order, so that the input is read front to back, one stream the prefetcher follows (the phases'
-  // rows interleave: padded row r is row r / s of the phases of row phase r % s).
+  // Padded rows in order (pad_top of them above the input), so that the input is read front to back, one stream the
+  // prefetcher follows (the phases' rows interleave: padded row r is row r / s of the phases of row phase r % s).
   for (int r = 0; r < s * g.phase_h; ++r) {
     const int ry = r % s;
     const int i = r / s;
-    const int y = r - g.padding;
+    const int y = r - g.pad_top;
     const float* source = y >= 0 && y < g.in_h ? input + static_cast<std::size_t>(y) * g.in_w : nullptr;
     // The input row 8 ahead, asked for now: a plane of an early layer streams from memory, and the hardware
     // prefetcher alone let the copy wait for it (the layer's copy ran at a third of the memory's rate).

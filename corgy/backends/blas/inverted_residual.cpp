@@ -1,0 +1,181 @@
+// BlasBackend::inverted_residual: MobileNetV2's block in bands of output rows. Each band's expanded rows (the block's
+// 1x1 expansion of the input rows its depthwise convolution reads) and their depthwise output live in one member's
+// buffers, in L2, and the projection reads them there: the expanded tensor, six times the block's input and the
+// largest of the network, is never written to memory and read back, twice. The price: the rows a band's depthwise
+// convolution shares with the next (kernel - stride of them) are expanded by both.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "corgy/backends/blas/activation_kernels.h"
+#include "corgy/backends/blas/blas_backend.h"
+#include "corgy/backends/blas/conv_gemm.h"
+#include "corgy/backends/blas/conv_plan.h"
+#include "corgy/backends/blas/conv_tuner.h"
+#include "corgy/backends/blas/depthwise_conv.h"
+#include "corgy/backends/blas/thread_team.h"
+#include "corgy/backends/cpu/cpu_features.h"
+
+namespace corgy {
+
+namespace {
+
+/// Expanded tensors smaller than this (one image's) fit in L2 as they are: banding them gains nothing.
+constexpr std::size_t kMinBandedExpandedBytes = std::size_t{1} << 20;
+/// A band's expanded rows and depthwise output together: about what L2 holds beside the weights.
+constexpr std::size_t kBandBytes = std::size_t{640} << 10;
+
+/// Variable `scratch` viewed as `shape`, grown when it holds less.
+Variable scratch_of(Variable& scratch, const Shape& shape) {
+  if (scratch.capacity() < shape.count()) scratch = Variable(shape);
+  return scratch.view(shape);
+}
+
+/// The tuning table's key of a block at an input shape.
+std::string block_key(const InvertedResidualDesc& desc, const Shape& input, bool residual, int threads) {
+  return fmt::format("inverted residual {} / {} / {}{} in {} t{} {}", blas::tuning_key(desc.expand.desc, input, 0),
+                     desc.depthwise.desc.kernel * 100 + desc.depthwise.desc.stride, desc.project.desc.out_channels,
+                     residual ? " + add" : "", input.str(), threads, isa_name(widest_cpu_isa()));
+}
+
+}  // namespace
+
+void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
+                                    Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const Conv2dDesc& d = desc.depthwise.desc;
+  const int expanded = desc.expand.desc.out_channels;
+  const Shape expanded_shape{in.n, expanded, in.h, in.w};
+  const blas::ConvPlan* expand = plan_for(desc.expand.desc, in, nullptr, *desc.expand.weights, desc.expand.bias);
+  const blas::ConvPlan* project =
+      plan_for(desc.project.desc, {in.n, expanded, out.h, out.w}, nullptr, *desc.project.weights, desc.project.bias);
+  const bool can_band = expand && project && expand->algorithm == blas::ConvAlgorithm::packed_gemm &&
+                        project->algorithm == blas::ConvAlgorithm::packed_gemm && blas::depthwise_kernel_applies(d) &&
+                        (convolution_ == BlasConvolution::automatic || convolution_ == BlasConvolution::bands) &&
+                        expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes;
+  const auto three_convolutions = [&] {
+    Variable expanded_rows = scratch_of(block_expanded_, expanded_shape);
+    Variable filtered = scratch_of(block_filtered_, {in.n, expanded, out.h, out.w});
+    conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, expanded_rows);
+    conv2d(d, expanded_rows, *desc.depthwise.weights, desc.depthwise.bias, filtered);
+    if (residual) {
+      conv2d_add(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, *residual, output);
+    } else {
+      conv2d(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, output);
+    }
+  };
+  if (!can_band) return three_convolutions();
+  if (convolution_ == BlasConvolution::bands)
+    return run_inverted_residual_bands(desc, *expand, *project, input, residual, output);
+  // Bands win where the expanded tensor would go to memory and back, and lose where it stays in a cache anyway
+  // (their shared rows are expanded twice): which depends on the CPU's caches and the batch, so the first forward
+  // times both (conv_tuner.h), as for a convolution's algorithms.
+  const auto in_bands = [&] { run_inverted_residual_bands(desc, *expand, *project, input, residual, output); };
+  const std::string key = block_key(desc, in, residual != nullptr, threads_);
+  blas::TuningTable& table = blas::TuningTable::instance();
+  std::optional<std::size_t> choice = table.find(key);
+  if (!choice) {
+    profiler_.set_muted(true);
+    choice = blas::fastest_candidate(2, [&](std::size_t i) {
+      const auto start = std::chrono::steady_clock::now();
+      i == 0 ? three_convolutions() : in_bands();
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    });
+    profiler_.set_muted(false);
+    table.record(key, *choice);
+  }
+  *choice == 0 ? three_convolutions() : in_bands();
+}
+
+void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
+                                              const blas::ConvPlan& project, const Variable& input,
+                                              const Variable* residual, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const Conv2dDesc& d = desc.depthwise.desc;
+  const int expanded = desc.expand.desc.out_channels;
+  // Output rows per band: its depthwise output (expanded x rows x out.w) and the expanded rows it reads (about
+  // stride x as many rows of in.w) within the budget.
+  const std::size_t row_bytes = sizeof(float) * expanded * (static_cast<std::size_t>(out.w) + d.stride * in.w);
+  const int rows = std::clamp(static_cast<int>(kBandBytes / row_bytes), 1, out.h);
+  const int bands_per_image = (out.h + rows - 1) / rows;
+  const std::size_t items = static_cast<std::size_t>(out.n) * bands_per_image;
+  profiler_.note(fmt::format("inverted residual in bands of {} rows: {} + depthwise {} kernel + {}", rows,
+                             expand.describe(), isa_name(widest_cpu_isa()), project.describe()));
+  const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
+  if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+  blas::WorkQueue queue(items);
+  team_->run(team, [&](const blas::TeamMember& member) {
+    std::size_t item = 0;
+    while (queue.next(item)) {
+      const int n = static_cast<int>(item / bands_per_image);
+      const int r0 = static_cast<int>(item % bands_per_image) * rows;
+      inverted_residual_band(desc, expand, project, input, residual, output, n, r0, std::min(out.h, r0 + rows),
+                             plans_->band_buffers[member.index()]);
+    }
+  });
+}
+
+void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
+                                         const blas::ConvPlan& project, const Variable& input, const Variable* residual,
+                                         Variable& output, int n, int r0, int r1, blas::BandBuffers& buffers) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const Conv2dDesc& d = desc.depthwise.desc;
+  const int expanded = desc.expand.desc.out_channels;
+  // The input rows the band's depthwise outputs read, clipped to the image; the rest is the convolution's padding.
+  const int first = r0 * d.stride - d.padding;
+  const int end = (r1 - 1) * d.stride - d.padding + d.dilation * (d.kernel - 1) + 1;
+  const int e0 = std::max(first, 0);
+  const int e1 = std::min(end, in.h);
+  const int in_rows = e1 - e0;
+  const int out_rows = r1 - r0;
+  const std::size_t expanded_plane = static_cast<std::size_t>(in_rows) * in.w;
+  const std::size_t filtered_plane = static_cast<std::size_t>(out_rows) * out.w;
+  if (buffers.block_expanded.size() < expanded * expanded_plane)
+    buffers.block_expanded.resize(expanded * expanded_plane);
+  if (buffers.block_filtered.size() < expanded * filtered_plane)
+    buffers.block_filtered.resize(expanded * filtered_plane);
+
+  // 1. The expansion of input rows [e0, e1): B is the input planes' rows in place.
+  const float* rows =
+      input.data() + static_cast<std::size_t>(n) * in.image_count() + static_cast<std::size_t>(e0) * in.w;
+  blas::planes_gemm(*expand.kernel, expand.packed.groups[0], 0, expand.packed.groups[0].panels(), rows,
+                    in.plane_count(), static_cast<int>(expanded_plane), buffers.block_expanded.data(), expanded_plane,
+                    desc.expand.desc.activation, buffers.gemm);
+
+  // 2. The depthwise convolution of those rows, the image's padding above and below where the band meets its edges.
+  const blas::DepthwiseGeometry geometry =
+      blas::depthwise_band_geometry(d.kernel, d.stride, d.dilation, d.padding, e0 - first, end - e1, in_rows, in.w);
+  blas::prepare_depthwise_buffer(geometry, buffers.depthwise);
+  const blas::DepthwiseKernel depthwise = blas::depthwise_kernel();
+  const int taps = d.kernel * d.kernel;
+  for (int c = 0; c < expanded; ++c) {
+    depthwise(geometry, buffers.block_expanded.data() + c * expanded_plane, desc.depthwise.weights->data() + c * taps,
+              desc.depthwise.bias ? desc.depthwise.bias->data()[c] : 0.0f, d.activation,
+              buffers.block_filtered.data() + c * filtered_plane, buffers.depthwise.data());
+  }
+
+  // 3. The projection into output rows [r0, r1), the residual added before its activation.
+  const Conv2dDesc& p = desc.project.desc;
+  float* target =
+      output.data() + static_cast<std::size_t>(n) * out.image_count() + static_cast<std::size_t>(r0) * out.w;
+  blas::planes_gemm(*project.kernel, project.packed.groups[0], 0, project.packed.groups[0].panels(),
+                    buffers.block_filtered.data(), filtered_plane, static_cast<int>(filtered_plane), target,
+                    out.plane_count(), residual ? Activation::none() : p.activation, buffers.gemm);
+  if (residual) {
+    const float* added = residual->data() + (target - output.data());
+    for (int o = 0; o < out.c; ++o) {
+      float* plane_rows = target + static_cast<std::size_t>(o) * out.plane_count();
+      blas::add_activate(plane_rows, added + static_cast<std::size_t>(o) * out.plane_count(), plane_rows,
+                         filtered_plane, p.activation);
+    }
+  }
+}
+
+}  // namespace corgy

@@ -1,0 +1,88 @@
+#include "corgy/layers/inverted_residual.h"
+
+#include <fmt/format.h>
+
+namespace corgy {
+
+namespace {
+
+bool is_pointwise(const Conv2dDesc& d) { return d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1; }
+
+bool is_depthwise(const Conv2dDesc& d) {
+  return d.groups == d.in_channels && d.groups == d.out_channels && d.groups > 1;
+}
+
+/// Output extent of one convolution along an axis.
+int extent(const Conv2dDesc& d, int size) { return d.output_size(size); }
+
+}  // namespace
+
+InvertedResidual::Held InvertedResidual::hold(const Stage& stage) {
+  return {stage.desc, stage.weights.view(stage.weights.shape()),
+          stage.bias.empty() ? Variable() : stage.bias.view(stage.bias.shape())};
+}
+
+InvertedResidual::InvertedResidual(const Stage& expand, const Stage& depthwise, const Stage& project, bool residual)
+    : expand_(hold(expand)), depthwise_(hold(depthwise)), project_(hold(project)), residual_(residual) {
+  const int expanded = expand.desc.out_channels;
+  if (!is_pointwise(expand.desc) || !is_depthwise(depthwise.desc) || !is_pointwise(project.desc) ||
+      depthwise.desc.in_channels != expanded || project.desc.in_channels != expanded) {
+    throw_parameter_error(
+        "inverted_residual",
+        fmt::format("needs a 1x1 convolution C -> E, a depthwise E -> E and a 1x1 E -> O; got {} "
+                    "-> {}, groups {} of {} -> {}, {} -> {}",
+                    expand.desc.in_channels, expanded, depthwise.desc.groups, depthwise.desc.in_channels,
+                    depthwise.desc.out_channels, project.desc.in_channels, project.desc.out_channels));
+  }
+}
+
+std::string InvertedResidual::describe() const {
+  const Conv2dDesc& d = depthwise_.desc;
+  return fmt::format(
+      "inverted_residual {} -> {} ({}), depthwise {}x{}/{} pad {} ({}), -> {}{}{}", expand_.desc.in_channels,
+      expand_.desc.out_channels, expand_.desc.activation.str(), d.kernel, d.kernel, d.stride, d.padding,
+      d.activation.str(), project_.desc.out_channels, residual_ ? " + add" : "",
+      project_.desc.activation.kind == ActivationKind::none ? "" : ", " + project_.desc.activation.str());
+}
+
+Shape InvertedResidual::output_shape(std::span<const Shape> inputs) const {
+  const Shape& in = inputs[0];
+  if (in.c != expand_.desc.in_channels) throw_shape_error(fmt::format("(N, {}, H, W)", expand_.desc.in_channels), in);
+  const Shape out{in.n, project_.desc.out_channels, extent(depthwise_.desc, in.h), extent(depthwise_.desc, in.w)};
+  if (out.h <= 0 || out.w <= 0) throw_shape_error("an input larger than the depthwise kernel", in);
+  if (residual_ && inputs[1] != out) {
+    throw_shape_error(fmt::format("a residual of the block's output shape {}", out.str()), inputs[1]);
+  }
+  return out;
+}
+
+void InvertedResidual::upload(Backend& backend) const {
+  for (const Held* stage : {&expand_, &depthwise_, &project_}) {
+    backend.upload_constant(stage->weights);
+    if (!stage->bias.empty()) backend.upload_constant(stage->bias);
+  }
+}
+
+InvertedResidualDesc InvertedResidual::desc() const {
+  const auto stage = [](const Held& held) {
+    return ConvStage{held.desc, &held.weights, held.bias.empty() ? nullptr : &held.bias};
+  };
+  return {stage(expand_), stage(depthwise_), stage(project_)};
+}
+
+void InvertedResidual::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
+  backend.inverted_residual(desc(), *inputs[0], residual_ ? inputs[1] : nullptr, output);
+}
+
+double InvertedResidual::flops(std::span<const Shape> inputs) const {
+  // The three convolutions, as Conv2d counts them.
+  const Shape& in = inputs[0];
+  const double pixels = static_cast<double>(in.n) * in.h * in.w;
+  const double out_pixels = static_cast<double>(in.n) * extent(depthwise_.desc, in.h) * extent(depthwise_.desc, in.w);
+  const double expanded = expand_.desc.out_channels;
+  const Conv2dDesc& d = depthwise_.desc;
+  return 2.0 * (pixels * expand_.desc.in_channels * expanded + out_pixels * expanded * d.kernel * d.kernel +
+                out_pixels * expanded * project_.desc.out_channels);
+}
+
+}  // namespace corgy

@@ -1,0 +1,56 @@
+// InvertedResidual: MobileNetV2's block (1x1 expansion, depthwise convolution, 1x1 projection, and the residual add)
+// as one layer.
+#pragma once
+
+#include <string>
+
+#include "corgy/layers/layer.h"
+
+namespace corgy {
+
+/// Input (N, C, H, W), and with a residual a second input of the output's shape -> output (N, O, Ho, Wo): the
+/// three convolutions of InvertedResidualDesc in turn (each with its activation), the residual added to the
+/// projection before its activation.
+///
+/// Sequential makes these when it plans a forward (corgy/model/fusion.h) from a pointwise convolution whose output
+/// only a depthwise convolution reads, whose output only a pointwise convolution (or one with a residual add,
+/// FusedConv2d) reads. The backend computes the block in one operation (Backend::inverted_residual): the blas
+/// backend streams bands of rows through the three, so that the expanded tensor (6x the block's input, the largest
+/// tensors of MobileNetV2) never goes to memory. The layer shares the convolutions' weight and bias storage (views).
+class InvertedResidual final : public Layer {
+ public:
+  /// Each stage: a convolution's description, weights and bias (empty when absent).
+  struct Stage {
+    Conv2dDesc desc;
+    const Variable& weights;
+    const Variable& bias;
+  };
+  InvertedResidual(const Stage& expand, const Stage& depthwise, const Stage& project, bool residual);
+
+  std::string_view type() const override { return "inverted_residual"; }
+  std::string describe() const override;
+  int arity() const override { return residual_ ? 2 : 1; }
+  Shape output_shape(std::span<const Shape> inputs) const override;
+  void upload(Backend& backend) const override;
+  void forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const override;
+  double flops(std::span<const Shape> inputs) const override;
+
+  bool residual() const { return residual_; }
+
+ private:
+  /// The stage's storage views.
+  struct Held {
+    Conv2dDesc desc;
+    Variable weights;
+    Variable bias;
+  };
+  static Held hold(const Stage& stage);
+  InvertedResidualDesc desc() const;
+
+  Held expand_;
+  Held depthwise_;
+  Held project_;
+  bool residual_;
+};
+
+}  // namespace corgy
