@@ -3,12 +3,12 @@
 torch.onnx.export does not produce for the test networks of tools/make_onnx_models.py (auto_pad, asymmetric pads,
 a batch norm without a convolution before it, Gemm's transB = 0 with alpha and beta, MatMul, HardSigmoid, PRelu,
 constant arithmetic, squeeze-and-excitation gates, every pooling variant, Reduce*, opset 18's inputs for axes,
-Resize by sizes, Pad's modes, Shape arithmetic, several outputs).
+Resize by sizes, Pad's modes, Shape arithmetic, several outputs), and the blocks the model-level rewrites fuse.
 
 For each case, tests/fixtures/onnx/op_<case>/ gets model.onnx and input.npy (float32, seeded);
 tools/onnx_reference.mjs then adds ONNX Runtime's outputs. Weights are random from a seed derived from the case name.
 
-Run: tools/make_onnx_op_models.py [--out DIR]   (Debian's python3-onnx and python3-numpy)
+Run: tools/make_onnx_op_models.py [--out DIR] [--case NAME...]   (Debian's python3-onnx and python3-numpy)
 """
 import argparse
 import pathlib
@@ -154,6 +154,29 @@ def squeeze_excitation(b, x):
     b.output(b.node("Add", [y, x]))
 
 
+@case(13, (2, 8, 12, 11))
+def mobile_blocks(b, x):
+    """The blocks corgy's model-level rewrites fuse (corgy/model/fusion.h): MobileNetV2's inverted residual (1x1
+    with ReLU6, depthwise 3x3, 1x1, residual add), SiLU as x * sigmoid(x), squeeze-and-excitation with a hard sigmoid
+    gate, a residual add with ReLU after a 3x3 convolution, and DenseNet's concatenation -> batch norm -> ReLU."""
+    lo, hi = b.const(np.float32(0.0)), b.const(np.float32(6.0))
+    e = b.node("Clip", [b.conv(x, 8, 48, 1), lo, hi])
+    d = b.node("Clip", [b.conv(e, 48, 48, 3, pads=[1, 1, 1, 1], group=48), lo, hi])
+    y = b.node("Add", [b.conv(d, 48, 8, 1), x])
+    s = b.conv(y, 8, 16, 3, pads=[1, 1, 1, 1], strides=[2, 2])
+    s = b.node("Mul", [s, b.node("Sigmoid", [s])])
+    g = b.node("Relu", [b.conv(b.node("GlobalAveragePool", [s]), 16, 4, 1)])
+    g = b.node("HardSigmoid", [b.conv(g, 4, 16, 1)], alpha=1.0 / 6, beta=0.5)
+    s = b.node("Mul", [s, g])
+    r = b.node("Relu", [b.node("Add", [b.conv(s, 16, 16, 3, pads=[1, 1, 1, 1]), s])])
+    c = b.node("Concat", [r, s], axis=1)
+    scale = b.const(b.rng.uniform(0.5, 1.5, 32).astype(np.float32))
+    var = b.const(b.rng.uniform(0.5, 2, 32).astype(np.float32))
+    n = b.node("Relu", [b.node("BatchNormalization", [c, scale, b.rand(32), b.rand(32), var])])
+    b.output(b.conv(n, 32, 8, 1))
+    b.output(y)
+
+
 # --- pooling and reductions -----------------------------------------------------------------------------------------
 
 @case(10, (2, 3, 10, 11))
@@ -281,9 +304,11 @@ def build(name, opset, input_shape, function, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "tests" / "fixtures" / "onnx")
+    parser.add_argument("--case", action="append", help="only this case (repeatable); default: every case")
     args = parser.parse_args()
     for name, (opset, input_shape, function) in CASES.items():
-        build(name, opset, input_shape, function, args.out)
+        if not args.case or name in args.case:
+            build(name, opset, input_shape, function, args.out)
 
 
 if __name__ == "__main__":
