@@ -69,8 +69,9 @@ struct ConvStage {
 
 /// MobileNetV2's inverted residual block (Sandler et al. 2018) without squeeze-and-excitation: a pointwise expansion
 /// (C -> E, 1x1), a depthwise convolution (E -> E, any kernel, stride and padding) and a pointwise projection
-/// (E -> O, 1x1), each with its activation; with `residual`, the block's output is
-/// project.activation(projection + residual). Backend::inverted_residual.
+/// (E -> O, 1x1), each with its activation; with a residual, the block's output is
+/// project.activation(projection + residual). No projection (project.weights null): the block's output is the
+/// depthwise convolution's (the first half of a block with squeeze-and-excitation). Backend::inverted_residual.
 struct InvertedResidualDesc {
   ConvStage expand;
   ConvStage depthwise;
@@ -164,7 +165,8 @@ class Backend {
                               Variable& output) = 0;
   /// An inverted residual block as one operation (Sequential fuses the three convolutions into it; a backend may
   /// then keep the expanded tensor, E channels at full resolution, in cache band by band instead of writing it out):
-  /// input (N, C, H, W) -> output (N, O, Ho, Wo); residual (N, O, Ho, Wo) or null.
+  /// input (N, C, H, W) -> output (N, O, Ho, Wo) (O = E without a projection); residual (N, O, Ho, Wo) or null
+  /// (always null without a projection).
   virtual void inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                                  Variable& output) = 0;
   /// Max or average pooling, (N, C, H, W) -> (N, C, Ho, Wo).

@@ -242,6 +242,29 @@ TEST(Fusion, MakesOneLayerOfAnInvertedResidualBlock) {
   EXPECT_EQ(graph.nodes[sum].inputs, (std::vector<int>{x, x}));
 }
 
+TEST(Fusion, KeepsTheProjectionApartWhenASqueezeExcitationReadsTheDepthwiseOutput) {
+  // EfficientNet's block: expansion, depthwise, squeeze-and-excitation, projection.
+  Sequential model;
+  model.add(Conv2d({.in_channels = 8, .out_channels = 32, .kernel = 1, .activation = Activation::swish()}));  // 0
+  const int d = model.add(Conv2d({.in_channels = 32,
+                                  .out_channels = 32,
+                                  .kernel = 5,
+                                  .stride = 2,
+                                  .padding = 2,
+                                  .groups = 32,
+                                  .activation = Activation::swish()}));  // 1
+  model.add(AvgPool2d::global());
+  model.add(Conv2d({.in_channels = 32, .out_channels = 8, .kernel = 1, .activation = Activation::swish()}));
+  model.add(Conv2d({.in_channels = 8, .out_channels = 32, .kernel = 1, .activation = Activation::sigmoid()}));
+  const int excited = model.add(Elementwise(ElementwiseOp::multiply), {d, 4});  // 5
+  model.add(Conv2d({.in_channels = 32, .out_channels = 16, .kernel = 1}));      // 6
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 2, 3, 4}));
+  EXPECT_EQ(graph.nodes[d].layer->describe(), "inverted_residual 8 -> 32 (swish), depthwise 5x5/2 pad 2 (swish)");
+  EXPECT_EQ(graph.nodes[excited].layer->type(), "squeeze_excite");
+  EXPECT_EQ(graph.nodes[6].layer->type(), "conv2d");
+}
+
 TEST(Fusion, FindsEveryPatternOfTheMixedNetwork) {
   const FusedGraph graph = fused(every_pattern());
   // stem + sigmoid into the multiply (2), the block's pool and 1x1s into its product (7), the projection into

@@ -454,23 +454,26 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
   }
 }
 
-// MobileNetV2's inverted residual blocks (corgy/model/fusion.h rule 6): large enough that the blas backend streams
-// bands of rows through the three convolutions (its expanded tensor over 1 MB an image), odd sizes, stride 2, a 5x5
-// depthwise kernel, with and without the residual; and one small enough to run as its three convolutions.
+// MobileNetV2's inverted residual blocks (corgy/model/fusion.h rule 6): odd sizes, stride 2, a 5x5 depthwise kernel,
+// with and without the residual, and without the projection; "blas:bands" runs them in bands of two rows (every kind
+// of band edge), "blas" as its tuner finds faster.
 void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
   struct Block {
     Shape input;
-    int expanded, kernel, stride, out;
+    int expanded, kernel, stride, out;  // out 0: no projection
     Activation activation;
     bool residual;
   };
   const std::vector<Block> blocks = {
-      {{2, 16, 56, 56}, 96, 3, 1, 24, Activation::relu6(), false},
-      {{1, 24, 57, 53}, 144, 3, 2, 32, Activation::relu6(), false},
-      {{2, 24, 56, 50}, 144, 3, 1, 24, Activation::relu6(), true},
-      {{1, 40, 38, 45}, 120, 5, 1, 40, Activation::hard_swish(), true},
-      {{1, 20, 61, 59}, 72, 5, 2, 28, Activation::swish(), false},
+      {{2, 8, 11, 13}, 48, 3, 1, 12, Activation::relu6(), false},
+      {{1, 12, 13, 10}, 72, 3, 2, 16, Activation::relu6(), false},
+      {{2, 12, 9, 12}, 72, 3, 1, 12, Activation::relu6(), true},
+      {{1, 10, 12, 9}, 30, 5, 1, 10, Activation::hard_swish(), true},
+      {{1, 10, 15, 14}, 36, 5, 2, 14, Activation::swish(), false},
       {{3, 8, 9, 11}, 48, 3, 1, 8, Activation::relu(), true},
+      // Without the projection (its squeeze-and-excitation reads the depthwise output): the block's first half.
+      {{1, 8, 14, 15}, 48, 3, 2, 0, Activation::swish(), false},
+      {{2, 12, 10, 9}, 36, 5, 1, 0, Activation::hard_swish(), false},
   };
   for (const Block& b : blocks) {
     cases.push_back(
@@ -487,6 +490,13 @@ void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
                          .padding = b.kernel / 2,
                          .groups = b.expanded,
                          .activation = b.activation}));
+           if (b.out == 0) {
+             // A second reader of the depthwise output, as a squeeze-and-excitation would be.
+             const int depthwise = m.size() - 1;
+             m.add(AvgPool2d::global());
+             m.add(Elementwise(ElementwiseOp::multiply), {depthwise, m.size() - 1});
+             return;
+           }
            const int project = m.add(Conv2d({.in_channels = b.expanded, .out_channels = b.out, .kernel = 1}));
            if (b.residual) m.add(Add(), {project, Sequential::model_input});
          }});

@@ -22,33 +22,42 @@ InvertedResidual::Held InvertedResidual::hold(const Stage& stage) {
           stage.bias.empty() ? Variable() : stage.bias.view(stage.bias.shape())};
 }
 
-InvertedResidual::InvertedResidual(const Stage& expand, const Stage& depthwise, const Stage& project, bool residual)
-    : expand_(hold(expand)), depthwise_(hold(depthwise)), project_(hold(project)), residual_(residual) {
+InvertedResidual::InvertedResidual(const Stage& expand, const Stage& depthwise, const Stage* project, bool residual)
+    : expand_(hold(expand)),
+      depthwise_(hold(depthwise)),
+      project_(project ? std::optional<Held>(hold(*project)) : std::nullopt),
+      residual_(residual && project) {
   const int expanded = expand.desc.out_channels;
-  if (!is_pointwise(expand.desc) || !is_depthwise(depthwise.desc) || !is_pointwise(project.desc) ||
-      depthwise.desc.in_channels != expanded || project.desc.in_channels != expanded) {
+  if (!is_pointwise(expand.desc) || !is_depthwise(depthwise.desc) || depthwise.desc.in_channels != expanded ||
+      (project && (!is_pointwise(project->desc) || project->desc.in_channels != expanded))) {
     throw_parameter_error(
         "inverted_residual",
-        fmt::format("needs a 1x1 convolution C -> E, a depthwise E -> E and a 1x1 E -> O; got {} "
-                    "-> {}, groups {} of {} -> {}, {} -> {}",
+        fmt::format("needs a 1x1 convolution C -> E, a depthwise E -> E and maybe a 1x1 E -> O; "
+                    "got {} -> {}, groups {} of {} -> {}{}",
                     expand.desc.in_channels, expanded, depthwise.desc.groups, depthwise.desc.in_channels,
-                    depthwise.desc.out_channels, project.desc.in_channels, project.desc.out_channels));
+                    depthwise.desc.out_channels,
+                    project ? fmt::format(", {} -> {}", project->desc.in_channels, project->desc.out_channels) : ""));
   }
 }
 
 std::string InvertedResidual::describe() const {
   const Conv2dDesc& d = depthwise_.desc;
-  return fmt::format(
-      "inverted_residual {} -> {} ({}), depthwise {}x{}/{} pad {} ({}), -> {}{}{}", expand_.desc.in_channels,
-      expand_.desc.out_channels, expand_.desc.activation.str(), d.kernel, d.kernel, d.stride, d.padding,
-      d.activation.str(), project_.desc.out_channels, residual_ ? " + add" : "",
-      project_.desc.activation.kind == ActivationKind::none ? "" : ", " + project_.desc.activation.str());
+  std::string text = fmt::format("inverted_residual {} -> {} ({}), depthwise {}x{}/{} pad {} ({})",
+                                 expand_.desc.in_channels, expand_.desc.out_channels, expand_.desc.activation.str(),
+                                 d.kernel, d.kernel, d.stride, d.padding, d.activation.str());
+  if (project_) {
+    const Activation a = project_->desc.activation;
+    text += fmt::format(", -> {}{}{}", project_->desc.out_channels, residual_ ? " + add" : "",
+                        a.kind == ActivationKind::none ? "" : ", " + a.str());
+  }
+  return text;
 }
 
 Shape InvertedResidual::output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   if (in.c != expand_.desc.in_channels) throw_shape_error(fmt::format("(N, {}, H, W)", expand_.desc.in_channels), in);
-  const Shape out{in.n, project_.desc.out_channels, extent(depthwise_.desc, in.h), extent(depthwise_.desc, in.w)};
+  const int channels = project_ ? project_->desc.out_channels : depthwise_.desc.out_channels;
+  const Shape out{in.n, channels, extent(depthwise_.desc, in.h), extent(depthwise_.desc, in.w)};
   if (out.h <= 0 || out.w <= 0) throw_shape_error("an input larger than the depthwise kernel", in);
   if (residual_ && inputs[1] != out) {
     throw_shape_error(fmt::format("a residual of the block's output shape {}", out.str()), inputs[1]);
@@ -57,7 +66,8 @@ Shape InvertedResidual::output_shape(std::span<const Shape> inputs) const {
 }
 
 void InvertedResidual::upload(Backend& backend) const {
-  for (const Held* stage : {&expand_, &depthwise_, &project_}) {
+  for (const Held* stage : {&expand_, &depthwise_, project_ ? &*project_ : nullptr}) {
+    if (!stage) continue;
     backend.upload_constant(stage->weights);
     if (!stage->bias.empty()) backend.upload_constant(stage->bias);
   }
@@ -67,7 +77,7 @@ InvertedResidualDesc InvertedResidual::desc() const {
   const auto stage = [](const Held& held) {
     return ConvStage{held.desc, &held.weights, held.bias.empty() ? nullptr : &held.bias};
   };
-  return {stage(expand_), stage(depthwise_), stage(project_)};
+  return {stage(expand_), stage(depthwise_), project_ ? stage(*project_) : ConvStage{}};
 }
 
 void InvertedResidual::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
@@ -75,14 +85,14 @@ void InvertedResidual::forward(Backend& backend, std::span<const Variable* const
 }
 
 double InvertedResidual::flops(std::span<const Shape> inputs) const {
-  // The three convolutions, as Conv2d counts them.
+  // The convolutions, as Conv2d counts them.
   const Shape& in = inputs[0];
   const double pixels = static_cast<double>(in.n) * in.h * in.w;
   const double out_pixels = static_cast<double>(in.n) * extent(depthwise_.desc, in.h) * extent(depthwise_.desc, in.w);
   const double expanded = expand_.desc.out_channels;
   const Conv2dDesc& d = depthwise_.desc;
   return 2.0 * (pixels * expand_.desc.in_channels * expanded + out_pixels * expanded * d.kernel * d.kernel +
-                out_pixels * expanded * project_.desc.out_channels);
+                (project_ ? out_pixels * expanded * project_->desc.out_channels : 0.0));
 }
 
 }  // namespace corgy

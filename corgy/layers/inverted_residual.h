@@ -2,6 +2,7 @@
 // as one layer.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "corgy/layers/layer.h"
@@ -10,13 +11,16 @@ namespace corgy {
 
 /// Input (N, C, H, W), and with a residual a second input of the output's shape -> output (N, O, Ho, Wo): the
 /// three convolutions of InvertedResidualDesc in turn (each with its activation), the residual added to the
-/// projection before its activation.
+/// projection before its activation. Without a projection (a block whose squeeze-and-excitation sits between its
+/// depthwise convolution and its projection: MobileNetV3, EfficientNet) the output is the depthwise convolution's,
+/// (N, E, Ho, Wo).
 ///
 /// Sequential makes these when it plans a forward (corgy/model/fusion.h) from a pointwise convolution whose output
 /// only a depthwise convolution reads, whose output only a pointwise convolution (or one with a residual add,
-/// FusedConv2d) reads. The backend computes the block in one operation (Backend::inverted_residual): the blas
-/// backend streams bands of rows through the three, so that the expanded tensor (6x the block's input, the largest
-/// tensors of MobileNetV2) never goes to memory. The layer shares the convolutions' weight and bias storage (views).
+/// FusedConv2d) reads, or anything else (then without the projection). The backend computes the block in one operation
+/// (Backend::inverted_residual): the blas backend streams bands of rows through the three, so that the expanded tensor
+/// (6x the block's input, the largest tensors of MobileNetV2) never goes to memory. The layer shares the convolutions'
+/// weight and bias storage (views).
 class InvertedResidual final : public Layer {
  public:
   /// Each stage: a convolution's description, weights and bias (empty when absent).
@@ -25,7 +29,8 @@ class InvertedResidual final : public Layer {
     const Variable& weights;
     const Variable& bias;
   };
-  InvertedResidual(const Stage& expand, const Stage& depthwise, const Stage& project, bool residual);
+  /// `project` null: no projection (and no residual).
+  InvertedResidual(const Stage& expand, const Stage& depthwise, const Stage* project, bool residual);
 
   std::string_view type() const override { return "inverted_residual"; }
   std::string describe() const override;
@@ -49,7 +54,7 @@ class InvertedResidual final : public Layer {
 
   Held expand_;
   Held depthwise_;
-  Held project_;
+  std::optional<Held> project_;
   bool residual_;
 };
 

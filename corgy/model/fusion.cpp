@@ -193,6 +193,8 @@ void fuse_squeeze_excite(Rewriter& r) {
   }
 }
 
+InvertedResidual::Stage stage(const ConvView& view) { return {view.desc, *view.weights, *view.bias}; }
+
 // 6. pointwise expansion -> depthwise -> pointwise projection (+ residual) -> InvertedResidual.
 void fuse_inverted_residuals(Rewriter& r) {
   for (int p = 0; p < r.size(); ++p) {
@@ -213,12 +215,21 @@ void fuse_inverted_residuals(Rewriter& r) {
       continue;
     std::vector<int> block_inputs = r.node(e).inputs;
     if (project->residual) block_inputs.push_back(inputs[1]);
-    const auto stage = [](const ConvView& view) {
-      return InvertedResidual::Stage{view.desc, *view.weights, *view.bias};
-    };
-    r.rewrite(p,
-              std::make_unique<InvertedResidual>(stage(*expand), stage(*spatial), stage(*project), project->residual),
+    const InvertedResidual::Stage projection = stage(*project);
+    r.rewrite(p, std::make_unique<InvertedResidual>(stage(*expand), stage(*spatial), &projection, project->residual),
               std::move(block_inputs), {e, d});
+  }
+  // Then the expansion and depthwise convolution of blocks whose projection another layer keeps apart (a squeeze-
+  // and-excitation reads the depthwise output): the expanded tensor is still the largest of the block.
+  for (int d = 0; d < r.size(); ++d) {
+    const std::optional<ConvView> spatial = conv_view(r, d);
+    if (!spatial || spatial->residual || !depthwise(spatial->desc) || r.node(d).inputs.size() != 1) continue;
+    const int e = r.node(d).inputs[0];
+    const std::optional<ConvView> expand = conv_view(r, e);
+    if (!expand || expand->residual || !pointwise(expand->desc) || !r.private_to_pattern(e)) continue;
+    if (r.node(e).inputs.size() != 1 || expand->desc.out_channels != spatial->desc.in_channels) continue;
+    r.rewrite(d, std::make_unique<InvertedResidual>(stage(*expand), stage(*spatial), nullptr, false), r.node(e).inputs,
+              {e});
   }
 }
 

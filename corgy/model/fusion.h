@@ -37,8 +37,9 @@ struct FusedGraph {
 ///  5. squeeze-and-excitation, AvgPool2d::global() -> 1x1 convolution -> 1x1 convolution -> Elementwise multiply of
 ///     the pool's input by the result, becomes a SqueezeExcite (MobileNetV3, EfficientNet);
 ///  6. a 1x1 convolution -> a depthwise convolution -> a 1x1 convolution (with or without a residual add from rule
-///     3) becomes an InvertedResidual (MobileNetV2's blocks; those with squeeze-and-excitation between the depthwise
-///     and the projection stay apart).
+///     3) becomes an InvertedResidual (MobileNetV2's blocks); then a 1x1 convolution -> a depthwise convolution
+///     whose output something else reads becomes one without the projection (MobileNetV3's and EfficientNet's
+///     blocks, whose squeeze-and-excitation sits before the projection).
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 

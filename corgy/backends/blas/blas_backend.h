@@ -27,8 +27,8 @@ enum class BlasConvolution {
   packed,       ///< our packed GEMM for every convolution it computes ("blas:packed"; tests)
   winograd,     ///< Winograd F(4x4, 3x3) wherever it applies, else the automatic choice ("blas:winograd"; tests)
   winograd2x2,  ///< Winograd F(2x2, 3x3) likewise ("blas:winograd2x2"; tests)
-  /// Convolutions as automatic, and every inverted residual block that can run in bands of rows does, measured
-  /// faster or not ("blas:bands"; tests).
+  /// Convolutions as automatic, and every inverted residual block that can run in bands of rows does, in bands of
+  /// two rows, whatever its size and measured speed ("blas:bands"; tests).
   bands,
 };
 
@@ -117,11 +117,11 @@ class BlasBackend final : public Backend {
                                  const Variable& weights, const Variable* bias);
   /// Defined in inverted_residual.cpp: the block in bands of rows, shared by the team ...
   void run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
-                                   const blas::ConvPlan& project, const Variable& input, const Variable* residual,
+                                   const blas::ConvPlan* project, const Variable& input, const Variable* residual,
                                    Variable& output);
   /// ... and one band of output rows [r0, r1) of image n of it, by one member.
   void inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
-                              const blas::ConvPlan& project, const Variable& input, const Variable* residual,
+                              const blas::ConvPlan* project, const Variable& input, const Variable* residual,
                               Variable& output, int n, int r0, int r1, blas::BandBuffers& buffers);
   /// A depthwise plan: the planes shared among the team by a queue.
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,

@@ -52,16 +52,21 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
   const int expanded = desc.expand.desc.out_channels;
   const Shape expanded_shape{in.n, expanded, in.h, in.w};
   const blas::ConvPlan* expand = plan_for(desc.expand.desc, in, nullptr, *desc.expand.weights, desc.expand.bias);
-  const blas::ConvPlan* project =
-      plan_for(desc.project.desc, {in.n, expanded, out.h, out.w}, nullptr, *desc.project.weights, desc.project.bias);
-  const bool can_band = expand && project && expand->algorithm == blas::ConvAlgorithm::packed_gemm &&
-                        project->algorithm == blas::ConvAlgorithm::packed_gemm && blas::depthwise_kernel_applies(d) &&
-                        (convolution_ == BlasConvolution::automatic || convolution_ == BlasConvolution::bands) &&
-                        expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes;
+  const bool projects = desc.project.weights != nullptr;
+  const blas::ConvPlan* project = projects ? plan_for(desc.project.desc, {in.n, expanded, out.h, out.w}, nullptr,
+                                                      *desc.project.weights, desc.project.bias)
+                                           : nullptr;
+  const bool can_band = expand && (project || !projects) && expand->algorithm == blas::ConvAlgorithm::packed_gemm &&
+                        (!project || project->algorithm == blas::ConvAlgorithm::packed_gemm) &&
+                        blas::depthwise_kernel_applies(d) &&
+                        (convolution_ == BlasConvolution::bands ||
+                         (convolution_ == BlasConvolution::automatic &&
+                          expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes));
   const auto three_convolutions = [&] {
     Variable expanded_rows = scratch_of(block_expanded_, expanded_shape);
-    Variable filtered = scratch_of(block_filtered_, {in.n, expanded, out.h, out.w});
     conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, expanded_rows);
+    if (!projects) return conv2d(d, expanded_rows, *desc.depthwise.weights, desc.depthwise.bias, output);
+    Variable filtered = scratch_of(block_filtered_, {in.n, expanded, out.h, out.w});
     conv2d(d, expanded_rows, *desc.depthwise.weights, desc.depthwise.bias, filtered);
     if (residual) {
       conv2d_add(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, *residual, output);
@@ -70,12 +75,13 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     }
   };
   if (!can_band) return three_convolutions();
-  if (convolution_ == BlasConvolution::bands)
-    return run_inverted_residual_bands(desc, *expand, *project, input, residual, output);
+  if (convolution_ == BlasConvolution::bands) {
+    return run_inverted_residual_bands(desc, *expand, project, input, residual, output);
+  }
   // Bands win where the expanded tensor would go to memory and back, and lose where it stays in a cache anyway
   // (their shared rows are expanded twice): which depends on the CPU's caches and the batch, so the first forward
   // times both (conv_tuner.h), as for a convolution's algorithms.
-  const auto in_bands = [&] { run_inverted_residual_bands(desc, *expand, *project, input, residual, output); };
+  const auto in_bands = [&] { run_inverted_residual_bands(desc, *expand, project, input, residual, output); };
   const std::string key = block_key(desc, in, residual != nullptr, threads_);
   blas::TuningTable& table = blas::TuningTable::instance();
   std::optional<std::size_t> choice = table.find(key);
@@ -93,7 +99,7 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
 }
 
 void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
-                                              const blas::ConvPlan& project, const Variable& input,
+                                              const blas::ConvPlan* project, const Variable& input,
                                               const Variable* residual, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
@@ -102,11 +108,15 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
   // Output rows per band: its depthwise output (expanded x rows x out.w) and the expanded rows it reads (about
   // stride x as many rows of in.w) within the budget.
   const std::size_t row_bytes = sizeof(float) * expanded * (static_cast<std::size_t>(out.w) + d.stride * in.w);
-  const int rows = std::clamp(static_cast<int>(kBandBytes / row_bytes), 1, out.h);
+  // blas:bands (tests): bands of two rows, so that small images have many bands and every kind of band edge.
+  const int rows = convolution_ == BlasConvolution::bands
+                       ? std::min(2, out.h)
+                       : std::clamp(static_cast<int>(kBandBytes / row_bytes), 1, out.h);
   const int bands_per_image = (out.h + rows - 1) / rows;
   const std::size_t items = static_cast<std::size_t>(out.n) * bands_per_image;
-  profiler_.note(fmt::format("inverted residual in bands of {} rows: {} + depthwise {} kernel + {}", rows,
-                             expand.describe(), isa_name(widest_cpu_isa()), project.describe()));
+  profiler_.note(fmt::format("inverted residual in bands of {} rows: {} + depthwise {} kernel{}", rows,
+                             expand.describe(), isa_name(widest_cpu_isa()),
+                             project ? " + " + project->describe() : ""));
   const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
   blas::WorkQueue queue(items);
@@ -122,7 +132,7 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
 }
 
 void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
-                                         const blas::ConvPlan& project, const Variable& input, const Variable* residual,
+                                         const blas::ConvPlan* project, const Variable& input, const Variable* residual,
                                          Variable& output, int n, int r0, int r1, blas::BandBuffers& buffers) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
@@ -139,7 +149,7 @@ void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const
   const std::size_t filtered_plane = static_cast<std::size_t>(out_rows) * out.w;
   if (buffers.block_expanded.size() < expanded * expanded_plane)
     buffers.block_expanded.resize(expanded * expanded_plane);
-  if (buffers.block_filtered.size() < expanded * filtered_plane)
+  if (project && buffers.block_filtered.size() < expanded * filtered_plane)
     buffers.block_filtered.resize(expanded * filtered_plane);
 
   // 1. The expansion of input rows [e0, e1): B is the input planes' rows in place.
@@ -153,19 +163,23 @@ void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const
   const blas::DepthwiseGeometry geometry =
       blas::depthwise_band_geometry(d.kernel, d.stride, d.dilation, d.padding, e0 - first, end - e1, in_rows, in.w);
   blas::prepare_depthwise_buffer(geometry, buffers.depthwise);
+  // Without a projection, its output rows [r0, r1) are the block's, straight into each output plane.
+  float* target =
+      output.data() + static_cast<std::size_t>(n) * out.image_count() + static_cast<std::size_t>(r0) * out.w;
+  float* filtered = project ? buffers.block_filtered.data() : target;
+  const std::size_t filtered_stride = project ? filtered_plane : out.plane_count();
   const blas::DepthwiseKernel depthwise = blas::depthwise_kernel();
   const int taps = d.kernel * d.kernel;
   for (int c = 0; c < expanded; ++c) {
     depthwise(geometry, buffers.block_expanded.data() + c * expanded_plane, desc.depthwise.weights->data() + c * taps,
-              desc.depthwise.bias ? desc.depthwise.bias->data()[c] : 0.0f, d.activation,
-              buffers.block_filtered.data() + c * filtered_plane, buffers.depthwise.data());
+              desc.depthwise.bias ? desc.depthwise.bias->data()[c] : 0.0f, d.activation, filtered + c * filtered_stride,
+              buffers.depthwise.data());
   }
+  if (!project) return;
 
   // 3. The projection into output rows [r0, r1), the residual added before its activation.
   const Conv2dDesc& p = desc.project.desc;
-  float* target =
-      output.data() + static_cast<std::size_t>(n) * out.image_count() + static_cast<std::size_t>(r0) * out.w;
-  blas::planes_gemm(*project.kernel, project.packed.groups[0], 0, project.packed.groups[0].panels(),
+  blas::planes_gemm(*project->kernel, project->packed.groups[0], 0, project->packed.groups[0].panels(),
                     buffers.block_filtered.data(), filtered_plane, static_cast<int>(filtered_plane), target,
                     out.plane_count(), residual ? Activation::none() : p.activation, buffers.gemm);
   if (residual) {

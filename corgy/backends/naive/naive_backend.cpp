@@ -59,6 +59,8 @@ void NaiveBackend::inverted_residual(const InvertedResidualDesc& desc, const Var
   const Conv2dDesc& d = desc.depthwise.desc;
   Variable expanded(Shape{in.n, desc.expand.desc.out_channels, in.h, in.w});
   direct_conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, nullptr, expanded);
+  if (!desc.project.weights)
+    return direct_conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, nullptr, output);
   Variable filtered(Shape{in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)});
   direct_conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, nullptr, filtered);
   direct_conv2d(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, residual, output);

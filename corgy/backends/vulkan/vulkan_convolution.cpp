@@ -182,8 +182,9 @@ void VulkanBackend::inverted_residual(const InvertedResidualDesc& desc, const Va
     const Shape& in = input.shape();
     const Conv2dDesc& d = desc.depthwise.desc;
     Variable expanded = runtime.scratch_tensor({in.n, desc.expand.desc.out_channels, in.h, in.w}, 0);
-    Variable filtered = runtime.scratch_tensor({in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)}, 1);
     conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, expanded);
+    if (!desc.project.weights) return conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, output);
+    Variable filtered = runtime.scratch_tensor({in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)}, 1);
     conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, filtered);
     if (residual) {
       conv2d_add(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, *residual, output);
