@@ -22,19 +22,13 @@ inline void fill_phase_columns(const DepthwiseGeometry& g, const float* source, 
   }
 }
 
-/// Copies `input` (in_h x in_w) into the stride x stride zero-padded phase planes of `g` at `phases`. The inner
-/// columns, where every phase column is a real input column, are copied a register at a time (at stride 2 two
-/// phases from one pair of registers); the edges one by one.
+/// Copies `input` (in_h x in_w) into the stride x stride zero-padded phase planes of `g` at `phases`: at strides 1
+/// and 2 a register at a time, the padding by masked loads (at stride 2 a pair of registers split into the two
+/// column phases by permutes); at larger strides one value at a time.
 template <class Simd>
 void fill_phases(const DepthwiseGeometry& g, const float* input, float* phases) {
-  constexpr int lanes = Simd::lanes;
   const int s = g.stride;
   const std::size_t phase_size = static_cast<std::size_t>(g.phase_h) * g.phase_w;
-  // Phase columns [inner_begin, inner_end) read input columns j * s + rx - padding inside the row for every rx.
-  const int inner_begin = (g.padding + s - 1) / s;
-  int inner_end = g.in_w + g.padding >= s ? (g.in_w + g.padding - s) / s + 1 : 0;
-  inner_end = inner_end < g.phase_w ? inner_end : g.phase_w;
-  inner_end = inner_end > inner_begin ? inner_end : inner_begin;
   // Padded rows in order (pad_top of them above the input), so that the input is read front to back, one stream the
   // prefetcher follows (the phases' rows interleave: padded row r is row r / s of the phases of row phase r % s).
   for (int r = 0; r < s * g.phase_h; ++r) {
@@ -57,24 +51,18 @@ void fill_phases(const DepthwiseGeometry& g, const float* input, float* phases) 
       }
       continue;
     }
-    int vector_end = inner_begin;
-    if (source && s == 2) {
+    if (s == 2) {  // two column phases of the row at once, by masked loads and register permutes
       float* row1 = row0 + phase_size;
-      for (; vector_end + lanes <= inner_end; vector_end += lanes) {
-        typename Simd::Reg even, odd;
-        Simd::deinterleave2(source + 2 * vector_end - g.padding, even, odd);
-        Simd::store(row0 + vector_end, even);
-        Simd::store(row1 + vector_end, odd);
+      if (source) {
+        Simd::copy_padded_deinterleaved(source, -g.padding, g.phase_w, g.in_w, row0, row1);
+      } else {
+        Simd::fill_zero(row0, g.phase_w);
+        Simd::fill_zero(row1, g.phase_w);
       }
+      continue;
     }
     for (int rx = 0; rx < s; ++rx) {
-      float* row = row0 + static_cast<std::size_t>(rx) * phase_size;
-      if (vector_end > inner_begin) {
-        fill_phase_columns(g, source, rx, 0, inner_begin, row);
-        fill_phase_columns(g, source, rx, vector_end, g.phase_w, row);
-      } else {
-        fill_phase_columns(g, source, rx, 0, g.phase_w, row);
-      }
+      fill_phase_columns(g, source, rx, 0, g.phase_w, row0 + static_cast<std::size_t>(rx) * phase_size);
     }
   }
 }
