@@ -16,7 +16,6 @@
 #include "corgy/backends/blas/conv_bands.h"
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/depthwise_conv.h"
-#include "corgy/backends/blas/fused_activation.h"
 #include "corgy/backends/blas/im2col.h"
 #include "corgy/backends/blas/thread_team.h"
 #include "corgy/error.h"
