@@ -1,0 +1,53 @@
+"""corgy: small, readable CNN inference (im2col + GEMM on the CPU and Vulkan), from Python.
+
+    import corgy
+    model = corgy.load_onnx("resnet18.onnx")           # backend="auto": the best one here
+    logits = model(x)                                  # x: float32 numpy (N, 3, 224, 224) -> (N, 1000)
+
+See docs/python.md for the whole API: models from ONNX, darknet and corgy's own, networks built layer by layer,
+zero-copy arrays (corgy.empty), DLPack, threads and errors.
+"""
+
+from ._corgy import (  # noqa: F401  (the public API; types in _corgy.pyi)
+    Activation,
+    ActivationLayer,
+    Add,
+    AvgPool2d,
+    BatchNorm2d,
+    Concat,
+    Conv2d,
+    DarknetModel,
+    Error,
+    FaceDetector,
+    Flatten,
+    GlobalAvgPool2d,
+    Layer,
+    LeakyReLU,
+    Linear,
+    MaxPool2d,
+    Model,
+    OnnxModel,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    SimpleLayer,
+    Softmax,
+    StyleTransfer,
+    Tanh,
+    Upsample,
+    backends,
+    empty,
+    load_darknet,
+    load_face_detector,
+    load_image,
+    load_mnist,
+    load_mnist_digit,
+    load_npy,
+    load_onnx,
+    load_style_transfer,
+    read_darknet_names,
+    save_png,
+    vulkan_devices,
+)
+
+__version__ = "0.1.0"
