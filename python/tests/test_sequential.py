@@ -1,0 +1,140 @@
+"""Networks built layer by layer from Python, with weights from numpy, against PyTorch computed in the test (when
+torch is installed) and against a numpy reference that needs nothing."""
+
+import numpy as np
+import pytest
+
+import corgy
+
+
+def numpy_conv2d(x, w, b, stride=1, padding=0):
+    n, c, h, wd = x.shape
+    o, _, k, _ = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    ho, wo = (h + 2 * padding - k) // stride + 1, (wd + 2 * padding - k) // stride + 1
+    y = np.zeros((n, o, ho, wo), np.float64)
+    for i in range(k):
+        for j in range(k):
+            patch = xp[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return y + b[None, :, None, None]
+
+
+def build(backend):
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((6, 3, 3, 3)).astype(np.float32) * 0.3
+    b1 = rng.standard_normal(6).astype(np.float32)
+    w2 = rng.standard_normal((4, 6 * 5 * 5)).astype(np.float32) * 0.1
+    b2 = rng.standard_normal(4).astype(np.float32)
+    model = corgy.Sequential()
+    conv = corgy.Conv2d(3, 6, kernel=3, padding=1, activation="relu")
+    conv.set_weights(w1)
+    conv.set_bias(b1)
+    assert model.add(conv) == 0
+    model.add(corgy.MaxPool2d(2))
+    linear = corgy.Linear(6 * 5 * 5, 4)
+    model.add(corgy.Flatten())
+    model.add(linear)
+    linear.set_weights(w2)  # after add: reaches the layer in the model
+    linear.set_bias(b2)
+    model.add(corgy.Softmax())
+    model.set_backend(backend)
+    return model, (w1, b1, w2, b2), (conv, linear)
+
+
+def reference(x, w1, b1, w2, b2):
+    y = np.maximum(numpy_conv2d(x.astype(np.float64), w1, b1, padding=1), 0)
+    y = y.reshape(y.shape[0], 6, 5, 2, 5, 2).max(axis=(3, 5))
+    logits = y.reshape(y.shape[0], -1) @ w2.T + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_built_network_matches_numpy(backend):
+    model, weights, _ = build(backend)
+    x = np.random.default_rng(1).standard_normal((3, 3, 10, 10)).astype(np.float32)
+    y = model(x)
+    assert y.shape == (3, 4, 1, 1)
+    np.testing.assert_allclose(y.reshape(3, 4), reference(x, *weights), atol=1e-5)
+    assert len(model) == 5
+    assert "conv2d" in model.summary((1, 3, 10, 10))
+    assert model.flops((1, 3, 10, 10)) > 0
+
+
+def test_weights_changed_after_a_forward_take_effect():
+    model, weights, (conv, linear) = build("blas")
+    x = np.random.default_rng(2).standard_normal((1, 3, 10, 10)).astype(np.float32)
+    model(x)
+    w1 = weights[0] * -1
+    conv.set_weights(w1)
+    np.testing.assert_allclose(model(x).reshape(1, 4), reference(x, w1, *weights[1:]), atol=1e-5)
+    np.testing.assert_array_equal(conv.weights, w1)
+    assert conv.index == 0 and linear.index == 3
+
+
+def test_matches_pytorch_layers():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                              torch.nn.Conv2d(8, 8, 3, padding=1, groups=8), torch.nn.AvgPool2d(2),
+                              torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 5)).eval()
+    with torch.no_grad():
+        net[1].running_mean.uniform_(-1, 1)
+        net[1].running_var.uniform_(0.5, 2)
+    model = corgy.Sequential()
+    c1 = corgy.Conv2d(3, 8, kernel=3, stride=2, padding=1)
+    c1.set_weights(net[0].weight.detach().numpy())
+    c1.set_bias(net[0].bias.detach().numpy())
+    bn = corgy.BatchNorm2d(8)
+    bn.set_parameters(net[1].weight.detach().numpy(), net[1].bias.detach().numpy(), net[1].running_mean.numpy(),
+                      net[1].running_var.numpy(), net[1].eps)
+    dw = corgy.Conv2d(8, 8, kernel=3, padding=1, groups=8)
+    dw.set_weights(net[3].weight.detach().numpy())
+    dw.set_bias(net[3].bias.detach().numpy())
+    fc = corgy.Linear(128, 5)
+    fc.set_weights(net[6].weight.detach().numpy())
+    fc.set_bias(net[6].bias.detach().numpy())
+    for layer in [c1, bn, corgy.ReLU(), dw, corgy.AvgPool2d(2), corgy.Flatten(), fc]:
+        model.add(layer)
+    model.set_backend("blas")
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        expected = net(x).numpy()
+    np.testing.assert_allclose(model(x.numpy()).reshape(2, 5), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_branches_add_and_concat():
+    model = corgy.Sequential()
+    a = model.add(corgy.ReLU(), [corgy.Sequential.model_input])
+    b = model.add(corgy.Sigmoid(), [corgy.Sequential.model_input])
+    s = model.add(corgy.Add(activation="tanh"), [a, b])
+    model.add(corgy.Concat(), [s, a])
+    x = np.linspace(-2, 2, 2 * 3 * 2 * 2, dtype=np.float32).reshape(2, 3, 2, 2)
+    y = model(x)
+    expected_sum = np.tanh(np.maximum(x, 0) + 1 / (1 + np.exp(-x)))
+    np.testing.assert_allclose(y, np.concatenate([expected_sum, np.maximum(x, 0)], axis=1), atol=1e-6)
+
+
+def test_layer_errors():
+    with pytest.raises(corgy.Error):
+        corgy.Conv2d(3, 8, kernel=0)
+    conv = corgy.Conv2d(3, 8, kernel=3)
+    with pytest.raises(ValueError, match=r"expected shape \(8, 3, 3, 3\), got \(8, 3, 3\)"):
+        conv.set_weights(np.zeros((8, 3, 3), np.float32))
+    with pytest.raises(ValueError, match="unknown activation 'gelu'"):
+        corgy.Conv2d(3, 8, activation="gelu")
+    with pytest.raises(ValueError, match="padding_mode"):
+        corgy.Conv2d(3, 8, padding_mode="circular")
+    model = corgy.Sequential()
+    model.add(conv)
+    with pytest.raises(corgy.Error, match="already layer 0"):
+        model.add(conv)
+    add = corgy.Add()
+    with pytest.raises(corgy.Error):
+        model.add(add, [0, 5])
+    with pytest.raises(corgy.Error, match="refused"):
+        model.add(add)
+    x = np.zeros((1, 4, 8, 8), np.float32)
+    with pytest.raises(corgy.Error, match="conv2d"):
+        model(x)
+    assert corgy.Activation.leaky_relu(0.2) == corgy.Activation.leaky_relu(0.2)
