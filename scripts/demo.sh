@@ -40,10 +40,18 @@ demo_style_transfer() {
   echo "stylised photos: $(ls "$out"/dog_*.png | tr '\n' ' ')"
 }
 
+# The Python package (python/), installed with pip into build/venv (scripts/setup.sh: install_python_package), finds
+# the faces of the same photos from Python (python/examples/detect_faces.py).
+demo_python() {
+  install_python_package
+  "$CORGY_VENV_DIR/bin/python" python/examples/detect_faces.py --backend auto data/face_api/sample*.png
+}
+
 run_step --required "Debian packages" ensure_packages "${CORGY_PACKAGES[@]}"
 run_step --required "release build: $CORGY_RELEASE_DIR (${DEMO_TARGETS[*]})" build_release "${DEMO_TARGETS[@]}"
 run_step "demo: a small CNN built with the C++ API, on every backend" demo_backends
 run_step "demo: MNIST digits with trained weights (examples/mnist)" demo_mnist
 run_step "demo: faces in photos, face-api's trained detector (examples/face_detect)" demo_faces
 run_step "demo: a photo in four painted styles and a blend (examples/style_transfer)" demo_style_transfer
+run_step "demo: the same faces from Python (pip install ./python, python/examples/detect_faces.py)" demo_python
 print_summary "scripts/demo.sh"

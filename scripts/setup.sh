@@ -6,8 +6,8 @@
 # --reference-tools also what tools/face_api_reference.mjs needs (Node.js, npm and the packages of tools/package.json).
 # To add a dependency, add it to the right list below; to add a step, write a function and pass it to run_step.
 
-# Everything corgy builds and tests with. Python/PyTorch are not here: test fixtures are committed, and only the
-# tools/ scripts that regenerate them need Python.
+# Everything the C++ library builds and tests with. Its test fixtures are committed: only the tools/ scripts that
+# regenerate them need PyTorch (the Python package below needs it for its own tests).
 CORGY_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libopenblas-dev libfmt-dev libstb-dev nlohmann-json3-dev
@@ -21,7 +21,14 @@ CORGY_BUILD_PACKAGES=(
 # The Vulkan backend: headers and loader, the GLSL compiler, and Mesa's drivers (lavapipe gives a CPU Vulkan device
 # where there is no GPU), validation layers for tests and vulkaninfo for diagnosis.
 CORGY_VULKAN_PACKAGES=(libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools)
-CORGY_PACKAGES=("${CORGY_BUILD_PACKAGES[@]}" "${CORGY_VULKAN_PACKAGES[@]}")
+# The Python package (python/): the headers and pybind11 to build it; pip, venv, setuptools and wheel to install it;
+# numpy, which it exchanges arrays with; pytest to test it, and PyTorch for the tests that pass tensors to it through
+# DLPack and check networks built in Python against PyTorch's layers.
+CORGY_PYTHON_PACKAGES=(
+  python3-dev pybind11-dev python3-numpy python3-pip python3-venv python3-setuptools python3-wheel
+  python3-pytest python3-torch
+)
+CORGY_PACKAGES=("${CORGY_BUILD_PACKAGES[@]}" "${CORGY_VULKAN_PACKAGES[@]}" "${CORGY_PYTHON_PACKAGES[@]}")
 # tools/face_api_reference.mjs, run by hand to regenerate the face-api fixtures (never by the demo or the tests):
 # Node.js and npm, then the npm packages pinned by tools/package-lock.json.
 CORGY_REFERENCE_PACKAGES=(nodejs npm)
@@ -88,6 +95,22 @@ configure_and_build() {
 # are errors: corgy is warning-free on Debian 12's compiler), so running one after the other rebuilds nothing.
 build_release() {
   configure_and_build "$CORGY_RELEASE_DIR" Release -DCORGY_WERROR=ON -- "$@"
+}
+
+# The Python package, installed the way docs/python.md tells users to (pip, from the clone, nothing downloaded) into a
+# virtual environment of the repository, build/venv, that also sees Debian's numpy, pytest and torch
+# (--system-site-packages). It is built against the Release build, installed into build/install first, so only the
+# binding compiles (python/CMakeLists.txt finds that corgy through CMAKE_PREFIX_PATH). Debian's Python: the python3
+# first on PATH may be another without these packages.
+CORGY_VENV_DIR="$CORGY_ROOT/build/venv"
+CORGY_INSTALL_DIR="$CORGY_ROOT/build/install"
+install_python_package() {
+  cmake --install "$CORGY_RELEASE_DIR" --prefix "$CORGY_INSTALL_DIR"
+  if [[ ! -x $CORGY_VENV_DIR/bin/python ]]; then
+    /usr/bin/python3 -m venv --system-site-packages "$CORGY_VENV_DIR"
+  fi
+  CMAKE_PREFIX_PATH="$CORGY_INSTALL_DIR" CMAKE_ARGS="-DCORGY_WERROR=ON" \
+    "$CORGY_VENV_DIR/bin/pip" install --no-build-isolation --no-index --disable-pip-version-check "$CORGY_ROOT/python"
 }
 
 # The libFuzzer targets (tests/fuzz) and the library under them, built by clang with ASan and UBSan in a folder of

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's second quick-start command, and all that CI runs (.ci/run): installs missing Debian packages, then
 # checks formatting, builds in Release with warnings as errors and runs every test, checks the installed CMake
-# package from a separate project, runs the tests again under AddressSanitizer + UBSan, runs every fuzz target
+# package from a separate project, installs the Python package and runs its tests, runs the tests again under AddressSanitizer + UBSan, runs every fuzz target
 # briefly, and runs the thread-safety test under ThreadSanitizer.
 # Usage: bash scripts/test.sh   (from any folder; build folders go to build/ in the repository)
 set -euo pipefail
@@ -11,7 +11,7 @@ cd "$CORGY_ROOT"
 CORGY_ASAN_DIR="$CORGY_ROOT/build/asan"
 
 check_format() {
-  local folders=(corgy tests examples benchmarks) listing files
+  local folders=(corgy tests examples benchmarks python/src) listing files
   listing=$(find "${folders[@]}" -type f \( -name '*.h' -o -name '*.cpp' \) | sort)  # fails on a missing folder
   mapfile -t files <<<"$listing"
   echo "clang-format --dry-run --Werror on ${#files[@]} files under ${folders[*]}"
@@ -65,10 +65,11 @@ run_sanitized_tests() {
 }
 
 # Each fuzz target (tests/fuzz) briefly, two at a time (two cores): the committed seeds and regression inputs, then
-# new inputs for CORGY_FUZZ_SECONDS seconds (default 20), written to a temporary corpus. Long runs: scripts/fuzz.sh.
+# new inputs for CORGY_FUZZ_SECONDS seconds (default 12, to keep CI within its 30 minutes), written to a temporary
+# corpus. Long runs: scripts/fuzz.sh.
 fuzz_briefly() {
   build_fuzz_targets
-  local seconds=${CORGY_FUZZ_SECONDS:-20} work failed=0 i name
+  local seconds=${CORGY_FUZZ_SECONDS:-12} work failed=0 i name
   work=$(mktemp -d /tmp/corgy-fuzz.XXXXXX)
   trap "rm -rf -- '$work'" EXIT
   mapfile -t targets < <(sed -n 's/^set(CORGY_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/targets.cmake | tr ' ' '\n')
@@ -104,6 +105,15 @@ benchmark_smoke() {
   grep -q "MNIST, batch 64" "$work/report/cpu-machine.md"
 }
 
+# The Python package (python/): installed with pip into build/venv against the Release build (setup.sh), then its
+# pytest suite, which compares the binding with corgy-run of the same build. Run from a folder outside python/, so
+# that `import corgy` finds the installed package, not the source folder.
+python_tests() {
+  install_python_package
+  (cd "$CORGY_ROOT/build" && "$CORGY_VENV_DIR/bin/python" -m pytest -q -p no:cacheprovider "$CORGY_ROOT/python/tests" \
+    --corgy-run "$CORGY_RELEASE_DIR/examples/corgy-run")
+}
+
 # tests/thread_safety_test under ThreadSanitizer: concurrent models on every backend, the refused concurrent use of
 # one model, concurrent loaders. Only that test is built (the library and it), to keep CI short.
 CORGY_TSAN_DIR="$CORGY_ROOT/build/tsan"
@@ -122,6 +132,7 @@ run_step "docs: C++ examples in README.md and docs/ match tests/consumer/" bash 
 run_step "release build (-Werror): $CORGY_RELEASE_DIR" build_release
 run_step "release tests: ctest" run_tests "$CORGY_RELEASE_DIR"
 run_step "install + find_package(corgy) from tests/consumer" check_installed_package
+run_step "python: pip install ./python into build/venv, then pytest python/tests" python_tests
 run_step "benchmark pipeline: benchmarks/run.sh --quick --models mnist --no-peers" benchmark_smoke
 run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
 run_step "asan+ubsan tests: ctest" run_sanitized_tests
