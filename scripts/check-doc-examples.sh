@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks that the C++ examples in README.md and docs/*.md are the programs that scripts/test.sh compiles and runs.
+# Checks that the examples in README.md and docs/*.md are the programs that scripts/test.sh runs (C++: tests/consumer/;
+# Python: python/examples/, run by python/tests/test_examples.py).
 # A code block is checked when the line before its opening fence is `<!-- example: PATH -->`: the block must equal
 # the file PATH (relative to the repository root) line for line.
 # Usage: bash scripts/check-doc-examples.sh
@@ -8,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 failed=0
 checked=0
-for doc in README.md docs/*.md; do
+for doc in README.md docs/*.md; do  # C++ (tests/consumer) and Python (python/examples) examples
   [[ -f $doc ]] || continue
   while IFS= read -r path; do
     checked=$((checked + 1))
