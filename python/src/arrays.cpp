@@ -1,6 +1,9 @@
 #include "arrays.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -43,6 +46,26 @@ py::array to_numpy(py::handle x, const char* what) {
                        std::string(py::str(py::type::of(x).attr("__name__"))));
 }
 
+// The index of the first NaN or infinity among `count` floats, or `count`. A float is not finite when its exponent
+// bits are all ones, and then adding 1 to the exponent field carries into the sign bit: OR-ing that over a block is
+// integer AND/ADD/OR that the compiler vectorizes with baseline SSE2 (about one memory read of the input; a scalar
+// isfinite loop took 5x as long on a 416 x 416 image). The position is searched only in a block that has one.
+std::size_t first_non_finite(const float* data, std::size_t count) {
+  constexpr std::uint32_t exponent = 0x7f800000u, exponent_one = 0x00800000u, carry = 0x80000000u;
+  constexpr std::size_t block = 4096;
+  for (std::size_t start = 0; start < count; start += block) {
+    const std::size_t end = std::min(count, start + block);
+    std::uint32_t any = 0;
+    for (std::size_t k = start; k < end; ++k) any |= (std::bit_cast<std::uint32_t>(data[k]) & exponent) + exponent_one;
+    if (any & carry) {
+      for (std::size_t k = start; k < end; ++k) {
+        if (!std::isfinite(data[k])) return k;
+      }
+    }
+  }
+  return count;
+}
+
 }  // namespace
 
 py::array_t<float> float32_input(py::handle x, const char* what, bool check_finite) {
@@ -58,14 +81,12 @@ py::array_t<float> float32_input(py::handle x, const char* what, bool check_fini
   shape_of_dims(dims_of(array), what);
   auto typed = py::reinterpret_borrow<py::array_t<float>>(array);
   if (check_finite) {
-    const float* data = typed.data();
     const auto count = static_cast<std::size_t>(typed.size());
-    for (std::size_t k = 0; k < count; ++k) {
-      if (!std::isfinite(data[k])) {
-        throw py::value_error(std::string(what) + ": element " + std::to_string(k) + " of the array of shape " +
-                              dims_str(dims_of(array)) + " is " + (std::isnan(data[k]) ? "NaN" : "infinite") +
-                              " (pass check_finite=False to run anyway)");
-      }
+    if (const std::size_t k = first_non_finite(typed.data(), count); k < count) {
+      const float value = typed.data()[k];
+      throw py::value_error(std::string(what) + ": element " + std::to_string(k) + " of the array of shape " +
+                            dims_str(dims_of(array)) + " is " + (std::isnan(value) ? "NaN" : "infinite") +
+                            " (pass check_finite=False to run anyway)");
     }
   }
   return typed;
