@@ -46,21 +46,35 @@ py::array to_numpy(py::handle x, const char* what) {
                        std::string(py::str(py::type::of(x).attr("__name__"))));
 }
 
-// The index of the first NaN or infinity among `count` floats, or `count`. A float is not finite when its exponent
-// bits are all ones, and then adding 1 to the exponent field carries into the sign bit: OR-ing that over a block is
-// integer AND/ADD/OR that the compiler vectorizes with baseline SSE2 (about one memory read of the input; a scalar
-// isfinite loop took 5x as long on a 416 x 416 image). The position is searched only in a block that has one.
-std::size_t first_non_finite(const float* data, std::size_t count) {
+// Whether a block of floats holds a NaN or an infinity. A float is not finite when its exponent bits are all ones,
+// and then adding 1 to the exponent field carries into the sign bit: OR-ing that over the block is integer
+// AND/ADD/OR that the compiler vectorizes. 32 independent lanes keep the OR chains short, and an AVX2 clone is picked
+// at load time where the CPU has it (target_clones: cpuid, not a build flag). About 25 us for a warm 416 x 416 image
+// on an AVX-512 EPYC; one isfinite per element took ten times as long.
+__attribute__((target_clones("avx2", "default"))) bool has_non_finite(const float* data, std::size_t count) {
   constexpr std::uint32_t exponent = 0x7f800000u, exponent_one = 0x00800000u, carry = 0x80000000u;
+  constexpr std::size_t lanes = 32;
+  std::uint32_t lane[lanes] = {};
+  std::size_t k = 0;
+  for (; k + lanes <= count; k += lanes) {
+    for (std::size_t j = 0; j < lanes; ++j)
+      lane[j] |= (std::bit_cast<std::uint32_t>(data[k + j]) & exponent) + exponent_one;
+  }
+  std::uint32_t any = 0;
+  for (; k < count; ++k) any |= (std::bit_cast<std::uint32_t>(data[k]) & exponent) + exponent_one;
+  for (std::uint32_t bits : lane) any |= bits;
+  return (any & carry) != 0;
+}
+
+// The index of the first NaN or infinity among `count` floats, or `count`: blocks are tested as above and searched
+// only where the test finds one.
+std::size_t first_non_finite(const float* data, std::size_t count) {
   constexpr std::size_t block = 4096;
   for (std::size_t start = 0; start < count; start += block) {
     const std::size_t end = std::min(count, start + block);
-    std::uint32_t any = 0;
-    for (std::size_t k = start; k < end; ++k) any |= (std::bit_cast<std::uint32_t>(data[k]) & exponent) + exponent_one;
-    if (any & carry) {
-      for (std::size_t k = start; k < end; ++k) {
-        if (!std::isfinite(data[k])) return k;
-      }
+    if (!has_non_finite(data + start, end - start)) continue;
+    for (std::size_t k = start; k < end; ++k) {
+      if (!std::isfinite(data[k])) return k;
     }
   }
   return count;

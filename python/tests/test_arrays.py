@@ -153,3 +153,17 @@ def test_backends_and_devices():
     assert corgy.backends()[-2:] == ["blas", "naive"]
     for device in (corgy.vulkan_devices() if "vulkan" in BACKENDS else []):
         assert {"index", "name", "type", "driver", "api_version", "host_import"} <= set(device)
+
+
+@pytest.mark.parametrize("index", [0, 31, 32, 4095, 4096, 7487, 7499])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_every_position_of_a_non_finite_value_is_found(index, value):
+    # The scan works in blocks of 4096 floats and lanes of 32, with a scalar tail: positions at their edges.
+    model = corgy.Sequential()
+    model.add(corgy.Flatten())
+    x = np.full((1, 3, 50, 50), 3.0e38, np.float32)  # large but finite everywhere else
+    x.reshape(-1)[index] = value
+    with pytest.raises(ValueError, match=f"element {index} "):
+        model(x)
+    x.reshape(-1)[index] = -1.0e-45  # a negative denormal is finite
+    assert model(x).shape == (1, 7500, 1, 1)
