@@ -105,11 +105,19 @@ benchmark_smoke() {
   grep -q "MNIST, batch 64" "$work/report/cpu-machine.md"
 }
 
-# The Python package (python/): installed with pip into build/venv against the Release build (setup.sh), then its
-# pytest suite, which compares the binding with corgy-run of the same build. Run from a folder outside python/, so
+# The Python package (python/): installed with pip into build/venv against the Release build (setup.sh), built as a
+# wheel, then its pytest suite, which compares the binding with corgy-run of the same build. Run from a folder outside python/, so
 # that `import corgy` finds the installed package, not the source folder.
 python_tests() {
   install_python_package
+  # A wheel holds the module and the corgy library it links, nothing of the build.
+  local wheels
+  wheels=$(mktemp -d /tmp/corgy-wheel.XXXXXX)
+  trap "rm -rf -- '$wheels'" EXIT
+  CMAKE_PREFIX_PATH="$CORGY_INSTALL_DIR" "$CORGY_VENV_DIR/bin/pip" wheel -q --no-build-isolation --no-index --no-deps \
+    --disable-pip-version-check -w "$wheels" "$CORGY_ROOT/python"
+  "$CORGY_VENV_DIR/bin/python" -m zipfile -l "$wheels"/corgy-*.whl | tee "$wheels/list" | grep -E "corgy/(_corgy|libcorgy)"
+  [[ $(grep -cE "corgy/(_corgy\.cpython.*\.so|libcorgy\.so\.0|__init__\.py|_corgy\.pyi) " "$wheels/list") -eq 4 ]]
   (cd "$CORGY_ROOT/build" && "$CORGY_VENV_DIR/bin/python" -m pytest -q -p no:cacheprovider "$CORGY_ROOT/python/tests" \
     --corgy-run "$CORGY_RELEASE_DIR/examples/corgy-run")
 }
@@ -132,7 +140,7 @@ run_step "docs: C++ examples in README.md and docs/ match tests/consumer/" bash 
 run_step "release build (-Werror): $CORGY_RELEASE_DIR" build_release
 run_step "release tests: ctest" run_tests "$CORGY_RELEASE_DIR"
 run_step "install + find_package(corgy) from tests/consumer" check_installed_package
-run_step "python: pip install ./python into build/venv, then pytest python/tests" python_tests
+run_step "python: pip install ./python into build/venv, pip wheel, pytest python/tests" python_tests
 run_step "benchmark pipeline: benchmarks/run.sh --quick --models mnist --no-peers" benchmark_smoke
 run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
 run_step "asan+ubsan tests: ctest" run_sanitized_tests

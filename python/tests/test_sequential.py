@@ -138,3 +138,49 @@ def test_layer_errors():
     with pytest.raises(corgy.Error, match="conv2d"):
         model(x)
     assert corgy.Activation.leaky_relu(0.2) == corgy.Activation.leaky_relu(0.2)
+
+
+def test_remaining_layers_against_numpy(backend):
+    x = np.linspace(-3, 3, 2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4)
+    cases = [
+        (corgy.LeakyReLU(0.2), np.where(x > 0, x, 0.2 * x)),
+        (corgy.Tanh(), np.tanh(x)),
+        (corgy.ActivationLayer(corgy.Activation.clipped_relu(1.5)), np.clip(x, 0, 1.5)),
+        (corgy.ActivationLayer("hard_swish"), x * np.clip(x / 6 + 0.5, 0, 1)),
+        (corgy.GlobalAvgPool2d(), x.mean(axis=(2, 3), keepdims=True)),
+        (corgy.Upsample(2), x.repeat(2, axis=2).repeat(2, axis=3)),
+        (corgy.AvgPool2d(2), x.reshape(2, 3, 2, 2, 2, 2).mean(axis=(3, 5))),
+    ]
+    for layer, expected in cases:
+        model = corgy.Sequential()
+        model.add(layer)
+        model.set_backend(backend)
+        np.testing.assert_allclose(model(x), expected, atol=1e-5, err_msg=repr(layer))
+
+
+def test_mark_output_and_profile():
+    model, _, _ = build("blas")
+    model.mark_output(0)
+    x = np.random.default_rng(3).standard_normal((1, 3, 10, 10)).astype(np.float32)
+    model(x)
+    assert model.output(0).shape == (1, 6, 10, 10)
+    assert (model.output(0, copy=True) >= 0).all()  # the fused ReLU
+    rows = model.profile(x, repeat=3)
+    assert rows and {"layer", "description", "algorithm", "median_ms", "gflops"} <= set(rows[0])
+    assert all(row["median_ms"] >= 0 for row in rows)
+    with pytest.raises(ValueError, match="repeat"):
+        model.profile(x, repeat=0)
+
+
+def test_set_backend_names():
+    model, _, _ = build("naive")
+    assert model.backend == "naive"
+    model.set_backend("blas", 1)
+    assert model.backend.startswith("blas")
+    if "vulkan" in corgy.backends():
+        try:
+            model.set_backend("vulkan+fp16")  # fp16 where the device has 16-bit storage, else fp32
+        except corgy.Error as error:  # no Vulkan device here
+            assert "vulkan" in str(error).lower()
+        else:
+            assert model(np.zeros((1, 3, 10, 10), np.float32)).shape == (1, 4, 1, 1)
