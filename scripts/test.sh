@@ -106,8 +106,8 @@ benchmark_smoke() {
 }
 
 # The Python package (python/): installed with pip into build/venv against the Release build (setup.sh), built as a
-# wheel, then its pytest suite, which compares the binding with corgy-run of the same build. Run from a folder outside python/, so
-# that `import corgy` finds the installed package, not the source folder.
+# wheel, then its pytest suite, which compares the binding with corgy-run of the same build. pytest runs from a
+# folder outside python/, so that `import corgy` finds the installed package, not the source folder.
 python_tests() {
   install_python_package
   # A wheel holds the module and the corgy library it links, nothing of the build.
