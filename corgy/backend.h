@@ -102,6 +102,72 @@ struct PadDesc {
   float value = 0.0f;
 };
 
+/// Transposed convolution geometry (PyTorch's ConvTranspose2d, ONNX's ConvTranspose): every input pixel (iy, ix)
+/// of channel ic scatters weights[ic][oc'][ky][kx] * value to output pixel (iy * stride_h - pad_top + ky *
+/// dilation_h, ix * stride_w - pad_left + kx * dilation_w) of each output channel oc of its group (oc' = oc's index
+/// within the group), where that pixel lies inside the output. Weights are (in_channels, out_channels / groups,
+/// kernel_h, kernel_w), PyTorch's and ONNX's layout. The pads crop the full result; output_padding adds rows and
+/// columns at the bottom and right (reached by taps only when stride > 1 or pad_bottom / pad_right > 0).
+struct ConvTranspose2dDesc {
+  int in_channels = 0;
+  int out_channels = 0;
+  int kernel_h = 1;
+  int kernel_w = 1;
+  int stride_h = 1;
+  int stride_w = 1;
+  int pad_top = 0;
+  int pad_left = 0;
+  int pad_bottom = 0;
+  int pad_right = 0;
+  int output_padding_h = 0;
+  int output_padding_w = 0;
+  int dilation_h = 1;
+  int dilation_w = 1;
+  int groups = 1;
+
+  /// Output extent for an input extent `h` or `w`: (h - 1) * stride - pads + dilation * (kernel - 1) + 1 +
+  /// output_padding.
+  int output_h(int h) const {
+    return (h - 1) * stride_h - pad_top - pad_bottom + dilation_h * (kernel_h - 1) + 1 + output_padding_h;
+  }
+  int output_w(int w) const {
+    return (w - 1) * stride_w - pad_left - pad_right + dilation_w * (kernel_w - 1) + 1 + output_padding_w;
+  }
+};
+
+/// How Backend::resize computes an output pixel from the input: the nearest input pixel, bilinear interpolation of
+/// the 2 x 2 nearest, or bicubic interpolation of the 4 x 4 nearest (ONNX Resize's modes nearest, linear, cubic).
+enum class ResizeMode { nearest, linear, cubic };
+
+/// Where output index x (along an axis of `in` input and `out` output cells, `scale` the axis's scale) falls in the
+/// input, as ONNX Resize's coordinate_transformation_mode defines it:
+///  - half_pixel: (x + 0.5) / scale - 0.5
+///  - pytorch_half_pixel: the same, but 0 when out is 1 (PyTorch's linear and cubic with align_corners=False)
+///  - align_corners: x * (in - 1) / (out - 1), 0 when out is 1 (align_corners=True)
+///  - asymmetric: x / scale (PyTorch's nearest; TensorFlow's resize without half-pixel centers)
+///  - tf_half_pixel_for_nn: (x + 0.5) / scale (TensorFlow 1's nearest with half-pixel centers)
+enum class ResizeCoordinates { half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn };
+
+/// How ResizeMode::nearest rounds the input coordinate to a pixel (ONNX Resize's nearest_mode): to the nearest
+/// integer with halves going down or up, or always down (PyTorch's nearest) or up. Then clamped into the input.
+enum class NearestRounding { round_prefer_floor, round_prefer_ceil, floor, ceil };
+
+/// Resizing of every plane: (N, C, H, W) -> (N, C, Ho, Wo), output's H and W chosen by the caller. The coordinates
+/// are computed in float32 as ONNX Runtime computes them (division by the scale). Linear clamps the coordinate into
+/// [0, size - 1]; cubic reads pixels outside the input as the nearest edge pixel, or with exclude_outside gives
+/// them weight 0 and renormalises the others (ONNX's exclude_outside).
+struct ResizeDesc {
+  ResizeMode mode = ResizeMode::nearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::half_pixel;
+  NearestRounding rounding = NearestRounding::round_prefer_floor;
+  /// Output extent / input extent per axis: the scale given to ONNX's Resize, or Ho / H and Wo / W for sizes.
+  float scale_h = 1.0f;
+  float scale_w = 1.0f;
+  /// The cubic convolution's a (ONNX's cubic_coeff_a; PyTorch's bicubic uses -0.75).
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+};
+
 /// The arithmetic of Backend::elementwise.
 enum class ElementwiseOp { add, subtract, multiply, divide };
 
@@ -186,6 +252,13 @@ class Backend {
                               Activation activation, Variable& output) = 0;
   /// Nearest-neighbour upsampling by an integer factor: (N, C, H, W) -> (N, C, H*scale, W*scale).
   virtual void upsample_nearest(int scale, const Variable& input, Variable& output) = 0;
+  /// Transposed convolution (ConvTranspose2dDesc): input (N, in_channels, H, W), weights (in_channels,
+  /// out_channels / groups, kernel_h, kernel_w), bias (1, 1, 1, out_channels) or null, output (N, out_channels,
+  /// desc.output_h(H), desc.output_w(W)).
+  virtual void conv_transpose2d(const ConvTranspose2dDesc& desc, const Variable& input, const Variable& weights,
+                                const Variable* bias, Variable& output) = 0;
+  /// Resizes every plane as `desc` says: (N, C, H, W) -> (N, C, Ho, Wo), Ho and Wo those of output.
+  virtual void resize(const ResizeDesc& desc, const Variable& input, Variable& output) = 0;
   /// Concatenates along channels; every input has output's N, H, W.
   virtual void concat_channels(std::span<const Variable* const> inputs, Variable& output) = 0;
   /// output = activation(a + b), all the same shape.

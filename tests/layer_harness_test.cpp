@@ -338,6 +338,104 @@ void add_pad_cases(std::vector<LayerCase>& cases) {
   }
 }
 
+// Transposed convolutions: stride 2 with output padding, asymmetric pads with groups and no bias, unequal strides and
+// dilations with a rectangular kernel, stride 1 (as a "same" convolution); odd sizes, batch 3.
+void add_conv_transpose_cases(std::vector<LayerCase>& cases) {
+  struct Deconv {
+    Shape input;
+    ConvTranspose2dDesc desc;
+    bool bias;
+  };
+  const std::vector<Deconv> deconvs = {
+      {{3, 5, 4, 5},
+       {.in_channels = 5,
+        .out_channels = 6,
+        .kernel_h = 3,
+        .kernel_w = 3,
+        .stride_h = 2,
+        .stride_w = 2,
+        .pad_top = 1,
+        .pad_left = 1,
+        .pad_bottom = 1,
+        .pad_right = 1,
+        .output_padding_h = 1,
+        .output_padding_w = 1},
+       true},
+      {{1, 4, 5, 3},
+       {.in_channels = 4,
+        .out_channels = 6,
+        .kernel_h = 4,
+        .kernel_w = 4,
+        .stride_h = 2,
+        .stride_w = 2,
+        .pad_top = 1,
+        .pad_left = 0,
+        .pad_bottom = 2,
+        .pad_right = 1,
+        .groups = 2},
+       false},
+      {{2, 6, 3, 4},
+       {.in_channels = 6,
+        .out_channels = 9,
+        .kernel_h = 3,
+        .kernel_w = 2,
+        .stride_h = 3,
+        .stride_w = 1,
+        .output_padding_h = 2,
+        .dilation_h = 2,
+        .groups = 3},
+       true},
+      {{1, 3, 2, 3},
+       {.in_channels = 3,
+        .out_channels = 2,
+        .kernel_h = 5,
+        .kernel_w = 5,
+        .pad_top = 2,
+        .pad_left = 2,
+        .pad_bottom = 2,
+        .pad_right = 2},
+       true},
+  };
+  for (const Deconv& d : deconvs) {
+    cases.push_back({ConvTranspose2d(d.desc, d.bias).describe() + " " + d.input.str(), d.input,
+                     [desc = d.desc, bias = d.bias](Sequential& m) { m.add(ConvTranspose2d(desc, bias)); }});
+  }
+}
+
+// Resize: every mode, coordinate transformation and rounding, by scales (up, down, unequal) and by sizes.
+void add_resize_cases(std::vector<LayerCase>& cases) {
+  using enum ResizeMode;
+  using enum ResizeCoordinates;
+  using enum NearestRounding;
+  const std::vector<std::pair<Shape, ResizeOptions>> resizes = {
+      {{3, 2, 5, 7},
+       {.mode = nearest, .coordinates = half_pixel, .rounding = round_prefer_ceil, .height = 8, .width = 4}},
+      {{1, 3, 5, 6},
+       {.mode = nearest, .coordinates = asymmetric, .rounding = floor, .scale_h = 1.5f, .scale_w = 0.75f}},
+      {{2, 2, 4, 5},
+       {.mode = nearest, .coordinates = align_corners, .rounding = round_prefer_floor, .height = 9, .width = 4}},
+      {{1, 2, 3, 4},
+       {.mode = nearest, .coordinates = tf_half_pixel_for_nn, .rounding = ceil, .scale_h = 2.5f, .scale_w = 2}},
+      {{3, 2, 5, 6}, {.mode = linear, .coordinates = pytorch_half_pixel, .scale_h = 2, .scale_w = 2}},
+      {{1, 3, 4, 5}, {.mode = linear, .coordinates = align_corners, .height = 7, .width = 3}},
+      {{2, 1, 9, 4}, {.mode = linear, .coordinates = half_pixel, .scale_h = 0.6f, .scale_w = 1.7f}},
+      {{2, 2, 4, 5}, {.mode = cubic, .coordinates = half_pixel, .scale_h = 2, .scale_w = 2}},
+      {{1, 3, 5, 4},
+       {.mode = cubic,
+        .coordinates = align_corners,
+        .cubic_a = -0.5f,
+        .exclude_outside = true,
+        .height = 8,
+        .width = 3}},
+      {{3, 1, 6, 5},
+       {.mode = cubic, .coordinates = asymmetric, .exclude_outside = true, .scale_h = 1.3f, .scale_w = 0.8f}},
+  };
+  for (const auto& [input, options] : resizes) {
+    cases.push_back({Resize(options).describe() + " " + input.str(), input,
+                     [options = options](Sequential& m) { m.add(Resize(options)); }});
+  }
+}
+
 void add_linear_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"linear 30->7 (1, 30, 1, 1)", {1, 30, 1, 1}, [](Sequential& m) {
                      m.add(Linear({.in_features = 30, .out_features = 7}));
@@ -511,6 +609,8 @@ std::vector<LayerCase> all_cases() {
   add_elementwise_cases(cases);
   add_normalization_cases(cases);
   add_pad_cases(cases);
+  add_conv_transpose_cases(cases);
+  add_resize_cases(cases);
   add_conditional_instance_norm_cases(cases);
   add_padded_conv_cases(cases);
   add_linear_cases(cases);

@@ -246,6 +246,75 @@ void add_instance_norm_and_pad_cases(std::vector<FixtureCase>& cases) {
       "pad_replicate", [] { return Pad({.mode = PadMode::edge, .top = 1, .left = 3, .bottom = 2, .right = 0}); }));
 }
 
+/// ConvTranspose2d with the weights of nn.ConvTranspose2d; Resize with the mode and coordinates F.interpolate uses
+/// (bilinear / bicubic: pytorch_half_pixel, or align_corners; nearest: asymmetric with floor).
+void add_conv_transpose_and_resize_cases(std::vector<FixtureCase>& cases) {
+  const std::vector<std::tuple<std::string, ConvTranspose2dDesc, bool>> deconvs = {
+      {"conv_transpose2d_stride2_output_padding1",
+       {.in_channels = 4,
+        .out_channels = 3,
+        .kernel_h = 3,
+        .kernel_w = 3,
+        .stride_h = 2,
+        .stride_w = 2,
+        .pad_top = 1,
+        .pad_left = 1,
+        .pad_bottom = 1,
+        .pad_right = 1,
+        .output_padding_h = 1,
+        .output_padding_w = 1},
+       true},
+      {"conv_transpose2d_groups2_dilation2",
+       {.in_channels = 4,
+        .out_channels = 6,
+        .kernel_h = 3,
+        .kernel_w = 2,
+        .stride_h = 2,
+        .stride_w = 1,
+        .pad_top = 0,
+        .pad_left = 1,
+        .pad_bottom = 0,
+        .pad_right = 1,
+        .output_padding_h = 1,
+        .dilation_h = 2,
+        .dilation_w = 2,
+        .groups = 2},
+       false},
+      {"conv_transpose2d_4x4_stride4",
+       {.in_channels = 3, .out_channels = 5, .kernel_h = 4, .kernel_w = 4, .stride_h = 4, .stride_w = 4},
+       true},
+  };
+  for (const auto& [name, desc, bias] : deconvs) {
+    cases.push_back({name, name, [desc, bias](Sequential& model, const CaseFiles& files) {
+                       ConvTranspose2d deconv(desc, bias);
+                       load_weights(deconv, files, "weight");
+                       if (bias) deconv.set_bias(files.load("bias").values());
+                       model.add(std::move(deconv));
+                       return std::vector<IntermediateCheck>{};
+                     }});
+  }
+  using enum ResizeMode;
+  using enum ResizeCoordinates;
+  const std::vector<std::pair<std::string, ResizeOptions>> resizes = {
+      {"interpolate_bilinear_x2", {.mode = linear, .coordinates = pytorch_half_pixel, .scale_h = 2, .scale_w = 2}},
+      {"interpolate_bilinear_align_corners_size",
+       {.mode = linear, .coordinates = align_corners, .height = 7, .width = 9}},
+      {"interpolate_bilinear_x0_5",
+       {.mode = linear, .coordinates = pytorch_half_pixel, .scale_h = 0.5f, .scale_w = 0.5f}},
+      {"interpolate_bicubic_x1_5",
+       {.mode = cubic, .coordinates = pytorch_half_pixel, .scale_h = 1.5f, .scale_w = 1.5f}},
+      {"interpolate_bicubic_align_corners_size",
+       {.mode = cubic, .coordinates = align_corners, .height = 6, .width = 3}},
+      {"interpolate_nearest_size",
+       {.coordinates = asymmetric, .rounding = NearestRounding::floor, .height = 7, .width = 10}},
+      {"interpolate_nearest_x0_5",
+       {.coordinates = asymmetric, .rounding = NearestRounding::floor, .scale_h = 0.5f, .scale_w = 0.5f}},
+  };
+  for (const auto& [name, options] : resizes) {
+    cases.push_back(layer_case(name, [options = options] { return Resize(options); }));
+  }
+}
+
 void add_linear_cases(std::vector<FixtureCase>& cases) {
   const LinearOptions options{.in_features = 60, .out_features = 7};
   cases.push_back({"linear_flatten", "linear_flatten",
@@ -339,6 +408,7 @@ std::vector<FixtureCase> all_cases() {
   add_pool_cases(cases);
   add_elementwise_cases(cases);
   add_instance_norm_and_pad_cases(cases);
+  add_conv_transpose_and_resize_cases(cases);
   add_linear_cases(cases);
   add_multi_input_cases(cases);
   add_net_cases(cases);

@@ -1,4 +1,7 @@
 // Sequential: shape inference, errors that name the layer, routes, memory reuse, backend switching.
+#include <cmath>
+#include <limits>
+
 #include "corgy/model/memory_plan.h"
 #include "test_util.h"
 
@@ -75,6 +78,66 @@ TEST(Sequential, ReflectPadMustBeSmallerThanTheInput) {
   const std::string error = error_of([&] { model.infer_shapes({2, 3, 2, 3}); });
   EXPECT_NE(error.find("layer 0 (pad reflect t1 l3 b1 r0)"), std::string::npos) << error;
   EXPECT_NE(error.find("more than 1 rows and 3 columns"), std::string::npos) << error;
+}
+
+TEST(Sequential, TransposedConvolutionParametersAndShapesAreChecked) {
+  const ConvTranspose2dDesc up{.in_channels = 4,
+                               .out_channels = 6,
+                               .kernel_h = 3,
+                               .kernel_w = 3,
+                               .stride_h = 2,
+                               .stride_w = 2,
+                               .pad_top = 1,
+                               .pad_left = 1,
+                               .pad_bottom = 1,
+                               .pad_right = 1,
+                               .output_padding_h = 1,
+                               .output_padding_w = 1,
+                               .groups = 2};
+  Sequential model;
+  model.add(ConvTranspose2d(up));
+  EXPECT_EQ(model.infer_shapes({3, 4, 5, 7})[0], (Shape{3, 6, 10, 14}));
+  const std::string channels = error_of([&] { model.infer_shapes({1, 3, 5, 5}); });
+  EXPECT_NE(channels.find("layer 0 (conv_transpose2d 3x3/2 pad 1 output_padding 1x1, 4->6, groups 2)"),
+            std::string::npos)
+      << channels;
+  EXPECT_NE(channels.find("expects (N, 4, H, W), got input (1, 3, 5, 5)"), std::string::npos) << channels;
+  // Pads that crop more than the full output leaves.
+  Sequential cropped;
+  cropped.add(ConvTranspose2d({.in_channels = 1, .out_channels = 1, .kernel_h = 1, .kernel_w = 1, .pad_top = 2}));
+  const std::string crop = error_of([&] { cropped.infer_shapes({1, 1, 2, 2}); });
+  EXPECT_NE(crop.find("this one gives 0 x 2"), std::string::npos) << crop;
+  EXPECT_THROW(ConvTranspose2d({.in_channels = 0, .out_channels = 2}), Error);
+  EXPECT_THROW(ConvTranspose2d({.in_channels = 2, .out_channels = 2, .stride_w = 0}), Error);
+  EXPECT_THROW(ConvTranspose2d({.in_channels = 6, .out_channels = 4, .groups = 4}), Error);
+  EXPECT_THROW(ConvTranspose2d({.in_channels = 2, .out_channels = 2, .pad_right = -1}), Error);
+  EXPECT_THROW(ConvTranspose2d({.in_channels = 2, .out_channels = 2, .output_padding_h = 65537}), Error);
+  ConvTranspose2d deconv(up);
+  const std::string weights = error_of([&] { deconv.set_weights(std::vector<float>(35)); });
+  EXPECT_NE(weights.find("weights need 108 values ((4, 3, 3, 3) as (in, out / groups, kH, kW)), got 35"),
+            std::string::npos)
+      << weights;
+  EXPECT_THROW(deconv.set_bias(std::vector<float>(4)), Error);
+}
+
+TEST(Sequential, ResizeScalesAndSizesAreChecked) {
+  const std::string both = error_of([] { Resize({.scale_h = 2, .scale_w = 2, .height = 4, .width = 4}); });
+  EXPECT_NE(both.find("resize: needs either scales or a size"), std::string::npos) << both;
+  EXPECT_THROW(Resize(ResizeOptions{}), Error);
+  for (float bad : {0.0f, -1.0f, 1e9f, std::numeric_limits<float>::infinity(), std::nanf("")}) {
+    EXPECT_THROW(Resize({.scale_h = 2, .scale_w = bad}), Error) << bad;
+  }
+  EXPECT_THROW(Resize({.height = 0, .width = 3}), Error);
+  EXPECT_THROW(Resize({.height = 3, .width = 65537}), Error);
+  Sequential model;
+  model.add(Resize({.mode = ResizeMode::linear, .scale_h = 0.25f, .scale_w = 1.5f}));
+  EXPECT_EQ(model.infer_shapes({2, 3, 9, 5})[0], (Shape{2, 3, 2, 7}));
+  const std::string empty = error_of([&] { model.infer_shapes({1, 1, 3, 5}); });
+  EXPECT_NE(empty.find("layer 0 (resize linear half_pixel x0.25 x1.5)"), std::string::npos) << empty;
+  EXPECT_NE(empty.find("this one gives 0 x 7"), std::string::npos) << empty;
+  Sequential huge;
+  huge.add(Resize({.scale_h = 60000, .scale_w = 1}));
+  EXPECT_NE(error_of([&] { huge.infer_shapes({1, 1, 3, 3}); }).find("between 1 and 65536"), std::string::npos);
 }
 
 TEST(Sequential, RoutesMustNameEarlierLayersAndFitTheLayer) {

@@ -25,6 +25,13 @@ void randomize_parameters(Sequential& model, std::mt19937& rng) {
       fill_random(conv->weights(), rng,
                   1.7f / std::sqrt(static_cast<float>(d.in_channels / d.groups * d.kernel * d.kernel)));
       if (conv->has_bias()) fill_random(conv->bias(), rng, 0.5f);
+    } else if (auto* deconv = dynamic_cast<ConvTranspose2d*>(&model.layer(i))) {
+      // Each output sums about in_channels / groups * (kernel / stride)^2 products.
+      const ConvTranspose2dDesc& d = deconv->desc();
+      const float fan_in = static_cast<float>(d.in_channels / d.groups * d.kernel_h * d.kernel_w) /
+                           static_cast<float>(d.stride_h * d.stride_w);
+      fill_random(deconv->weights(), rng, 1.7f / std::sqrt(std::max(fan_in, 1.0f)));
+      if (deconv->has_bias()) fill_random(deconv->bias(), rng, 0.5f);
     } else if (auto* fc = dynamic_cast<Linear*>(&model.layer(i))) {
       fill_random(fc->weights(), rng, 1.7f / std::sqrt(static_cast<float>(fc->options().in_features)));
       if (fc->has_bias()) fill_random(fc->bias(), rng, 0.5f);

@@ -17,9 +17,9 @@ namespace corgy::testing {
 Variable random_variable(Shape shape, std::mt19937& rng, float scale = 1.0f);
 void fill_random(Variable& tensor, std::mt19937& rng, float scale);
 
-/// Gives every Conv2d, Linear, BatchNorm, ChannelAffine, PReLU, InstanceNorm and ConditionalInstanceNorm (gamma,
-/// beta and style mix) of `model` random parameters (weights scaled by 1/sqrt(fan-in) so that activations stay of
-/// order one through several layers).
+/// Gives every Conv2d, ConvTranspose2d, Linear, BatchNorm, ChannelAffine, PReLU, InstanceNorm and
+/// ConditionalInstanceNorm (gamma, beta and style mix) of `model` random parameters (weights scaled by 1/sqrt(fan-in)
+/// so that activations stay of order one through several layers).
 void randomize_parameters(Sequential& model, std::mt19937& rng);
 
 /// max |actual - expected| / max(max |expected|, 1e-6): the error relative to the output's magnitude.

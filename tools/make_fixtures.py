@@ -323,6 +323,75 @@ def residual_add_leaky():
     return t
 
 
+# --- transposed convolution and resizing ---------------------------------------------------------------------
+
+def conv_transpose_case(input_shape, out_channels, kernel, stride=1, padding=0, output_padding=0, groups=1,
+                        dilation=1, bias=True):
+    """nn.ConvTranspose2d's default initialisation, weights (in, out / groups, kH, kW)."""
+    x = randn(*input_shape)
+    deconv = torch.nn.ConvTranspose2d(input_shape[1], out_channels, kernel, stride, padding, output_padding, groups,
+                                      bias, dilation)
+    t = {"input": x, "weight": deconv.weight.detach().clone()}
+    if bias:
+        t["bias"] = deconv.bias.detach().clone()
+    t["output"] = F.conv_transpose2d(f64(x), f64(t["weight"]), f64(t.get("bias")), stride, padding, output_padding,
+                                     groups, dilation)
+    return t
+
+
+@case("F.conv_transpose2d(input, weight, bias, stride=2, padding=1, output_padding=1)")
+def conv_transpose2d_stride2_output_padding1():
+    return conv_transpose_case((2, 4, 5, 6), 3, 3, stride=2, padding=1, output_padding=1)
+
+
+@case("F.conv_transpose2d(input, weight, None, stride=(2, 1), padding=(0, 1), output_padding=(1, 0), groups=2, "
+      "dilation=2) with a 3x2 kernel")
+def conv_transpose2d_groups2_dilation2():
+    return conv_transpose_case((1, 4, 4, 5), 6, (3, 2), stride=(2, 1), padding=(0, 1), output_padding=(1, 0),
+                               groups=2, dilation=2, bias=False)
+
+
+@case("F.conv_transpose2d(input, weight, bias, stride=4) (4x4 kernel: the upsampling of segmentation heads)")
+def conv_transpose2d_4x4_stride4():
+    return conv_transpose_case((1, 3, 3, 4), 5, 4, stride=4)
+
+
+@case("F.interpolate(input, scale_factor=2, mode='bilinear', align_corners=False)")
+def interpolate_bilinear_x2():
+    return unary_case((2, 3, 5, 4), lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False))
+
+
+@case("F.interpolate(input, size=(7, 9), mode='bilinear', align_corners=True)")
+def interpolate_bilinear_align_corners_size():
+    return unary_case((1, 2, 4, 5), lambda x: F.interpolate(x, size=(7, 9), mode="bilinear", align_corners=True))
+
+
+@case("F.interpolate(input, scale_factor=0.5, mode='bilinear', align_corners=False) (downsampling)")
+def interpolate_bilinear_x0_5():
+    return unary_case((1, 2, 8, 10), lambda x: F.interpolate(x, scale_factor=0.5, mode="bilinear",
+                                                             align_corners=False))
+
+
+@case("F.interpolate(input, scale_factor=1.5, mode='bicubic', align_corners=False)")
+def interpolate_bicubic_x1_5():
+    return unary_case((2, 2, 4, 6), lambda x: F.interpolate(x, scale_factor=1.5, mode="bicubic", align_corners=False))
+
+
+@case("F.interpolate(input, size=(6, 3), mode='bicubic', align_corners=True)")
+def interpolate_bicubic_align_corners_size():
+    return unary_case((1, 3, 4, 5), lambda x: F.interpolate(x, size=(6, 3), mode="bicubic", align_corners=True))
+
+
+@case("F.interpolate(input, size=(7, 10), mode='nearest')")
+def interpolate_nearest_size():
+    return unary_case((1, 2, 4, 6), lambda x: F.interpolate(x, size=(7, 10), mode="nearest"))
+
+
+@case("F.interpolate(input, scale_factor=0.5, mode='nearest') (downsampling)")
+def interpolate_nearest_x0_5():
+    return unary_case((2, 2, 6, 7), lambda x: F.interpolate(x, scale_factor=0.5, mode="nearest"))
+
+
 # --- instance norm and padding ----------------------------------------------------------------------------------
 
 @case("F.instance_norm(input, weight=weight, bias=bias, eps=1e-5) (InstanceNorm2d(affine=True) in eval mode)")

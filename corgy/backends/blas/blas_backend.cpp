@@ -413,6 +413,42 @@ void BlasBackend::conv2d_baseline(const Conv2dDesc& desc, const Variable& input,
   });
 }
 
+// columns = W_g^T x input_g per image and group (W_g: the group's rows of the (in_channels, out/groups * kH * kW)
+// weight matrix), then col2im adds each column row into its output plane, which starts as the bias.
+void BlasBackend::conv_transpose2d(const ConvTranspose2dDesc& desc, const Variable& input, const Variable& weights,
+                                   const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const int in_per_group = desc.in_channels / desc.groups;
+  const int out_per_group = desc.out_channels / desc.groups;
+  const int rows = out_per_group * desc.kernel_h * desc.kernel_w;
+  const int pixels = in.h * in.w;
+  const std::size_t plane = out.plane_count();
+  profiler_.note("OpenBLAS sgemm + col2im");
+  float* columns = column_buffer(static_cast<std::size_t>(rows) * pixels);
+  keep_openblas_single_threaded();
+  const int team = std::max(threads_for(std::max(static_cast<std::size_t>(rows) * pixels, out.image_count())),
+                            gemm_threads(threads_, rows, pixels, in_per_group));
+  team_->run(team, [&](const TeamMember& member) {
+    for (int n = 0; n < out.n; ++n) {
+      float* image = output.data() + n * out.image_count();
+      const TeamMember::Range mine = member.share(static_cast<std::size_t>(out.c));
+      for (std::size_t c = mine.begin; c < mine.end; ++c) {
+        std::fill(image + c * plane, image + (c + 1) * plane, bias ? bias->data()[c] : 0.0f);
+      }
+      member.sync();
+      for (int group = 0; group < desc.groups; ++group) {
+        const float* group_input = input.data() + (static_cast<std::size_t>(n) * in.c + group * in_per_group) * pixels;
+        team_sgemm(member, true, false, rows, pixels, in_per_group,
+                   weights.data() + static_cast<std::size_t>(group) * in_per_group * rows, rows, group_input, pixels,
+                   columns, pixels);
+        blas::col2im(member, columns, out_per_group, in.h, in.w, desc, out.h, out.w,
+                     image + static_cast<std::size_t>(group) * out_per_group * plane);
+      }
+    }
+  });
+}
+
 void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
                                  const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();

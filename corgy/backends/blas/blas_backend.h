@@ -87,12 +87,18 @@ class BlasBackend final : public Backend {
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
-  // Defined in files of their own (instance_norm.cpp, pad.cpp, elementwise.cpp, prelu.cpp), beside what they compute.
+  /// One GEMM per image and group (the weights transposed times the input), then col2im (im2col.h) into the output.
+  void conv_transpose2d(const ConvTranspose2dDesc& desc, const Variable& input, const Variable& weights,
+                        const Variable* bias, Variable& output) override;
+  // Defined in files of their own (instance_norm.cpp, pad.cpp, elementwise.cpp, prelu.cpp, resize.cpp), beside what
+  // they compute.
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
                      Activation activation, Variable& output) override;
   void pad(const PadDesc& desc, const Variable& input, Variable& output) override;
   void elementwise(ElementwiseOp op, const Variable& a, const Variable& b, Variable& output) override;
   void prelu(const Variable& input, const Variable& slope, Variable& output) override;
+  /// Per-axis tables of taps and weights, then each plane's pixels as weighted sums of the taps.
+  void resize(const ResizeDesc& desc, const Variable& input, Variable& output) override;
 
  private:
   /// Threads worth waking for a loop over `elements` floats: small loops stay on the calling thread, where

@@ -55,4 +55,31 @@ void im2col(const TeamMember& member, const float* image, int channels, int heig
   member.sync();
 }
 
+void col2im(const TeamMember& member, const float* columns, int channels, int height, int width,
+            const ConvTranspose2dDesc& desc, int out_h, int out_w, float* output) {
+  const std::size_t pixels = static_cast<std::size_t>(height) * width;
+  const std::size_t out_plane = static_cast<std::size_t>(out_h) * out_w;
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(channels));
+  for (std::size_t c = mine.begin; c < mine.end; ++c) {
+    float* plane = output + c * out_plane;
+    for (int ky = 0; ky < desc.kernel_h; ++ky) {
+      // The input rows whose output row iy * stride + y_offset lies inside the plane: valid_outputs solves the same
+      // inequality for im2col, with the roles of input and output exchanged.
+      const int y_offset = ky * desc.dilation_h - desc.pad_top;
+      const ValidRange rows = valid_outputs(y_offset, desc.stride_h, out_h, height);
+      for (int kx = 0; kx < desc.kernel_w; ++kx) {
+        const int x_offset = kx * desc.dilation_w - desc.pad_left;
+        const ValidRange cols = valid_outputs(x_offset, desc.stride_w, out_w, width);
+        const float* row = columns + ((c * desc.kernel_h + ky) * desc.kernel_w + kx) * pixels;
+        for (int iy = rows.begin; iy < rows.end; ++iy) {
+          const float* source = row + static_cast<std::size_t>(iy) * width;
+          float* target = plane + static_cast<std::size_t>(iy * desc.stride_h + y_offset) * out_w;
+          for (int ix = cols.begin; ix < cols.end; ++ix) target[ix * desc.stride_w + x_offset] += source[ix];
+        }
+      }
+    }
+  }
+  member.sync();
+}
+
 }  // namespace corgy::blas

@@ -1,6 +1,7 @@
 #include "corgy/backends/naive/naive_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -201,6 +202,154 @@ void NaiveBackend::upsample_nearest(int scale, const Variable& input, Variable& 
     for (int c = 0; c < s.c; ++c) {
       for (int y = 0; y < s.h; ++y) {
         for (int x = 0; x < s.w; ++x) output.at(n, c, y, x) = input.at(n, c, y / scale, x / scale);
+      }
+    }
+  }
+}
+
+void NaiveBackend::conv_transpose2d(const ConvTranspose2dDesc& d, const Variable& input, const Variable& weights,
+                                    const Variable* bias, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const int in_per_group = d.in_channels / d.groups;
+  const int out_per_group = d.out_channels / d.groups;
+  std::vector<double> sums(output.count());
+  auto sum_at = [&](int n, int oc, int oy, int ox) -> double& {
+    return sums[((static_cast<std::size_t>(n) * out.c + oc) * out.h + oy) * out.w + ox];
+  };
+  for (int n = 0; n < out.n; ++n) {
+    for (int oc = 0; oc < out.c; ++oc) {
+      for (int oy = 0; oy < out.h; ++oy) {
+        for (int ox = 0; ox < out.w; ++ox) sum_at(n, oc, oy, ox) = bias ? bias->data()[oc] : 0.0;
+      }
+    }
+  }
+  // Input pixel (iy, ix) of channel ic reaches output (iy * stride - pad + k * dilation) of every channel of its group.
+  for (int n = 0; n < in.n; ++n) {
+    for (int ic = 0; ic < in.c; ++ic) {
+      const int group = ic / in_per_group;
+      for (int iy = 0; iy < in.h; ++iy) {
+        for (int ix = 0; ix < in.w; ++ix) {
+          const double value = input.at(n, ic, iy, ix);
+          for (int j = 0; j < out_per_group; ++j) {
+            for (int ky = 0; ky < d.kernel_h; ++ky) {
+              const int oy = iy * d.stride_h - d.pad_top + ky * d.dilation_h;
+              if (oy < 0 || oy >= out.h) continue;
+              for (int kx = 0; kx < d.kernel_w; ++kx) {
+                const int ox = ix * d.stride_w - d.pad_left + kx * d.dilation_w;
+                if (ox < 0 || ox >= out.w) continue;
+                sum_at(n, group * out_per_group + j, oy, ox) += value * weights.at(ic, j, ky, kx);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < sums.size(); ++i) output.data()[i] = static_cast<float>(sums[i]);
+}
+
+namespace {
+
+/// Where output index x of an axis of `out` cells falls among the axis's `in` input cells (ResizeCoordinates), in
+/// float32 as ONNX Runtime computes it.
+float resize_source(ResizeCoordinates mode, int x, float scale, int in, int out) {
+  const auto fx = static_cast<float>(x);
+  switch (mode) {
+    case ResizeCoordinates::half_pixel: return (fx + 0.5f) / scale - 0.5f;
+    case ResizeCoordinates::pytorch_half_pixel: return out > 1 ? (fx + 0.5f) / scale - 0.5f : 0.0f;
+    case ResizeCoordinates::align_corners:
+      return out > 1 ? fx * static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+    case ResizeCoordinates::asymmetric: return fx / scale;
+    case ResizeCoordinates::tf_half_pixel_for_nn: return (fx + 0.5f) / scale;
+  }
+  return 0.0f;
+}
+
+/// The cubic convolution kernel (Keys 1981) at distance d with coefficient a.
+double cubic_weight(double d, double a) {
+  d = std::abs(d);
+  if (d <= 1.0) return ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0;
+  if (d < 2.0) return ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a;
+  return 0.0;
+}
+
+/// The input cells one output cell reads along an axis, with their weights.
+struct ResizeTaps {
+  int count = 0;
+  std::array<int, 4> index{};
+  std::array<double, 4> weight{};
+};
+
+ResizeTaps resize_taps(const ResizeDesc& desc, int x, float scale, int in, int out) {
+  const float source = resize_source(desc.coordinates, x, scale, in, out);
+  ResizeTaps taps;
+  switch (desc.mode) {
+    case ResizeMode::nearest: {
+      const float below = std::floor(source);
+      const bool half = source == below + 0.5f;
+      float rounded = 0.0f;
+      switch (desc.rounding) {
+        case NearestRounding::round_prefer_floor: rounded = half ? below : std::round(source); break;
+        case NearestRounding::round_prefer_ceil: rounded = half ? std::ceil(source) : std::round(source); break;
+        case NearestRounding::floor: rounded = below; break;
+        case NearestRounding::ceil: rounded = std::ceil(source); break;
+      }
+      taps.count = 1;
+      taps.index[0] = static_cast<int>(std::clamp(rounded, 0.0f, static_cast<float>(in - 1)));
+      taps.weight[0] = 1.0;
+      break;
+    }
+    case ResizeMode::linear: {
+      const float clamped = std::clamp(source, 0.0f, static_cast<float>(in - 1));
+      const int first = static_cast<int>(std::floor(clamped));
+      const double fraction = clamped - static_cast<float>(first);
+      taps.count = 2;
+      taps.index = {first, std::min(first + 1, in - 1), 0, 0};
+      taps.weight = {1.0 - fraction, fraction, 0.0, 0.0};
+      break;
+    }
+    case ResizeMode::cubic: {
+      const float below = std::floor(source);
+      const double fraction = source - below;
+      const int first = static_cast<int>(below) - 1;
+      double total = 0.0;
+      taps.count = 4;
+      for (int k = 0; k < 4; ++k) {
+        const int i = first + k;
+        const bool outside = i < 0 || i >= in;
+        taps.index[k] = std::clamp(i, 0, in - 1);
+        taps.weight[k] = desc.exclude_outside && outside ? 0.0 : cubic_weight(fraction + 1.0 - k, desc.cubic_a);
+        total += taps.weight[k];
+      }
+      if (desc.exclude_outside) {
+        for (double& w : taps.weight) w /= total;
+      }
+      break;
+    }
+  }
+  return taps;
+}
+
+}  // namespace
+
+void NaiveBackend::resize(const ResizeDesc& desc, const Variable& input, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  for (int n = 0; n < out.n; ++n) {
+    for (int c = 0; c < out.c; ++c) {
+      for (int y = 0; y < out.h; ++y) {
+        const ResizeTaps rows = resize_taps(desc, y, desc.scale_h, in.h, out.h);
+        for (int x = 0; x < out.w; ++x) {
+          const ResizeTaps cols = resize_taps(desc, x, desc.scale_w, in.w, out.w);
+          double sum = 0.0;
+          for (int i = 0; i < rows.count; ++i) {
+            for (int j = 0; j < cols.count; ++j) {
+              sum += rows.weight[i] * cols.weight[j] * input.at(n, c, rows.index[i], cols.index[j]);
+            }
+          }
+          output.at(n, c, y, x) = static_cast<float>(sum);
+        }
       }
     }
   }

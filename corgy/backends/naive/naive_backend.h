@@ -38,6 +38,11 @@ class NaiveBackend final : public Backend {
   void channel_affine(const Variable& input, const Variable& scale, const Variable& shift, Activation activation,
                       Variable& output) override;
   void upsample_nearest(int scale, const Variable& input, Variable& output) override;
+  /// The definition: every input pixel scattered through every kernel tap into a double-precision sum.
+  void conv_transpose2d(const ConvTranspose2dDesc& desc, const Variable& input, const Variable& weights,
+                        const Variable* bias, Variable& output) override;
+  /// The definition: each output pixel's input coordinate along each axis, its taps and their weights.
+  void resize(const ResizeDesc& desc, const Variable& input, Variable& output) override;
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,

@@ -225,6 +225,28 @@ struct PadParams {
   float value;
 };
 
+struct ConvTransposeParams {
+  std::uint32_t count, in_channels, out_channels, groups, height, width, out_height, out_width, kernel_h, kernel_w,
+      stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w, has_bias;
+};
+
+// resize.comp numbers the modes, coordinate transformations and roundings as ResizeDesc's enums do.
+static_assert(static_cast<int>(ResizeMode::nearest) == 0 && static_cast<int>(ResizeMode::linear) == 1 &&
+              static_cast<int>(ResizeMode::cubic) == 2);
+static_assert(static_cast<int>(ResizeCoordinates::half_pixel) == 0 &&
+              static_cast<int>(ResizeCoordinates::pytorch_half_pixel) == 1 &&
+              static_cast<int>(ResizeCoordinates::align_corners) == 2 &&
+              static_cast<int>(ResizeCoordinates::asymmetric) == 3 &&
+              static_cast<int>(ResizeCoordinates::tf_half_pixel_for_nn) == 4);
+static_assert(static_cast<int>(NearestRounding::round_prefer_floor) == 0 &&
+              static_cast<int>(NearestRounding::round_prefer_ceil) == 1 &&
+              static_cast<int>(NearestRounding::floor) == 2 && static_cast<int>(NearestRounding::ceil) == 3);
+
+struct ResizeParams {
+  std::uint32_t count, height, width, out_height, out_width, mode, coordinates, rounding, exclude_outside;
+  float scale_h, scale_w, cubic_a;
+};
+
 /// Threads per workgroup of the element-wise kernels (their local_size_x).
 constexpr std::uint32_t elementwise_workgroup = 256;
 
@@ -279,6 +301,8 @@ inline constexpr KernelInfo instance_norm{"instance_norm", 4, sizeof(InstanceNor
 inline constexpr KernelInfo pad{"pad", 2, sizeof(PadParams)};
 inline constexpr KernelInfo elementwise{"elementwise", 3, sizeof(ElementwiseParams)};
 inline constexpr KernelInfo prelu{"prelu", 3, sizeof(PreluParams)};
+inline constexpr KernelInfo conv_transpose2d{"conv_transpose2d", 4, sizeof(ConvTransposeParams)};
+inline constexpr KernelInfo resize{"resize", 2, sizeof(ResizeParams)};
 }  // namespace kernels
 
 }  // namespace corgy::vulkan

@@ -221,12 +221,17 @@ class VulkanBackend final : public Backend {
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
-  // Defined in files of their own (vulkan_instance_norm.cpp, vulkan_pad.cpp, vulkan_elementwise.cpp, vulkan_prelu.cpp).
+  // Defined in files of their own (vulkan_instance_norm.cpp, vulkan_pad.cpp, vulkan_elementwise.cpp, vulkan_prelu.cpp,
+  // vulkan_conv_transpose.cpp, vulkan_resize.cpp).
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
                      Activation activation, Variable& output) override;
   void pad(const PadDesc& desc, const Variable& input, Variable& output) override;
   void elementwise(ElementwiseOp op, const Variable& a, const Variable& b, Variable& output) override;
   void prelu(const Variable& input, const Variable& slope, Variable& output) override;
+  /// A thread per output value that gathers what the input pixels scatter to it (kernels/conv_transpose2d.comp).
+  void conv_transpose2d(const ConvTranspose2dDesc& desc, const Variable& input, const Variable& weights,
+                        const Variable* bias, Variable& output) override;
+  void resize(const ResizeDesc& desc, const Variable& input, Variable& output) override;
 
  private:
   /// Runs `record` inside begin_forward()/end_forward() when called outside a forward (a lone operation);

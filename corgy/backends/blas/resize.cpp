@@ -1,0 +1,133 @@
+// BlasBackend::resize: the taps and weights of every output row and column computed once per call, then each plane
+// (shared among the team) as weighted sums of the taps' pixels.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "corgy/backends/blas/blas_backend.h"
+
+namespace corgy {
+
+namespace {
+
+/// For each of an axis's `out` output cells, the `taps` input cells it reads and their weights:
+/// index[x * taps + k], weight[x * taps + k].
+struct AxisTable {
+  int taps = 1;
+  std::vector<int> index;
+  std::vector<float> weight;
+};
+
+/// Where output cell x lies in the input, in float32 as ONNX Runtime computes it (the rule of NaiveBackend::resize).
+float source_of(ResizeCoordinates mode, int x, float scale, int in, int out) {
+  const auto fx = static_cast<float>(x);
+  switch (mode) {
+    case ResizeCoordinates::half_pixel: return (fx + 0.5f) / scale - 0.5f;
+    case ResizeCoordinates::pytorch_half_pixel: return out > 1 ? (fx + 0.5f) / scale - 0.5f : 0.0f;
+    case ResizeCoordinates::align_corners:
+      return out > 1 ? fx * static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+    case ResizeCoordinates::asymmetric: return fx / scale;
+    case ResizeCoordinates::tf_half_pixel_for_nn: return (fx + 0.5f) / scale;
+  }
+  return 0.0f;
+}
+
+int nearest_of(NearestRounding rounding, float source) {
+  const float below = std::floor(source);
+  const bool half = source == below + 0.5f;
+  switch (rounding) {
+    case NearestRounding::round_prefer_floor: return static_cast<int>(half ? below : std::round(source));
+    case NearestRounding::round_prefer_ceil: return static_cast<int>(half ? std::ceil(source) : std::round(source));
+    case NearestRounding::floor: return static_cast<int>(below);
+    case NearestRounding::ceil: return static_cast<int>(std::ceil(source));
+  }
+  return 0;
+}
+
+/// Keys' cubic convolution kernel at distance d >= 0.
+float cubic(float d, float a) {
+  if (d <= 1.0f) return ((a + 2.0f) * d - (a + 3.0f)) * d * d + 1.0f;
+  if (d < 2.0f) return ((a * d - 5.0f * a) * d + 8.0f * a) * d - 4.0f * a;
+  return 0.0f;
+}
+
+AxisTable axis_table(const ResizeDesc& desc, float scale, int in, int out) {
+  AxisTable table;
+  table.taps = desc.mode == ResizeMode::nearest ? 1 : desc.mode == ResizeMode::linear ? 2 : 4;
+  table.index.resize(static_cast<std::size_t>(out) * table.taps);
+  table.weight.resize(table.index.size());
+  const float last = static_cast<float>(in - 1);
+  for (int x = 0; x < out; ++x) {
+    const float source = source_of(desc.coordinates, x, scale, in, out);
+    int* index = table.index.data() + static_cast<std::size_t>(x) * table.taps;
+    float* weight = table.weight.data() + static_cast<std::size_t>(x) * table.taps;
+    if (desc.mode == ResizeMode::nearest) {
+      // Clamped as a float first: a coordinate far outside the input must not overflow int.
+      index[0] = nearest_of(desc.rounding, std::clamp(source, -1.0f, last + 1.0f));
+      index[0] = std::clamp(index[0], 0, in - 1);
+      weight[0] = 1.0f;
+    } else if (desc.mode == ResizeMode::linear) {
+      const float clamped = std::clamp(source, 0.0f, last);
+      const int first = static_cast<int>(std::floor(clamped));
+      index[0] = first;
+      index[1] = std::min(first + 1, in - 1);
+      weight[1] = clamped - static_cast<float>(first);
+      weight[0] = 1.0f - weight[1];
+    } else {
+      const float below = std::floor(source);
+      const float fraction = source - below;
+      const int first = static_cast<int>(below) - 1;
+      float total = 0.0f;
+      for (int k = 0; k < 4; ++k) {
+        const bool outside = first + k < 0 || first + k >= in;
+        index[k] = std::clamp(first + k, 0, in - 1);
+        weight[k] = desc.exclude_outside && outside
+                        ? 0.0f
+                        : cubic(std::abs(fraction + 1.0f - static_cast<float>(k)), desc.cubic_a);
+        total += weight[k];
+      }
+      if (desc.exclude_outside) {
+        for (int k = 0; k < 4; ++k) weight[k] /= total;
+      }
+    }
+  }
+  return table;
+}
+
+}  // namespace
+
+void BlasBackend::resize(const ResizeDesc& desc, const Variable& input, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  profiler_.note(desc.mode == ResizeMode::nearest ? "resize gather" : "resize taps");
+  const AxisTable rows = axis_table(desc, desc.scale_h, in.h, out.h);
+  const AxisTable cols = axis_table(desc, desc.scale_w, in.w, out.w);
+  parallel_for(threads_for(output.count()), static_cast<std::size_t>(out.n) * out.c, [&](std::size_t plane) {
+    const float* source = input.data() + plane * in.plane_count();
+    float* target = output.data() + plane * out.plane_count();
+    for (int y = 0; y < out.h; ++y, target += out.w) {
+      const int* row_index = rows.index.data() + static_cast<std::size_t>(y) * rows.taps;
+      const float* row_weight = rows.weight.data() + static_cast<std::size_t>(y) * rows.taps;
+      if (desc.mode == ResizeMode::nearest) {
+        const float* line = source + static_cast<std::size_t>(row_index[0]) * in.w;
+        for (int x = 0; x < out.w; ++x) target[x] = line[cols.index[x]];
+        continue;
+      }
+      for (int x = 0; x < out.w; ++x) {
+        const int* col_index = cols.index.data() + static_cast<std::size_t>(x) * cols.taps;
+        const float* col_weight = cols.weight.data() + static_cast<std::size_t>(x) * cols.taps;
+        float sum = 0.0f;
+        for (int i = 0; i < rows.taps; ++i) {
+          const float* line = source + static_cast<std::size_t>(row_index[i]) * in.w;
+          float row_sum = 0.0f;
+          for (int j = 0; j < cols.taps; ++j) row_sum += col_weight[j] * line[col_index[j]];
+          sum += row_weight[i] * row_sum;
+        }
+        target[x] = sum;
+      }
+    }
+  });
+}
+
+}  // namespace corgy
