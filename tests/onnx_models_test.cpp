@@ -1,10 +1,11 @@
-// ONNX models against ONNX Runtime, on every backend; and every way a file can be wrong.
+// ONNX models against ONNX Runtime or PyTorch, on every backend; and every way a file can be wrong.
 //
 // tests/fixtures/onnx/<case>/ holds model.onnx and input.npy (tools/make_onnx_models.py: networks exported from
 // PyTorch at two opsets; tools/make_onnx_op_models.py: small hand-built graphs for single operators) and ONNX
-// Runtime's outputs output_<k>.npy (tools/onnx_reference.mjs). Each case loads, runs on each backend and must match
-// every output within 1e-4 of its largest magnitude. The error cases build broken models with the ONNX protobuf
-// classes themselves.
+// Runtime's outputs output_<k>.npy (tools/onnx_reference.mjs); the torch_*_opset13 cases
+// (tools/make_onnx_torch_op_models.py: ConvTranspose and Resize as torch.onnx.export writes them) hold PyTorch's. Each
+// case loads, runs on each backend and must match every output within 1e-4 of its largest magnitude. The error cases
+// build broken models with the ONNX protobuf classes themselves.
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
@@ -121,6 +122,7 @@ TEST(OnnxModels, ListsTheSupportedOperators) {
                                     "Unsqueeze",
                                     "Resize",
                                     "Upsample",
+                                    "ConvTranspose",
                                     "Pad",
                                     "Softmax",
                                     "Identity",
@@ -319,6 +321,158 @@ TEST(OnnxErrors, OperatorLimitsNameTheNode) {
   strides.add_ints(2);
   const std::string error = load_error(model);
   EXPECT_TRUE(contains(error, "broken.onnx: node 'conv' (Conv, opset 13): strides 1 x 2 differs")) << error;
+}
+
+/// input x (1, 2, 4, 4) -> `op` (x, then `inputs`) -> y, with float initializers `constants` (name, dims, values).
+struct ConstantInput {
+  std::string name;
+  std::vector<std::int64_t> dims;
+  std::vector<float> values;
+  bool integer = false;
+};
+
+onnx::ModelProto one_node_model(const std::string& op, const std::vector<std::string>& inputs,
+                                const std::vector<ConstantInput>& constants) {
+  onnx::ModelProto model = small_model();
+  onnx::GraphProto& graph = *model.mutable_graph();
+  graph.clear_initializer();
+  graph.clear_node();
+  graph.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(2);
+  graph.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_value(4);
+  graph.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(3)->set_dim_value(4);
+  for (const ConstantInput& c : constants) {
+    onnx::TensorProto& tensor = *graph.add_initializer();
+    tensor.set_name(c.name);
+    tensor.set_data_type(c.integer ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+    for (std::int64_t d : c.dims) tensor.add_dims(d);
+    for (float v : c.values) {
+      if (c.integer) {
+        tensor.add_int64_data(static_cast<std::int64_t>(v));
+      } else {
+        tensor.add_float_data(v);
+      }
+    }
+  }
+  onnx::NodeProto& node = *graph.add_node();
+  node.set_name("n");
+  node.set_op_type(op);
+  node.add_input("x");
+  for (const std::string& input : inputs) node.add_input(input);
+  node.add_output("y");
+  return model;
+}
+
+void set_attribute(onnx::ModelProto& model, const std::string& name, const std::string& value) {
+  onnx::AttributeProto& a = *model.mutable_graph()->mutable_node(0)->add_attribute();
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::STRING);
+  a.set_s(value);
+}
+
+void set_attribute(onnx::ModelProto& model, const std::string& name, const std::vector<std::int64_t>& values) {
+  onnx::AttributeProto& a = *model.mutable_graph()->mutable_node(0)->add_attribute();
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (std::int64_t v : values) a.add_ints(v);
+}
+
+TEST(OnnxErrors, ResizeScalesAndModesAreChecked) {
+  auto by_scales = [](std::vector<float> scales) {
+    return one_node_model("Resize", {"", "scales"}, {{"scales", {static_cast<std::int64_t>(scales.size())}, scales}});
+  };
+  onnx::ModelProto good = by_scales({1, 1, 1.5f, 2});
+  set_attribute(good, "mode", "linear");
+  OnnxModel net = load_onnx_from_memory(bytes_of(good), "good.onnx");
+  EXPECT_EQ(net.model.layer(0).describe(), "resize linear half_pixel x1.5 x2");
+  EXPECT_EQ(net.input_shape(1), (Shape{1, 2, 4, 4}));
+  EXPECT_EQ(net.model.infer_shapes(net.input_shape(1)).back(), (Shape{1, 2, 6, 8}));
+  const std::string prefix = "broken.onnx: node 'n' (Resize, opset 13): ";
+  std::string error = load_error(by_scales({1, 1, 0, 2}));
+  EXPECT_TRUE(contains(error, prefix + "scale 0 of axis 2 must be finite, > 0 and at most 65536")) << error;
+  error = load_error(by_scales({1, 1, 2, -1}));
+  EXPECT_TRUE(contains(error, "scale -1 of axis 3 must be finite")) << error;
+  error = load_error(by_scales({1, 1, 2, 1e30f}));
+  EXPECT_TRUE(contains(error, "scale 1e+30 of axis 3 must be finite")) << error;
+  error = load_error(by_scales({1, 1, 60000, 2}));
+  EXPECT_TRUE(contains(error, "scale 60000 gives axis 2 of input (1, 2, 4, 4) 240000 cells")) << error;
+  error = load_error(by_scales({1, 1, 0.1f, 2}));
+  EXPECT_TRUE(contains(error, "gives axis 2 of input (1, 2, 4, 4) 0 cells")) << error;
+  error = load_error(by_scales({1, 2, 2, 2}));
+  EXPECT_TRUE(contains(error, prefix + "scales the batch or channel axis (scales 1, 2, 2, 2)")) << error;
+  error = load_error(by_scales({2, 2}));
+  EXPECT_TRUE(contains(error, "has 2 scales or sizes for a 4-D input")) << error;
+  // Every output within the tensor limit, as for any layer.
+  error = load_error(by_scales({1, 1, 1000, 1000}), {.limits = {.max_tensor_bytes = 1 << 20}});
+  EXPECT_TRUE(contains(error, "max_tensor_bytes")) << error;
+  onnx::ModelProto crop = by_scales({1, 1, 2, 2});
+  set_attribute(crop, "coordinate_transformation_mode", "tf_crop_and_resize");
+  error = load_error(crop);
+  EXPECT_TRUE(contains(error, prefix + "coordinate_transformation_mode tf_crop_and_resize is not supported")) << error;
+  onnx::ModelProto area = by_scales({1, 1, 2, 2});
+  set_attribute(area, "mode", "area");
+  EXPECT_TRUE(contains(load_error(area), "mode area is not supported")) << load_error(area);
+  // Scales computed at run time.
+  onnx::ModelProto computed = one_node_model("Resize", {"", "r"}, {});
+  onnx::NodeProto& relu = *computed.mutable_graph()->add_node();
+  relu.set_name("relu");
+  relu.set_op_type("Relu");
+  relu.add_input("x");
+  relu.add_output("r");
+  computed.mutable_graph()->mutable_node()->SwapElements(0, 1);
+  error = load_error(computed);
+  EXPECT_TRUE(contains(error, prefix + "scales (input 2, 'r') must be a constant")) << error;
+  // Sizes that change the channels; both scales and sizes.
+  auto by_sizes = [](std::vector<float> sizes) {
+    return one_node_model("Resize", {"", "", "sizes"}, {{"sizes", {4}, sizes, true}});
+  };
+  error = load_error(by_sizes({1, 3, 8, 8}));
+  EXPECT_TRUE(contains(error, "resizes (1, 2, 4, 4) to sizes (1, 3, 8, 8)")) << error;
+  error = load_error(by_sizes({1, 2, 0, 8}));
+  EXPECT_TRUE(contains(error, "size 0 of axis 2 must be between 1 and 65536")) << error;
+  onnx::ModelProto both = one_node_model("Resize", {"", "scales", "sizes"},
+                                         {{"scales", {4}, {1, 1, 2, 2}}, {"sizes", {4}, {1, 2, 8, 8}, true}});
+  EXPECT_TRUE(contains(load_error(both), "needs either scales or sizes")) << load_error(both);
+}
+
+TEST(OnnxErrors, ConvTransposeWeightsAndPadsAreChecked) {
+  auto deconv = [](std::vector<std::int64_t> weight_dims) {
+    std::int64_t count = 1;
+    for (std::int64_t d : weight_dims) count *= d;
+    return one_node_model("ConvTranspose", {"w"},
+                          {{"w", weight_dims, std::vector<float>(static_cast<std::size_t>(count), 0.5f)}});
+  };
+  onnx::ModelProto good = deconv({2, 3, 3, 3});
+  set_attribute(good, "strides", std::vector<std::int64_t>{2, 2});
+  set_attribute(good, "pads", std::vector<std::int64_t>{1, 0, 1, 2});
+  OnnxModel net = load_onnx_from_memory(bytes_of(good), "good.onnx");
+  EXPECT_EQ(net.model.infer_shapes(net.input_shape(1)).back(), (Shape{1, 3, 7, 7}));
+  const std::string prefix = "broken.onnx: node 'n' (ConvTranspose, opset 13): ";
+  std::string error = load_error(deconv({3, 3, 3, 3}));
+  EXPECT_TRUE(contains(error, prefix + "weights (3, 3, 3, 3) (in, out / group, kH, kW) need 3 input channels, got "
+                                       "input (1, 2, 4, 4)"))
+      << error;
+  error = load_error(deconv({2, 3, 3}));
+  EXPECT_TRUE(contains(error, "weights (2, 3, 3) are not a 2-D transposed convolution's")) << error;
+  onnx::ModelProto same = deconv({2, 3, 3, 3});
+  set_attribute(same, "auto_pad", "SAME_UPPER");
+  EXPECT_TRUE(contains(load_error(same), "auto_pad SAME_UPPER is not supported")) << load_error(same);
+  onnx::ModelProto odd = deconv({2, 3, 3, 3});
+  set_attribute(odd, "output_shape", std::vector<std::int64_t>{5, 6});
+  error = load_error(odd);
+  EXPECT_TRUE(contains(error, "output_shape 5 x 6 needs a total padding of 1 along axis 2")) << error;
+  onnx::ModelProto even = deconv({2, 3, 3, 3});
+  set_attribute(even, "output_shape", std::vector<std::int64_t>{4, 6});
+  OnnxModel shaped = load_onnx_from_memory(bytes_of(even), "even.onnx");
+  EXPECT_EQ(shaped.model.infer_shapes(shaped.input_shape(1)).back(), (Shape{1, 3, 4, 6}));
+  onnx::ModelProto cropped = deconv({2, 3, 1, 1});
+  set_attribute(cropped, "pads", std::vector<std::int64_t>{2, 0, 2, 0});
+  EXPECT_TRUE(contains(load_error(cropped), "crop the whole output")) << load_error(cropped);
+  onnx::ModelProto grouped = deconv({2, 3, 3, 3});
+  onnx::AttributeProto& group = *grouped.mutable_graph()->mutable_node(0)->add_attribute();
+  group.set_name("group");
+  group.set_type(onnx::AttributeProto::INT);
+  group.set_i(3);
+  EXPECT_TRUE(contains(load_error(grouped), "do not divide by group 3")) << load_error(grouped);
 }
 
 }  // namespace

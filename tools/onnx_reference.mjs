@@ -1,7 +1,8 @@
 // Runs ONNX Runtime (npm onnxruntime-node, CPU) on test models and writes its outputs as the reference that
 // corgy's ONNX tests compare against.
 //
-// For every folder DIR given (or every folder under tests/fixtures/onnx), reads DIR/model.onnx and DIR/input.npy,
+// For every folder DIR given (or every folder under tests/fixtures/onnx but the torch_* ones, whose reference is
+// PyTorch), reads DIR/model.onnx and DIR/input.npy,
 // runs the model and writes each graph output k as DIR/output_<k>.npy (float32, C order, ONNX Runtime's shape) and
 // DIR/outputs.json (the output names and shapes, in graph order).
 //
@@ -68,7 +69,11 @@ async function reference(directory) {
 }
 
 const fixtures = path.join(root, "tests", "fixtures", "onnx");
+// torch_* folders hold PyTorch's own outputs (tools/make_onnx_torch_op_models.py): left as they are.
 const directories = process.argv.length > 2
   ? process.argv.slice(2)
-  : fs.readdirSync(fixtures).map((d) => path.join(fixtures, d)).filter((d) => fs.existsSync(path.join(d, "model.onnx")));
+  : fs.readdirSync(fixtures)
+      .filter((d) => !d.startsWith("torch_"))
+      .map((d) => path.join(fixtures, d))
+      .filter((d) => fs.existsSync(path.join(d, "model.onnx")));
 for (const directory of directories) await reference(directory);

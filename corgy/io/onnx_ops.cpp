@@ -17,6 +17,7 @@
 #include "corgy/layers/avgpool2d.h"
 #include "corgy/layers/concat.h"
 #include "corgy/layers/conv2d.h"
+#include "corgy/layers/conv_transpose2d.h"
 #include "corgy/layers/elementwise.h"
 #include "corgy/layers/flatten.h"
 #include "corgy/layers/instance_norm.h"
@@ -24,6 +25,7 @@
 #include "corgy/layers/maxpool2d.h"
 #include "corgy/layers/pad.h"
 #include "corgy/layers/prelu.h"
+#include "corgy/layers/resize.h"
 #include "corgy/layers/softmax.h"
 #include "corgy/layers/upsample.h"
 
@@ -568,6 +570,123 @@ void map_conv(Graph& g) {
   g.add_layer(std::move(conv), {x}, dims);
 }
 
+/// A 2-D attribute with a value per spatial axis (height, width), or `fallback` for both when absent.
+std::array<std::int64_t, 2> per_axis(const Graph& g, std::string_view name, std::int64_t fallback) {
+  const Dims values = g.attribute_ints(name);
+  if (values.empty()) return {fallback, fallback};
+  if (values.size() != 2) g.fail(fmt::format("{} has {} values; corgy runs 2-D windows", name, values.size()));
+  return {values[0], values[1]};
+}
+
+/// ConvTranspose: a ConvTranspose2d layer. Pads per side, or from output_shape when the total padding it implies is
+/// even (the ONNX specification and ONNX Runtime split an odd total differently); auto_pad NOTSET or VALID.
+void map_conv_transpose(Graph& g) {
+  const Tensor& x = image_input(g);
+  const Constant& w = g.constant_input(1, "the weights");
+  if (w.integer || w.dims.size() != 4) {
+    g.fail(
+        fmt::format("weights {} are not a 2-D transposed convolution's (in, out / group, kH, kW)", dims_text(w.dims)));
+  }
+  // Like the layer's limits: larger values would overflow int in its shapes.
+  constexpr std::int64_t largest = 1 << 16;
+  if (std::any_of(w.dims.begin(), w.dims.end(), [](std::int64_t d) { return d < 1 || d > largest; })) {
+    g.fail(fmt::format("weights {} must have every dimension between 1 and {}", dims_text(w.dims), largest));
+  }
+  const std::int64_t groups = g.attribute_int("group", 1);
+  if (groups <= 0 || groups > largest) g.fail(fmt::format("group {} must be between 1 and {}", groups, largest));
+  if (w.dims[1] * groups > largest) {
+    g.fail(fmt::format("weights {} with group {} give {} output channels, more than {}", dims_text(w.dims), groups,
+                       w.dims[1] * groups, largest));
+  }
+  const std::int64_t in_channels = w.dims[0];
+  const std::int64_t out_channels = w.dims[1] * groups;
+  if (x.dims[1] >= 0 && x.dims[1] != in_channels) {
+    g.fail(fmt::format("weights {} (in, out / group, kH, kW) need {} input channels, got input {}", dims_text(w.dims),
+                       in_channels, dims_text(x.dims)));
+  }
+  if (in_channels % groups != 0) {
+    g.fail(fmt::format("weights {} have {} input channels, which do not divide by group {}", dims_text(w.dims),
+                       in_channels, groups));
+  }
+  const std::array<std::int64_t, 2> kernel{w.dims[2], w.dims[3]};
+  if (per_axis(g, "kernel_shape", kernel[0])[0] != kernel[0] ||
+      per_axis(g, "kernel_shape", kernel[1])[1] != kernel[1]) {
+    g.fail(fmt::format("kernel_shape disagrees with the weights {}", dims_text(w.dims)));
+  }
+  const std::array<std::int64_t, 2> stride = per_axis(g, "strides", 1);
+  const std::array<std::int64_t, 2> dilation = per_axis(g, "dilations", 1);
+  const std::array<std::int64_t, 2> output_padding = per_axis(g, "output_padding", 0);
+  const std::string auto_pad = g.attribute_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    g.fail(
+        fmt::format("auto_pad {} is not supported (the ONNX specification and ONNX Runtime place its odd cell "
+                    "differently); export with explicit pads",
+                    auto_pad));
+  }
+  Dims pads = auto_pad == "VALID" ? Dims{} : g.attribute_ints("pads");
+  if (pads.empty()) pads = {0, 0, 0, 0};
+  if (pads.size() != 4) g.fail(fmt::format("has {} pads; a 2-D window needs 4", pads.size()));
+  Dims output_shape = g.attribute_ints("output_shape");
+  if (!output_shape.empty()) {
+    if (output_shape.size() == 4) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+    if (output_shape.size() != 2) g.fail(fmt::format("output_shape has {} values; 2 expected", output_shape.size()));
+    for (std::size_t a = 0; a < 2; ++a) {
+      const std::int64_t in = x.dims[2 + a];
+      if (in < 0) g.fail("output_shape needs the input's height and width, which the file leaves free");
+      const std::int64_t total =
+          stride[a] * (in - 1) + output_padding[a] + (kernel[a] - 1) * dilation[a] + 1 - output_shape[a];
+      if (total < 0 || total % 2 != 0) {
+        g.fail(
+            fmt::format("output_shape {} x {} needs a total padding of {} along axis {}; corgy supports an even, "
+                        "non-negative one (else give pads and output_padding)",
+                        output_shape[0], output_shape[1], total, 2 + a));
+      }
+      pads[a] = pads[a + 2] = total / 2;
+    }
+  }
+  const ConvTranspose2dDesc desc{.in_channels = static_cast<int>(in_channels),
+                                 .out_channels = static_cast<int>(out_channels),
+                                 .kernel_h = static_cast<int>(kernel[0]),
+                                 .kernel_w = static_cast<int>(kernel[1]),
+                                 .stride_h = static_cast<int>(stride[0]),
+                                 .stride_w = static_cast<int>(stride[1]),
+                                 .pad_top = static_cast<int>(pads[0]),
+                                 .pad_left = static_cast<int>(pads[1]),
+                                 .pad_bottom = static_cast<int>(pads[2]),
+                                 .pad_right = static_cast<int>(pads[3]),
+                                 .output_padding_h = static_cast<int>(output_padding[0]),
+                                 .output_padding_w = static_cast<int>(output_padding[1]),
+                                 .dilation_h = static_cast<int>(dilation[0]),
+                                 .dilation_w = static_cast<int>(dilation[1]),
+                                 .groups = static_cast<int>(groups)};
+  const bool has_bias = g.has_input(2);
+  std::unique_ptr<ConvTranspose2d> layer;
+  try {
+    layer = std::make_unique<ConvTranspose2d>(desc, has_bias);
+  } catch (const Error& e) {
+    g.fail(e.what());
+  }
+  layer->set_weights(w.floats);
+  if (has_bias) {
+    const Constant& b = g.constant_input(2, "the bias");
+    if (b.count() != static_cast<std::size_t>(out_channels)) {
+      g.fail(fmt::format("bias has {} values for {} output channels", b.count(), out_channels));
+    }
+    layer->set_bias(b.as_floats());
+  }
+  Dims dims{x.dims[0], out_channels, unknown, unknown};
+  for (std::size_t a = 0; a < 2; ++a) {
+    const std::int64_t in = x.dims[2 + a];
+    if (in < 0) continue;
+    dims[2 + a] = (in - 1) * stride[a] - pads[a] - pads[a + 2] + dilation[a] * (kernel[a] - 1) + 1 + output_padding[a];
+    if (dims[2 + a] <= 0) {
+      g.fail(fmt::format("pads {} crop the whole output of input {} along axis {}", dims_text(pads), dims_text(x.dims),
+                         2 + a));
+    }
+  }
+  g.add_layer(std::move(layer), {x}, dims);
+}
+
 /// A fully connected layer from weights [out][in] and an optional bias: Gemm and MatMul.
 /// A Linear layer reading `x`, its [out][in] weights written by `fill` straight into the layer (VGG's first fully
 /// connected layer is 400 MB: an intermediate copy would raise the loader's peak memory by that much).
@@ -975,74 +1094,149 @@ void map_reduce_max(Graph& g) { reduce_node(g, PoolKind::max); }
 
 // --- resizing and padding ------------------------------------------------------------------------------------------
 
-/// Nearest upsampling by one integer factor for height and width.
-void upsample_by(Graph& g, const Tensor& x, const std::vector<float>& scales) {
-  if (scales.size() != 4 || scales[0] != 1.0f || scales[1] != 1.0f) {
-    g.fail("scales the batch or channel axes, or is not 4-D");
-  }
-  const float scale = scales[2];
-  if (scales[3] != scale || !(scale >= 1.0f && scale <= 1024.0f) || scale != std::floor(scale)) {
-    g.fail(fmt::format("scales by {} x {}; corgy upsamples by one integer factor for height and width", scales[2],
-                       scales[3]));
-  }
-  const auto factor = static_cast<std::int64_t>(scale);
-  if (factor == 1) return g.set_alias_output(0, x.dims);
-  Dims dims = x.dims;
-  for (std::size_t a = 2; a < 4; ++a) dims[a] = dims[a] < 0 ? unknown : dims[a] * factor;
-  g.add_layer(Upsample(static_cast<int>(factor)), {x}, dims);
-}
-
-void require_nearest(const Graph& g) {
+/// Resize and Upsample: a Resize layer, or the Upsample layer for nearest enlargement by one integer factor where the
+/// coordinate rule picks floor(y / factor) (asymmetric with floor; the half-pixel rules with rounding;
+/// tf_half_pixel_for_nn with floor). Before opset 11 the coordinates are asymmetric and nearest rounds down.
+void resize_node(Graph& g, const Tensor& x, std::vector<float> scales, Dims sizes) {
+  ResizeOptions options;
   const std::string mode = g.attribute_string("mode", "nearest");
-  if (mode != "nearest") g.fail(fmt::format("mode {}; corgy resizes with nearest neighbours", mode));
+  if (mode == "nearest") {
+    options.mode = ResizeMode::nearest;
+  } else if (mode == "linear" || (mode == "bilinear" && g.opset() < 11)) {
+    options.mode = ResizeMode::linear;
+  } else if (mode == "cubic" && g.opset() >= 11) {
+    options.mode = ResizeMode::cubic;
+  } else {
+    g.fail(fmt::format("mode {} is not supported (nearest, linear, cubic are)", mode));
+  }
+  std::string transform = "asymmetric";
+  std::string nearest = "floor";
+  if (g.opset() >= 11) {
+    transform = g.attribute_string("coordinate_transformation_mode", "half_pixel");
+    nearest = g.attribute_string("nearest_mode", "round_prefer_floor");
+    options.cubic_a = g.attribute_float("cubic_coeff_a", -0.75f);
+    options.exclude_outside = g.attribute_int("exclude_outside", 0) != 0;
+    if (g.attribute_int("antialias", 0) != 0) g.fail("antialias is not supported");
+    const std::string policy = g.attribute_string("keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch") g.fail(fmt::format("keep_aspect_ratio_policy {} is not supported (stretch is)", policy));
+  }
+  using enum ResizeCoordinates;
+  const std::pair<std::string_view, ResizeCoordinates> transforms[] = {{"half_pixel", half_pixel},
+                                                                       {"pytorch_half_pixel", pytorch_half_pixel},
+                                                                       {"align_corners", align_corners},
+                                                                       {"asymmetric", asymmetric},
+                                                                       {"tf_half_pixel_for_nn", tf_half_pixel_for_nn}};
+  const auto* found = std::find_if(std::begin(transforms), std::end(transforms),
+                                   [&](const auto& entry) { return entry.first == transform; });
+  if (found == std::end(transforms)) {
+    g.fail(
+        fmt::format("coordinate_transformation_mode {} is not supported (half_pixel, pytorch_half_pixel, "
+                    "align_corners, asymmetric and tf_half_pixel_for_nn are)",
+                    transform));
+  }
+  options.coordinates = found->second;
+  using enum NearestRounding;
+  const std::pair<std::string_view, NearestRounding> roundings[] = {{"round_prefer_floor", round_prefer_floor},
+                                                                    {"round_prefer_ceil", round_prefer_ceil},
+                                                                    {"floor", floor},
+                                                                    {"ceil", ceil}};
+  const auto* rounding = std::find_if(std::begin(roundings), std::end(roundings),
+                                      [&](const auto& entry) { return entry.first == nearest; });
+  if (rounding == std::end(roundings)) g.fail(fmt::format("nearest_mode {} is unknown", nearest));
+  options.rounding = rounding->second;
+
+  const bool by_scales = !scales.empty();
+  if (by_scales == !sizes.empty()) g.fail("needs either scales or sizes (one of them, not empty)");
+  const std::size_t count = by_scales ? scales.size() : sizes.size();
+  const Dims axes = g.attribute_ints("axes");
+  if (!axes.empty()) {
+    Dims normalized;
+    for (std::int64_t axis : axes) normalized.push_back(normalize_axis(g, axis, 4));
+    if (normalized != Dims{2, 3})
+      g.fail(fmt::format("resizes axes {}; corgy resizes height and width (2, 3)", dims_text(axes)));
+    if (count != 2) g.fail(fmt::format("has {} scales or sizes for 2 axes", count));
+  } else if (count != 4) {
+    g.fail(fmt::format("has {} scales or sizes for a 4-D input", count));
+  }
+  const std::size_t h = count == 2 ? 0 : 2;
+  // Like the Resize layer's limits: no model resizes further, and larger extents would overflow int.
+  constexpr std::int64_t largest_extent = 1 << 16;
+  std::array<double, 2> factor{};
+  Dims dims = x.dims;
+  if (by_scales) {
+    if (h == 2 && (scales[0] != 1.0f || scales[1] != 1.0f)) {
+      g.fail(fmt::format("scales the batch or channel axis (scales {}, {}, {}, {}); corgy resizes height and width",
+                         scales[0], scales[1], scales[2], scales[3]));
+    }
+    for (std::size_t a = 0; a < 2; ++a) {
+      const float scale = scales[h + a];
+      if (!(std::isfinite(scale) && scale > 0.0f && scale <= static_cast<float>(largest_extent))) {
+        g.fail(fmt::format("scale {} of axis {} must be finite, > 0 and at most {}", scale, 2 + a, largest_extent));
+      }
+      factor[a] = scale;
+      if (x.dims[2 + a] >= 0) {
+        const double extent = std::floor(static_cast<double>(x.dims[2 + a]) * scale);
+        if (extent < 1 || extent > static_cast<double>(largest_extent)) {
+          g.fail(fmt::format("scale {} gives axis {} of input {} {} cells; corgy needs between 1 and {}", scale, 2 + a,
+                             dims_text(x.dims), extent, largest_extent));
+        }
+        dims[2 + a] = static_cast<std::int64_t>(extent);
+      }
+    }
+    options.scale_h = scales[h];
+    options.scale_w = scales[h + 1];
+  } else {
+    if (h == 2 && ((x.dims[0] >= 0 && sizes[0] != x.dims[0]) || sizes[1] != x.dims[1])) {
+      g.fail(fmt::format("resizes {} to sizes {}; corgy resizes height and width only", dims_text(x.dims),
+                         dims_text(sizes)));
+    }
+    for (std::size_t a = 0; a < 2; ++a) {
+      const std::int64_t size = sizes[h + a];
+      if (size < 1 || size > largest_extent) {
+        g.fail(fmt::format("size {} of axis {} must be between 1 and {}", size, 2 + a, largest_extent));
+      }
+      factor[a] = x.dims[2 + a] > 0 ? static_cast<double>(size) / static_cast<double>(x.dims[2 + a]) : 0.0;
+      dims[2 + a] = size;
+    }
+    options.height = static_cast<int>(sizes[h]);
+    options.width = static_cast<int>(sizes[h + 1]);
+  }
+  if (options.mode == ResizeMode::nearest && g.opset() < 11 && (factor[0] < 1.0 || factor[1] < 1.0)) {
+    g.fail("downsamples with nearest neighbours before opset 11, where ONNX leaves the rounding open");
+  }
+  const bool rounds = options.rounding == round_prefer_floor || options.rounding == round_prefer_ceil;
+  const bool floor_equivalent =
+      (options.coordinates == asymmetric && options.rounding == floor) ||
+      ((options.coordinates == half_pixel || options.coordinates == pytorch_half_pixel) && rounds) ||
+      (options.coordinates == tf_half_pixel_for_nn && options.rounding == floor);
+  if (options.mode == ResizeMode::nearest && floor_equivalent && factor[0] == factor[1] && factor[0] >= 1.0 &&
+      factor[0] == std::floor(factor[0])) {
+    if (factor[0] == 1.0) return g.set_alias_output(0, x.dims);
+    return g.add_layer(Upsample(static_cast<int>(factor[0])), {x}, dims);
+  }
+  std::unique_ptr<Resize> layer;
+  try {
+    layer = std::make_unique<Resize>(options);
+  } catch (const Error& e) {
+    g.fail(e.what());
+  }
+  g.add_layer(std::move(layer), {x}, dims);
 }
 
 void map_upsample(Graph& g) {
-  require_nearest(g);
   const Tensor& x = image_input(g);
-  upsample_by(g, x, g.opset() < 9 ? g.attribute_floats("scales") : g.constant_input(1, "scales").as_floats());
+  resize_node(g, x, g.opset() < 9 ? g.attribute_floats("scales") : g.constant_input(1, "scales").as_floats(), {});
 }
 
-/// Resize with nearest neighbours and an integer factor: floor(y / factor) is where every coordinate mode below
-/// puts output row y (asymmetric with floor; the half-pixel modes with rounding; tf_half_pixel_for_nn with floor).
+/// Resize: scales or sizes, both constants (opset 10: scales only, as input 1).
 void map_resize(Graph& g) {
-  require_nearest(g);
   const Tensor& x = image_input(g);
-  if (g.opset() >= 11) {
-    const std::string transform = g.attribute_string("coordinate_transformation_mode", "half_pixel");
-    const std::string nearest = g.attribute_string("nearest_mode", "round_prefer_floor");
-    const bool rounding = nearest == "round_prefer_floor" || nearest == "round_prefer_ceil";
-    const bool same_as_floor = (transform == "asymmetric" && nearest == "floor") ||
-                               ((transform == "half_pixel" || transform == "pytorch_half_pixel") && rounding) ||
-                               (transform == "tf_half_pixel_for_nn" && nearest == "floor");
-    if (!same_as_floor) {
-      g.fail(
-          fmt::format("coordinate_transformation_mode {} with nearest_mode {} is not supported", transform, nearest));
-    }
-    if (!g.attribute_ints("axes").empty() && g.attribute_ints("axes") != Dims{2, 3}) {
-      g.fail("resizes other axes than height and width");
-    }
-  }
-  const int scales_input = g.opset() >= 11 ? 2 : 1;
+  if (g.opset() < 11) return resize_node(g, x, g.constant_input(1, "scales").as_floats(), {});
   std::vector<float> scales;
-  if (g.has_input(scales_input) && g.constant_input(scales_input, "scales").count() > 0) {
-    scales = g.constant_input(scales_input, "scales").as_floats();
-  } else if (g.has_input(3)) {
-    const Dims sizes = g.constant_input(3, "sizes").as_integers();
-    if (sizes.size() != 4 || x.dims[2] < 0 || x.dims[3] < 0) {
-      g.fail("resizes to sizes without a known 4-D input size");
-    }
-    for (std::size_t a = 0; a < 4; ++a) {
-      const std::int64_t in = a == 0 ? sizes[0] : x.dims[a];
-      if (in <= 0 || sizes[a] % in != 0) g.fail(fmt::format("resizes {} to {}", dims_text(x.dims), dims_text(sizes)));
-      scales.push_back(static_cast<float>(sizes[a] / in));
-    }
-    scales[0] = 1.0f;
-  } else {
-    g.fail("has neither scales nor sizes");
-  }
-  if (scales.size() == 2) scales.insert(scales.begin(), {1.0f, 1.0f});  // opset 18's axes = (2, 3)
-  upsample_by(g, x, scales);
+  Dims sizes;
+  if (g.has_input(2)) scales = g.constant_input(2, "scales").as_floats();
+  if (g.has_input(3)) sizes = g.constant_input(3, "sizes").as_integers();
+  resize_node(g, x, std::move(scales), std::move(sizes));
 }
 
 void map_pad(Graph& g) {
@@ -1124,6 +1318,9 @@ constexpr OperatorMapping table[] = {
     {"Conv", first, last, map_conv,
      "Conv2d: 2-D, square kernels, equal strides and dilations, groups (depthwise), auto_pad; asymmetric pads as a "
      "zero Pad layer before it; constant weights"},
+    {"ConvTranspose", first, last, map_conv_transpose,
+     "ConvTranspose2d: 2-D, strides, dilations, group, pads per side, output_padding, output_shape (even total "
+     "padding); auto_pad NOTSET or VALID; constant weights"},
     {"Div", first, last, map_div, "a per-channel scale by a constant; Elementwise for tensors"},
     {"Dropout", first, last, map_identity, "nothing (inference); the mask output must be unread"},
     {"Flatten", first, last, map_flatten, "Flatten (axis 1)"},
@@ -1152,7 +1349,9 @@ constexpr OperatorMapping table[] = {
     {"Reshape", first, last, map_reshape,
      "a view when only axes of size 1 change, a Flatten for (N, C, H, W) to (N, C*H*W); constants"},
     {"Resize", 10, last, map_resize,
-     "Upsample: nearest, one integer scale for height and width (scales or sizes), floor-equivalent coordinates"},
+     "Resize: nearest (every nearest_mode), linear, cubic (cubic_coeff_a, exclude_outside); half_pixel, "
+     "pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn; constant scales or sizes of height and "
+     "width; Upsample for nearest by one integer factor"},
     {"Shape", first, last, map_shape, "a constant, when the dimensions are known at load time"},
     {"Sigmoid", first, last, map_sigmoid, "sigmoid activation, fused"},
     {"Slice", first, last, map_slice, "constants only (PyTorch's arithmetic on Pad's pads)"},
@@ -1162,7 +1361,9 @@ constexpr OperatorMapping table[] = {
     {"Tanh", first, last, map_tanh, "tanh activation, fused"},
     {"Transpose", first, last, map_transpose, "constants only (PyTorch's arithmetic on Pad's pads)"},
     {"Unsqueeze", first, last, map_unsqueeze, "a view (axes of size 1 after the channels); constants"},
-    {"Upsample", first, 9, map_upsample, "Upsample: nearest, one integer scale for height and width"},
+    {"Upsample", first, 9, map_upsample,
+     "Resize: nearest (enlarging) or linear, asymmetric coordinates, height and width; Upsample for one integer "
+     "factor"},
 };
 
 }  // namespace

@@ -285,10 +285,12 @@ def write_image_seeds():
 
 
 def write_onnx_seeds():
-    """The operator test models of tests/fixtures/onnx (exported from PyTorch by tools/make_onnx_op_models.py): each
-    is a few hundred bytes to a few KB and together they hold every operator and attribute the loader maps."""
+    """The operator test models of tests/fixtures/onnx (hand-built by tools/make_onnx_op_models.py, and exported
+    from PyTorch by tools/make_onnx_torch_op_models.py: ConvTranspose, Resize in every mode): each is a few hundred
+    bytes to a few KB and together they hold every operator and attribute the loader maps."""
     folder = seed_folder("onnx")
-    for model in sorted((ROOT / "tests" / "fixtures" / "onnx").glob("op_*/model.onnx")):
+    fixtures = ROOT / "tests" / "fixtures" / "onnx"
+    for model in sorted([*fixtures.glob("op_*/model.onnx"), *fixtures.glob("torch_*/model.onnx")]):
         shutil.copyfile(model, folder / f"{model.parent.name}.onnx")
 
 
