@@ -12,8 +12,8 @@ CORGY_BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libopenblas-dev libfmt-dev libstb-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
-  # corgy-serve (serve/): the HTTP server library.
-  libcpp-httplib-dev
+  # corgy-serve (serve/): the HTTP server library; curl and requests for its tests (with pytest and numpy, below).
+  libcpp-httplib-dev curl python3-requests
   # The ONNX loader: the ONNX project's protobuf schema and checker.
   libonnx-dev libprotobuf-dev protobuf-compiler
   clang-format

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's second quick-start command, and all that CI runs (.ci/run): installs missing Debian packages, then
-# checks formatting, builds in Release with warnings as errors and runs every test, checks the installed CMake
+# checks formatting, builds in Release with warnings as errors and runs every test, tests corgy-serve over HTTP, checks the installed CMake
 # package from a separate project, installs the Python package and runs its tests, runs the tests again under AddressSanitizer + UBSan, runs every fuzz target
 # briefly, and runs the thread-safety test under ThreadSanitizer.
 # Usage: bash scripts/test.sh   (from any folder; build folders go to build/ in the repository)
@@ -11,7 +11,7 @@ cd "$CORGY_ROOT"
 CORGY_ASAN_DIR="$CORGY_ROOT/build/asan"
 
 check_format() {
-  local folders=(corgy tests examples benchmarks python/src) listing files
+  local folders=(corgy tests examples benchmarks python/src serve) listing files
   listing=$(find "${folders[@]}" -type f \( -name '*.h' -o -name '*.cpp' \) | sort)  # fails on a missing folder
   mapfile -t files <<<"$listing"
   echo "clang-format --dry-run --Werror on ${#files[@]} files under ${folders[*]}"
@@ -122,6 +122,15 @@ python_tests() {
     --corgy-run "$CORGY_RELEASE_DIR/examples/corgy-run")
 }
 
+# corgy-serve (serve/, docs/serving.md) of the Release build over HTTP: serve/tests starts it on 127.0.0.1 with
+# --http-port 0 over a temporary model repository of committed fixtures, and checks every endpoint, batching under
+# concurrent clients, hostile requests and SIGTERM under load (about 10 s). Debian's Python, which has pytest, numpy
+# and requests: the python3 first on PATH may be another.
+serve_tests() {
+  (cd "$CORGY_ROOT/build" && /usr/bin/python3 -m pytest -q -p no:cacheprovider "$CORGY_ROOT/serve/tests" \
+    --corgy-serve "$CORGY_RELEASE_DIR/serve/corgy-serve" --corgy-run "$CORGY_RELEASE_DIR/examples/corgy-run")
+}
+
 # tests/thread_safety_test under ThreadSanitizer: concurrent models on every backend, the refused concurrent use of
 # one model, concurrent loaders. Only that test is built (the library and it), to keep CI short.
 CORGY_TSAN_DIR="$CORGY_ROOT/build/tsan"
@@ -139,6 +148,7 @@ run_step "format: clang-format --dry-run --Werror" check_format
 run_step "docs: C++ examples in README.md and docs/ match tests/consumer/" bash scripts/check-doc-examples.sh
 run_step "release build (-Werror): $CORGY_RELEASE_DIR" build_release
 run_step "release tests: ctest" run_tests "$CORGY_RELEASE_DIR"
+run_step "serve: corgy-serve protocol, batching and shutdown tests" serve_tests
 run_step "install + find_package(corgy) from tests/consumer" check_installed_package
 run_step "python: pip install ./python into build/venv, pip wheel, pytest python/tests" python_tests
 run_step "benchmark pipeline: benchmarks/run.sh --quick --models mnist --no-peers" benchmark_smoke
