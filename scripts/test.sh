@@ -51,9 +51,10 @@ check_installed_package() {
 build_sanitized() {
   # -Og: with sanitizers, GCC 12 at -O1/-O2 reports false -Wmaybe-uninitialized inside libstdc++'s <regex>, which
   # -Werror makes fatal; -Og does not, and runs the heavy tests (whole Tiny YOLO networks) 4x faster than -O0.
-  # Benchmarks and examples add build time and no coverage that the tests do not already give.
+  # Benchmarks, examples and corgy-serve (tested on the release build) add build time and no coverage that the tests
+  # do not already give.
   configure_and_build "$CORGY_ASAN_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-Og -g" -DCORGY_SANITIZE=ON -DCORGY_WERROR=ON \
-    -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF
+    -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -DCORGY_BUILD_SERVE=OFF
 }
 
 run_sanitized_tests() {
