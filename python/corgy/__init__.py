@@ -5,7 +5,8 @@
     logits = model(x)                                  # x: float32 numpy (N, 3, 224, 224) -> (N, 1000)
 
 See docs/python.md for the whole API: models from ONNX, darknet and corgy's own, networks built layer by layer,
-zero-copy arrays (corgy.empty), DLPack, threads and errors.
+zero-copy arrays (corgy.empty), DLPack, threads and errors. corgy.dask (imported on its own: `import corgy.dask`)
+runs models over Dask arrays and bags on a `distributed` cluster (docs/serving.md).
 """
 
 from ._corgy import (  # noqa: F401  (the public API; types in _corgy.pyi)
