@@ -25,10 +25,11 @@ CORGY_BUILD_PACKAGES=(
 CORGY_VULKAN_PACKAGES=(libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools)
 # The Python package (python/): the headers and pybind11 to build it; pip, venv, setuptools and wheel to install it;
 # numpy, which it exchanges arrays with; pytest to test it, and PyTorch for the tests that pass tensors to it through
-# DLPack and check networks built in Python against PyTorch's layers.
+# DLPack and check networks built in Python against PyTorch's layers; Dask's distributed (with dask) for corgy.dask
+# and its tests, which run a two-process local cluster.
 CORGY_PYTHON_PACKAGES=(
   python3-dev pybind11-dev python3-numpy python3-pip python3-venv python3-setuptools python3-wheel
-  python3-pytest python3-torch
+  python3-pytest python3-torch python3-distributed
 )
 CORGY_PACKAGES=("${CORGY_BUILD_PACKAGES[@]}" "${CORGY_VULKAN_PACKAGES[@]}" "${CORGY_PYTHON_PACKAGES[@]}")
 # tools/face_api_reference.mjs, run by hand to regenerate the face-api fixtures (never by the demo or the tests):
