@@ -122,7 +122,8 @@ def predict_images(client, images: Union[Iterable[Any], Any], *, loader: str = "
     npartitions: for a list, how many tasks share it (default: one per image, up to 4 per worker thread).
 
     Returns a lazy dask.bag.Bag, in the order of `images`, of float32 numpy arrays: each image's model output
-    without the batch axis, e.g. (10,) for an MNIST ONNX classifier, (25, H/32, W/32) for the face detector.
+    without the batch axis, e.g. (10,) for an MNIST ONNX classifier, (25, ceil(H/32), ceil(W/32)) for the face
+    detector.
     """
     import dask.bag as db
 
