@@ -36,11 +36,19 @@ namespace {
 
 std::vector<py::ssize_t> dims_of(const py::array& array) { return {array.shape(), array.shape() + array.ndim()}; }
 
+// numpy arrays may be unaligned (np.frombuffer at an odd offset, arrays unpickled from a message, as Dask's are):
+// reading their floats in place is undefined behaviour (UBSan reports it), so such an array is copied into an
+// aligned one first. Rare, and no dearer than the copy every ordinary input gets anyway.
+py::array aligned(py::array array) {
+  if (reinterpret_cast<std::uintptr_t>(array.data()) % alignof(float) == 0) return array;
+  return py::module_::import("numpy").attr("array")(array, py::arg("copy") = true);
+}
+
 py::array to_numpy(py::handle x, const char* what) {
-  if (py::isinstance<py::array>(x)) return py::reinterpret_borrow<py::array>(x);
+  if (py::isinstance<py::array>(x)) return aligned(py::reinterpret_borrow<py::array>(x));
   py::module_ numpy = py::module_::import("numpy");
-  if (py::hasattr(x, "__dlpack__")) return numpy.attr("from_dlpack")(x);
-  if (py::hasattr(x, "__array__")) return numpy.attr("asarray")(x);
+  if (py::hasattr(x, "__dlpack__")) return aligned(numpy.attr("from_dlpack")(x));
+  if (py::hasattr(x, "__array__")) return aligned(numpy.attr("asarray")(x));
   throw py::type_error(std::string(what) + ": expected a float32 numpy array or an object with __dlpack__ or " +
                        "__array__ (e.g. a CPU torch tensor), got " +
                        std::string(py::str(py::type::of(x).attr("__name__"))));

@@ -167,3 +167,17 @@ def test_every_position_of_a_non_finite_value_is_found(index, value):
         model(x)
     x.reshape(-1)[index] = -1.0e-45  # a negative denormal is finite
     assert model(x).shape == (1, 7500, 1, 1)
+
+
+def test_unaligned_arrays_are_read_correctly(mnist):
+    # An array at an odd byte offset (np.frombuffer, or unpickled from a message as Dask's are) is legal numpy but
+    # cannot be read as floats in place: corgy copies it into an aligned one.
+    digits = np.load(FIXTURES / "mnist" / "input.npy")[:2]
+    raw = bytearray(digits.nbytes + 1)
+    unaligned = np.frombuffer(raw, dtype=np.float32, offset=1, count=digits.size).reshape(digits.shape)
+    unaligned[...] = digits
+    assert unaligned.ctypes.data % 4 != 0
+    np.testing.assert_array_equal(mnist(unaligned, copy=True), mnist(digits, copy=True))
+    conv = corgy.Conv2d(1, 1, kernel=1)
+    weights = np.frombuffer(bytearray(5), dtype=np.float32, offset=1, count=1).reshape(1, 1, 1, 1)
+    conv.set_weights(weights)
