@@ -83,6 +83,49 @@ TEST(Fusion, TurnsXTimesSigmoidXIntoASwishConvolution) {
   EXPECT_EQ(swish.nodes[2].layer->describe(), "conv2d 1x1/1 pad 0, 3->4, swish");
 }
 
+/// ChannelAffine(1/6, 1/2) + clipped_relu(1): hard sigmoid as an ONNX export before opset 14 writes it.
+ChannelAffine hard_sigmoid(int channels, float scale = 1.0f / 6.0f) {
+  ChannelAffine gate(channels, Activation::clipped_relu(1.0f));
+  gate.set_parameters(std::vector<float>(channels, scale), std::vector<float>(channels, 0.5f));
+  return gate;
+}
+
+// MobileNetV3's blocks as exported: expansion -> x * hard_sigmoid(x) -> depthwise -> x * hard_sigmoid(x) -> projection.
+Sequential hard_swish_block() {
+  Sequential model;
+  const int e = model.add(Conv2d({.in_channels = 5, .out_channels = 24, .kernel = 1}));  // 0
+  const int e_gate = model.add(hard_sigmoid(24));                                        // 1
+  model.add(Elementwise(ElementwiseOp::multiply), {e, e_gate});                          // 2
+  const int d = model.add(
+      Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .stride = 2, .padding = 1, .groups = 24}));  // 3
+  const int d_gate = model.add(hard_sigmoid(24));                                                              // 4
+  model.add(Elementwise(ElementwiseOp::multiply), {d_gate, d});            // 5: either operand order
+  model.add(Conv2d({.in_channels = 24, .out_channels = 7, .kernel = 1}));  // 6
+  return model;
+}
+
+TEST(Fusion, TurnsXTimesHardSigmoidXIntoAHardSwishConvolution) {
+  const FusedGraph graph = fused(hard_swish_block());
+  // Both hard swishes move into their convolutions (0 and 3), which with the projection make one block.
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(graph.nodes[6].layer->describe(),
+            "inverted_residual 5 -> 24 (hard_swish), depthwise 3x3/2 pad 1 (hard_swish), -> 7");
+
+  // Another gate is another function: a scale of 1/5, or a gate that reads another tensor.
+  Sequential other;
+  const int c = other.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 1}));
+  const int g = other.add(hard_sigmoid(4, 0.2f));
+  other.add(Elementwise(ElementwiseOp::multiply), {c, g});
+  const int y = other.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 1}), {Sequential::model_input});
+  other.add(Elementwise(ElementwiseOp::multiply), {y, c});  // 4
+  const int h = other.add(hard_sigmoid(4), {y});
+  other.add(Elementwise(ElementwiseOp::multiply), {c, h});  // c * hard_sigmoid(y)
+  other.add(Add(), {2, 6});
+  const FusedGraph none = fused(other);
+  EXPECT_EQ(none.nodes[2].layer->type(), "elementwise");
+  EXPECT_EQ(none.nodes[6].layer->type(), "elementwise");
+}
+
 TEST(Fusion, FoldsAResidualAddIntoTheConvolutionBeforeIt) {
   Sequential model;
   const int stem = model.add(
@@ -282,6 +325,23 @@ TEST_P(FusionOnBackend, EveryRewriteAgreesWithTheUnfusedLayers) {
   Sequential model = every_pattern();
   randomize_parameters(model, rng);
   const Variable input = random_variable({2, 3, 19, 13}, rng, 2.0f);
+  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_fusion(false);
+  const Variable unfused = model.forward(input).clone();
+  model.set_fusion(true);
+  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+}
+
+TEST_P(FusionOnBackend, HardSwishRewriteAgreesWithTheUnfusedLayers) {
+  std::mt19937 rng(23);
+  Sequential model = hard_swish_block();
+  randomize_parameters(model, rng);
+  // randomize_parameters also randomizes the gates: set hard sigmoid's constants again.
+  for (int gate : {1, 4}) {
+    auto& affine = dynamic_cast<ChannelAffine&>(model.layer(gate));
+    affine.set_parameters(std::vector<float>(24, 1.0f / 6.0f), std::vector<float>(24, 0.5f));
+  }
+  const Variable input = random_variable({3, 5, 17, 11}, rng, 4.0f);  // inputs past +-3, where the gate saturates
   model.set_backend(make_backend(GetParam(), {.validation = true}));
   model.set_fusion(false);
   const Variable unfused = model.forward(input).clone();

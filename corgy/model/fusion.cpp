@@ -1,10 +1,13 @@
 #include "corgy/model/fusion.h"
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "corgy/layers/activation_layer.h"
 #include "corgy/layers/add.h"
 #include "corgy/layers/avgpool2d.h"
+#include "corgy/layers/channel_affine.h"
 #include "corgy/layers/conv2d.h"
 #include "corgy/layers/conv2d_maxpool.h"
 #include "corgy/layers/elementwise.h"
@@ -89,6 +92,36 @@ void fuse_swish(Rewriter& r) {
       if (!sigmoid || sigmoid->activation().kind != ActivationKind::sigmoid) continue;
       if (r.node(s).inputs != std::vector<int>{x} || !r.private_to_pattern(s)) continue;
       r.rewrite(m, std::make_unique<ActivationLayer>(Activation::swish()), {x}, {s});
+      break;
+    }
+  }
+}
+
+/// A ChannelAffine that computes hard sigmoid as PyTorch defines it, min(max(x / 6 + 1/2, 0), 1) on every channel:
+/// what exporters write for the gate of hard swish (ONNX HardSigmoid with alpha 1/6, before opset 14's HardSwish).
+bool is_hard_sigmoid(const ChannelAffine& affine) {
+  const Activation gate = affine.activation();
+  if (gate.kind != ActivationKind::clipped_relu || gate.slope != 1.0f) return false;
+  // alpha = 1/6 as the exporter rounded it to float; a tolerance of an ulp or two, not a different function.
+  const auto one_sixth = [](float scale) { return std::abs(scale * 6.0f - 1.0f) <= 1e-6f; };
+  const std::span<const float> scale = affine.scale().values();
+  const std::span<const float> shift = affine.shift().values();
+  return std::all_of(scale.begin(), scale.end(), one_sixth) &&
+         std::all_of(shift.begin(), shift.end(), [](float s) { return s == 0.5f; });
+}
+
+// 1b. x * hard_sigmoid(x) -> hard_swish(x).
+void fuse_hard_swish(Rewriter& r) {
+  for (int m = 0; m < r.size(); ++m) {
+    const auto* multiply = r.as<Elementwise>(m);
+    if (!multiply || multiply->op() != ElementwiseOp::multiply || r.node(m).inputs.size() != 2) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int g = r.node(m).inputs[side];
+      const int x = r.node(m).inputs[1 - side];
+      const auto* gate = r.as<ChannelAffine>(g);
+      if (!gate || !is_hard_sigmoid(*gate)) continue;
+      if (r.node(g).inputs != std::vector<int>{x} || !r.private_to_pattern(g)) continue;
+      r.rewrite(m, std::make_unique<ActivationLayer>(Activation::hard_swish()), {x}, {g});
       break;
     }
   }
@@ -238,8 +271,8 @@ void fuse_inverted_residuals(Rewriter& r) {
 FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   FusedGraph graph{std::move(nodes), {}};
   // Each rewrite sees the graph as the ones before left it (counts of readers included).
-  for (void (*rewrite)(Rewriter&) : {fuse_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool,
-                                     fuse_squeeze_excite, fuse_inverted_residuals}) {
+  for (void (*rewrite)(Rewriter&) : {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds,
+                                     fuse_conv_maxpool, fuse_squeeze_excite, fuse_inverted_residuals}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

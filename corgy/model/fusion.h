@@ -28,7 +28,9 @@ struct FusedGraph {
 /// Applies every rewrite, each to the result of the ones before, to layers whose outputs only the pattern reads
 /// (never a kept output, never a layer read from elsewhere):
 ///  1. x * sigmoid(x) (an Elementwise multiply of a tensor by its own Sigmoid; how exporters write SiLU / swish)
-///     becomes one swish ActivationLayer;
+///     becomes one swish ActivationLayer; x * hard_sigmoid(x) (an Elementwise multiply of a tensor by a ChannelAffine
+///     of it with scale 1/6, shift 1/2 and clipped_relu(1): how exporters before ONNX opset 14 write HardSwish)
+///     becomes one hard_swish ActivationLayer;
 ///  2. an activation layer after a convolution without one, or after an Add without one, moves into it
 ///     (a FusedConv2d; the Add's own activation);
 ///  3. an Add of a convolution's output (the convolution without activation) and another tensor becomes a
