@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "corgy/backends/blas/blas_backend.h"
+#include "corgy/resize_coordinates.h"
 
 namespace corgy {
 
@@ -18,32 +19,6 @@ struct AxisTable {
   std::vector<int> index;
   std::vector<float> weight;
 };
-
-/// Where output cell x lies in the input, in float32 as ONNX Runtime computes it (the rule of NaiveBackend::resize).
-float source_of(ResizeCoordinates mode, int x, float scale, int in, int out) {
-  const auto fx = static_cast<float>(x);
-  switch (mode) {
-    case ResizeCoordinates::half_pixel: return (fx + 0.5f) / scale - 0.5f;
-    case ResizeCoordinates::pytorch_half_pixel: return out > 1 ? (fx + 0.5f) / scale - 0.5f : 0.0f;
-    case ResizeCoordinates::align_corners:
-      return out > 1 ? fx * static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
-    case ResizeCoordinates::asymmetric: return fx / scale;
-    case ResizeCoordinates::tf_half_pixel_for_nn: return (fx + 0.5f) / scale;
-  }
-  return 0.0f;
-}
-
-int nearest_of(NearestRounding rounding, float source) {
-  const float below = std::floor(source);
-  const bool half = source == below + 0.5f;
-  switch (rounding) {
-    case NearestRounding::round_prefer_floor: return static_cast<int>(half ? below : std::round(source));
-    case NearestRounding::round_prefer_ceil: return static_cast<int>(half ? std::ceil(source) : std::round(source));
-    case NearestRounding::floor: return static_cast<int>(below);
-    case NearestRounding::ceil: return static_cast<int>(std::ceil(source));
-  }
-  return 0;
-}
 
 /// Keys' cubic convolution kernel at distance d >= 0.
 float cubic(float d, float a) {
@@ -59,12 +34,12 @@ AxisTable axis_table(const ResizeDesc& desc, float scale, int in, int out) {
   table.weight.resize(table.index.size());
   const float last = static_cast<float>(in - 1);
   for (int x = 0; x < out; ++x) {
-    const float source = source_of(desc.coordinates, x, scale, in, out);
+    const float source = resize_source_coordinate(desc.coordinates, x, scale, in, out);
     int* index = table.index.data() + static_cast<std::size_t>(x) * table.taps;
     float* weight = table.weight.data() + static_cast<std::size_t>(x) * table.taps;
     if (desc.mode == ResizeMode::nearest) {
       // Clamped as a float first: a coordinate far outside the input must not overflow int.
-      index[0] = nearest_of(desc.rounding, std::clamp(source, -1.0f, last + 1.0f));
+      index[0] = static_cast<int>(resize_nearest_cell(desc.rounding, std::clamp(source, -1.0f, last + 1.0f)));
       index[0] = std::clamp(index[0], 0, in - 1);
       weight[0] = 1.0f;
     } else if (desc.mode == ResizeMode::linear) {

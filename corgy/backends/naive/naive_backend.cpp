@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "corgy/resize_coordinates.h"
+
 namespace corgy {
 
 namespace {
@@ -251,21 +253,6 @@ void NaiveBackend::conv_transpose2d(const ConvTranspose2dDesc& d, const Variable
 
 namespace {
 
-/// Where output index x of an axis of `out` cells falls among the axis's `in` input cells (ResizeCoordinates), in
-/// float32 as ONNX Runtime computes it.
-float resize_source(ResizeCoordinates mode, int x, float scale, int in, int out) {
-  const auto fx = static_cast<float>(x);
-  switch (mode) {
-    case ResizeCoordinates::half_pixel: return (fx + 0.5f) / scale - 0.5f;
-    case ResizeCoordinates::pytorch_half_pixel: return out > 1 ? (fx + 0.5f) / scale - 0.5f : 0.0f;
-    case ResizeCoordinates::align_corners:
-      return out > 1 ? fx * static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
-    case ResizeCoordinates::asymmetric: return fx / scale;
-    case ResizeCoordinates::tf_half_pixel_for_nn: return (fx + 0.5f) / scale;
-  }
-  return 0.0f;
-}
-
 /// The cubic convolution kernel (Keys 1981) at distance d with coefficient a.
 double cubic_weight(double d, double a) {
   d = std::abs(d);
@@ -282,19 +269,11 @@ struct ResizeTaps {
 };
 
 ResizeTaps resize_taps(const ResizeDesc& desc, int x, float scale, int in, int out) {
-  const float source = resize_source(desc.coordinates, x, scale, in, out);
+  const float source = resize_source_coordinate(desc.coordinates, x, scale, in, out);
   ResizeTaps taps;
   switch (desc.mode) {
     case ResizeMode::nearest: {
-      const float below = std::floor(source);
-      const bool half = source == below + 0.5f;
-      float rounded = 0.0f;
-      switch (desc.rounding) {
-        case NearestRounding::round_prefer_floor: rounded = half ? below : std::round(source); break;
-        case NearestRounding::round_prefer_ceil: rounded = half ? std::ceil(source) : std::round(source); break;
-        case NearestRounding::floor: rounded = below; break;
-        case NearestRounding::ceil: rounded = std::ceil(source); break;
-      }
+      const float rounded = resize_nearest_cell(desc.rounding, source);
       taps.count = 1;
       taps.index[0] = static_cast<int>(std::clamp(rounded, 0.0f, static_cast<float>(in - 1)));
       taps.weight[0] = 1.0;
