@@ -168,6 +168,19 @@ struct ResizeDesc {
   bool exclude_outside = false;
 };
 
+/// Which input channel each output channel copies (Backend::gather_channels): output channel k = (k / inner) * inner
+/// + k % inner reads input channel first + (k / inner) * outer_stride + (k % inner) * inner_stride. A channel slice
+/// [start, stop) with step s is {start, C_out, s, 0}; ShuffleNet's channel shuffle of C = g * m channels in g groups
+/// (output channel j * g + i is input channel i * m + j) is {0, g, m, 1}.
+struct ChannelGatherDesc {
+  int first = 0;
+  int inner = 1;
+  int inner_stride = 1;
+  int outer_stride = 0;
+
+  int source_channel(int k) const { return first + (k / inner) * outer_stride + (k % inner) * inner_stride; }
+};
+
 /// The arithmetic of Backend::elementwise.
 enum class ElementwiseOp { add, subtract, multiply, divide };
 
@@ -261,6 +274,9 @@ class Backend {
   virtual void resize(const ResizeDesc& desc, const Variable& input, Variable& output) = 0;
   /// Concatenates along channels; every input has output's N, H, W.
   virtual void concat_channels(std::span<const Variable* const> inputs, Variable& output) = 0;
+  /// Copies whole channel planes: output (N, C_out, H, W) channel k is input (N, C_in, H, W) channel
+  /// desc.source_channel(k), which the caller keeps inside [0, C_in).
+  virtual void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) = 0;
   /// output = activation(a + b), all the same shape.
   virtual void add(const Variable& a, const Variable& b, Activation activation, Variable& output) = 0;
   /// Instance normalisation: each plane (n, c) is normalised by its own mean and biased variance over (H, W),

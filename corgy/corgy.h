@@ -24,6 +24,8 @@
 #include "corgy/layers/avgpool2d.h"
 #include "corgy/layers/batchnorm.h"
 #include "corgy/layers/channel_affine.h"
+#include "corgy/layers/channel_shuffle.h"
+#include "corgy/layers/channel_slice.h"
 #include "corgy/layers/concat.h"
 #include "corgy/layers/conditional_instance_norm.h"
 #include "corgy/layers/conv2d.h"

@@ -466,6 +466,22 @@ void add_multi_input_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"concat of 1 (route copy) (2, 3, 5, 5)", {2, 3, 5, 5}, [](Sequential& m) {
                      m.add(Concat(), {Sequential::model_input});
                    }});
+  // Channel copies: a slice (every other channel, a range at the end) and shuffles; convolutions after them so the
+  // copies feed computed layers, as in ShuffleNet.
+  cases.push_back({"channel slices (3, 9, 5, 7)", {3, 9, 5, 7}, [](Sequential& m) {
+                     const int odd = m.add(ChannelSlice(1, 9, 2), {Sequential::model_input});
+                     const int tail = m.add(ChannelSlice(6, 9), {Sequential::model_input});
+                     m.add(Concat(), {odd, tail});
+                     m.add(Conv2d({.in_channels = 7, .out_channels = 4, .kernel = 1}));
+                   }});
+  cases.push_back({"channel shuffle 3 groups (3, 12, 7, 5)", {3, 12, 7, 5}, [](Sequential& m) {
+                     m.add(Conv2d({.in_channels = 12, .out_channels = 12, .kernel = 3, .padding = 1}));
+                     m.add(ChannelShuffle(3));
+                   }});
+  cases.push_back({"channel shuffle 2 groups (1, 10, 4, 9)", {1, 10, 4, 9}, [](Sequential& m) {
+                     m.add(ChannelShuffle(2), {Sequential::model_input});
+                     m.add(Conv2d({.in_channels = 10, .out_channels = 3, .kernel = 1}));
+                   }});
   cases.push_back({"add (3, 4, 8, 6)", {3, 4, 8, 6}, [](Sequential& m) {
                      const int a = m.add(Conv2d({.in_channels = 4, .out_channels = 4, .kernel = 3, .padding = 1}),
                                          {Sequential::model_input});

@@ -586,6 +586,18 @@ void BlasBackend::concat_channels(std::span<const Variable* const> inputs, Varia
   });
 }
 
+void BlasBackend::gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) {
+  profiler_.note("channel copies");
+  const Shape& shape = output.shape();
+  const std::size_t plane_size = shape.plane_count();
+  const auto in_channels = static_cast<std::size_t>(input.shape().c);
+  parallel_for(threads_for(output.count()), static_cast<std::size_t>(shape.n * shape.c), [&](std::size_t plane) {
+    const std::size_t image = plane / shape.c;
+    const auto source = image * in_channels + desc.source_channel(static_cast<int>(plane % shape.c));
+    std::memcpy(output.data() + plane * plane_size, input.data() + source * plane_size, plane_size * sizeof(float));
+  });
+}
+
 void BlasBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
   profiler_.note("add loop");
   const std::size_t count = a.count();

@@ -85,6 +85,7 @@ class BlasBackend final : public Backend {
                       Variable& output) override;
   void upsample_nearest(int scale, const Variable& input, Variable& output) override;
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
+  void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
   /// One GEMM per image and group (the weights transposed times the input), then col2im (im2col.h) into the output.

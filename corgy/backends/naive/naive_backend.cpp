@@ -349,6 +349,17 @@ void NaiveBackend::concat_channels(std::span<const Variable* const> inputs, Vari
   }
 }
 
+void NaiveBackend::gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) {
+  const Shape& s = output.shape();
+  for (int n = 0; n < s.n; ++n) {
+    for (int c = 0; c < s.c; ++c) {
+      for (int y = 0; y < s.h; ++y) {
+        for (int x = 0; x < s.w; ++x) output.at(n, c, y, x) = input.at(n, desc.source_channel(c), y, x);
+      }
+    }
+  }
+}
+
 void NaiveBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
   for (std::size_t i = 0; i < a.count(); ++i) {
     output.data()[i] = apply_activation(activation, a.data()[i] + b.data()[i]);

@@ -44,6 +44,7 @@ class NaiveBackend final : public Backend {
   /// The definition: each output pixel's input coordinate along each axis, its taps and their weights.
   void resize(const ResizeDesc& desc, const Variable& input, Variable& output) override;
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
+  void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
                      Activation activation, Variable& output) override;

@@ -188,6 +188,11 @@ struct UpsampleParams {
   std::uint32_t planes, height, width, scale;
 };
 
+/// Mirrors kernels/gather_channels.comp (ChannelGatherDesc's fields after the shapes).
+struct GatherChannelsParams {
+  std::uint32_t images, channels, in_channels, plane, first, inner, inner_stride, outer_stride;
+};
+
 struct ConcatCopyParams {
   std::uint32_t images, channels, plane, out_channels, channel_offset;
 };
@@ -289,6 +294,7 @@ inline constexpr KernelInfo tensor_convert_fp16{"tensor_convert_fp16", 2, sizeof
 inline constexpr KernelInfo pool2d_fp16{"pool2d_fp16", 2, sizeof(Pool2dParams), true};
 inline constexpr KernelInfo upsample_nearest_fp16{"upsample_nearest_fp16", 2, sizeof(UpsampleParams), true};
 inline constexpr KernelInfo concat_copy_fp16{"concat_copy_fp16", 2, sizeof(ConcatCopyParams), true};
+inline constexpr KernelInfo gather_channels_fp16{"gather_channels_fp16", 2, sizeof(GatherChannelsParams), true};
 inline constexpr KernelInfo depthwise_conv2d{"depthwise_conv2d", 4, sizeof(DepthwiseParams)};
 inline constexpr KernelInfo pool2d{"pool2d", 2, sizeof(Pool2dParams)};
 inline constexpr KernelInfo activation{"activation", 2, sizeof(ActivationParams)};
@@ -296,6 +302,7 @@ inline constexpr KernelInfo softmax{"softmax", 2, sizeof(SoftmaxParams)};
 inline constexpr KernelInfo channel_affine{"channel_affine", 4, sizeof(ChannelAffineParams)};
 inline constexpr KernelInfo upsample_nearest{"upsample_nearest", 2, sizeof(UpsampleParams)};
 inline constexpr KernelInfo concat_copy{"concat_copy", 2, sizeof(ConcatCopyParams)};
+inline constexpr KernelInfo gather_channels{"gather_channels", 2, sizeof(GatherChannelsParams)};
 inline constexpr KernelInfo add{"add", 3, sizeof(AddParams)};
 inline constexpr KernelInfo instance_norm{"instance_norm", 4, sizeof(InstanceNormParams)};
 inline constexpr KernelInfo pad{"pad", 2, sizeof(PadParams)};

@@ -192,6 +192,26 @@ void VulkanBackend::concat_channels(std::span<const Variable* const> inputs, Var
   });
 }
 
+void VulkanBackend::gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) {
+  as_forward("gather channels", [&] {
+    const Shape& in = input.shape();
+    const Shape& out = output.shape();
+    const vulkan::GatherChannelsParams params{u32(out.n),
+                                              u32(out.c),
+                                              u32(in.c),
+                                              u32(out.plane_count()),
+                                              u32(desc.first),
+                                              u32(desc.inner),
+                                              u32(desc.inner_stride),
+                                              u32(desc.outer_stride)};
+    const vulkan::BufferUse source = runtime_->tensors.read(input);
+    const vulkan::BufferUse result = runtime_->tensors.write(output, true);
+    runtime_->recorder.dispatch(elementwise_pipeline(*runtime_, vulkan::kernels::gather_channels,
+                                                     vulkan::kernels::gather_channels_fp16, source, result),
+                                {source, result}, params, elementwise_groups(output.count()));
+  });
+}
+
 void VulkanBackend::add(const Variable& a, const Variable& b, Activation activation, Variable& output) {
   as_forward("add", [&] {
     const vulkan::AddParams params{u32(a.count()), vulkan::activation_kind(activation), activation.slope};

@@ -219,6 +219,7 @@ class VulkanBackend final : public Backend {
                       Variable& output) override;
   void upsample_nearest(int scale, const Variable& input, Variable& output) override;
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
+  void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
   // Defined in files of their own (vulkan_instance_norm.cpp, vulkan_pad.cpp, vulkan_elementwise.cpp, vulkan_prelu.cpp,
