@@ -309,7 +309,7 @@ IMAGENET_MODELS = {"resnet18": ResNet18, "mobilenet_v2": MobileNetV2}
 # reference users run; torchvision is on this machine and on the GPU machine): the models whose speed the issues
 # track, and others that no kernel was tuned on (the held-out check of docs/benchmarks.md).
 TORCHVISION_MODELS = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "densenet121", "vgg16", "regnet_y_400mf",
-                      "mnasnet1_0", "resnext50_32x4d", "googlenet", "squeezenet1_1", "vgg11_bn")
+                      "mnasnet1_0", "resnext50_32x4d", "googlenet", "squeezenet1_1", "vgg11_bn", "shufflenet_v2_x1_0")
 
 
 class TorchvisionClassifier(torch.nn.Module):

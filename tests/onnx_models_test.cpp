@@ -74,6 +74,21 @@ TEST(OnnxModels, FusesBatchNormAndActivationsIntoTheirConvolutions) {
   EXPECT_EQ(net.input_shape(4), (Shape{4, 3, 96, 128}));
 }
 
+TEST(OnnxModels, ShuffleNetUnitsBecomeChannelShufflesAndSlices) {
+  // Two units: each a channel shuffle (Reshape -> Transpose -> Reshape); the plain unit's chunk is two Slices (one
+  // unread by the branch: its half goes straight to the Concat); the torch.split after them, three ChannelSlices.
+  OnnxModel net = load_onnx(fixture_path("onnx/torch_shufflenet_units_opset13/model.onnx"));
+  int shuffles = 0;
+  int slices = 0;
+  for (int i = 0; i < net.model.size(); ++i) {
+    const std::string_view type = net.model.layer(i).type();
+    shuffles += type == "channel_shuffle";
+    slices += type == "channel_slice";
+  }
+  EXPECT_EQ(shuffles, 2);
+  EXPECT_EQ(slices, 2 + 3);
+}
+
 TEST(OnnxModels, RunAnyBatchButCheckFixedDimensions) {
   OnnxModel net = load_onnx(fixture_path("onnx/mnist_opset17/model.onnx"));
   const Variable input = load_npy(fixture_path("onnx/mnist_opset17/input.npy"));  // (2, 1, 28, 28)
@@ -374,6 +389,41 @@ void set_attribute(onnx::ModelProto& model, const std::string& name, const std::
   a.set_name(name);
   a.set_type(onnx::AttributeProto::INTS);
   for (std::int64_t v : values) a.add_ints(v);
+}
+
+TEST(OnnxErrors, TensorSlicesSplitsAndTransposesAreChannelOperationsOnly) {
+  const auto slice = [](std::int64_t start, std::int64_t end, std::int64_t axis, std::int64_t step) {
+    return load_error(one_node_model("Slice", {"starts", "ends", "axes", "steps"},
+                                     {{"starts", {1}, {static_cast<float>(start)}, true},
+                                      {"ends", {1}, {static_cast<float>(end)}, true},
+                                      {"axes", {1}, {static_cast<float>(axis)}, true},
+                                      {"steps", {1}, {static_cast<float>(step)}, true}}));
+  };
+  EXPECT_TRUE(contains(slice(0, 2, 2, 1), "slices axis 2 of (1, 2, 4, 4); corgy slices tensors along the channels"));
+  EXPECT_TRUE(contains(slice(1, 0, 1, -1), "slices the channels of (1, 2, 4, 4) backwards (step -1)"));
+  EXPECT_TRUE(contains(slice(1, 1, 1, 1), "takes no channel of (1, 2, 4, 4)"));
+  EXPECT_EQ(slice(1, 100, 1, 1), "(no error)");  // ends past the end clamp, as ONNX says
+
+  onnx::ModelProto transpose = one_node_model("Transpose", {}, {});
+  set_attribute(transpose, "perm", std::vector<std::int64_t>{0, 1, 3, 2});
+  EXPECT_TRUE(contains(load_error(transpose), "corgy transposes tensors only as a channel shuffle"))
+      << load_error(transpose);
+
+  const auto split = [](std::int64_t axis, std::vector<float> sizes) {
+    onnx::ModelProto model =
+        one_node_model("Split", {"split"}, {{"split", {static_cast<std::int64_t>(sizes.size())}, sizes, true}});
+    onnx::AttributeProto& a = *model.mutable_graph()->mutable_node(0)->add_attribute();
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(axis);
+    for (std::size_t k = 1; k < sizes.size(); ++k)
+      model.mutable_graph()->mutable_node(0)->add_output(fmt::format("z{}", k));
+    return load_error(model);
+  };
+  EXPECT_TRUE(contains(split(2, {2, 2}), "splits axis 2 of (1, 2, 4, 4)"));
+  EXPECT_TRUE(contains(split(1, {1, 2}), "split sizes (1, 2) add up to 3, not the 2 channels"));
+  EXPECT_TRUE(contains(split(1, {0, 2}), "has a part of 0 channels"));
+  EXPECT_EQ(split(1, {1, 1}), "(no error)");
 }
 
 TEST(OnnxErrors, ResizeScalesAndModesAreChecked) {

@@ -2,7 +2,7 @@
 """Exports small PyTorch modules with torch.onnx.export at opset 13 for tests/onnx_models_test.cpp, with PyTorch's
 own outputs as the reference: the operators whose meaning the exporter chooses (ConvTranspose from
 nn.ConvTranspose2d, Resize from F.interpolate in each mode, with align_corners both ways, by scale_factor and by
-size, enlarging and shrinking).
+size, enlarging and shrinking; the channel shuffle, chunk and split of ShuffleNet v2 units).
 
 For each case, tests/fixtures/onnx/torch_<case>_opset13/ gets model.onnx, input.npy (float32, seeded) and
 output_<k>.npy: the module's outputs computed by PyTorch in float64 from the same float32 weights and input.
@@ -77,6 +77,24 @@ class segmentation_head(nn.Module):
     def forward(self, x):
         y = self.up(F.relu(self.down(x)))
         return F.interpolate(y, size=x.shape[2:], mode="bilinear", align_corners=False) + self.skip(x)
+
+
+@case((2, 8, 9, 7))
+class shufflenet_units(nn.Module):
+    """torchvision's ShuffleNet v2 units as the zoo's model has them, a strided one then a plain one: channel halves
+    by Slice (chunk), the channel shuffle as Reshape -> Transpose -> Reshape; then a torch.split into unequal channel
+    parts (Split) joined in another order."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.shufflenetv2 import InvertedResidual
+        self.down = InvertedResidual(8, 16, 2)
+        self.unit = InvertedResidual(16, 16, 1)
+
+    def forward(self, x):
+        y = self.unit(self.down(x))
+        a, b, c = torch.split(y, [6, 7, 3], dim=1)
+        return y, torch.cat([c, F.relu(a), b], dim=1)
 
 
 def build(name, input_shape, cls, out):

@@ -15,6 +15,8 @@
 #include "corgy/layers/activation_layer.h"
 #include "corgy/layers/add.h"
 #include "corgy/layers/avgpool2d.h"
+#include "corgy/layers/channel_shuffle.h"
+#include "corgy/layers/channel_slice.h"
 #include "corgy/layers/concat.h"
 #include "corgy/layers/conv2d.h"
 #include "corgy/layers/conv_transpose2d.h"
@@ -79,6 +81,8 @@ std::int64_t product(std::span<const std::int64_t> dims) {
 std::optional<Dims> corgy_layout(const Dims& dims) {
   if (dims.size() == 4) return dims;
   if (dims.size() == 2) return Dims{dims[0], dims[1], 1, 1};
+  // (N, g, C/g, H, W): the channels in groups, as a channel shuffle's Reshape views them.
+  if (dims.size() == 5 && dims[1] > 0 && dims[2] > 0) return Dims{dims[0], dims[1] * dims[2], dims[3], dims[4]};
   return std::nullopt;
 }
 
@@ -94,8 +98,8 @@ void reshape_to(Graph& g, const Dims& result) {
     return g.add_layer(Flatten(), {x}, Dims{x.dims[0], product(std::span(x.dims).subspan(1))});
   }
   g.fail(
-      fmt::format("reshapes {} to {}; corgy runs reshapes that only flatten (N, C, H, W) to (N, C*H*W) or add or "
-                  "drop axes of size 1 after the channels",
+      fmt::format("reshapes {} to {}; corgy runs reshapes that only flatten (N, C, H, W) to (N, C*H*W), add or "
+                  "drop axes of size 1 after the channels, or view the channels in groups (N, g, C/g, H, W)",
                   dims_text(x.dims), dims_text(result)));
 }
 
@@ -240,8 +244,13 @@ Constant gathered(const Constant& c, const std::vector<std::size_t>& from, Dims 
 }
 
 /// Slice on constants (steps of either sign; opset 10 on: starts, ends, axes, steps as inputs; before: attributes).
-void map_slice(Graph& g) {
-  const Constant& data = g.constant_input(0, "data");
+/// Slice's selection along every axis of an input of `dims`: the first index, the step and the count of elements
+/// taken (ONNX's rules: negative positions count from the end, then clamp to [0, dim], or [-1, dim - 1] going back).
+struct SliceSelection {
+  Dims first, step, count;
+};
+
+SliceSelection slice_selection(const Graph& g, const Dims& dims) {
   Dims starts, ends, axes, steps;
   if (g.opset() >= 10) {
     starts = g.constant_input(1, "starts").as_integers();
@@ -253,7 +262,7 @@ void map_slice(Graph& g) {
     ends = g.attribute_ints("ends");
     axes = g.attribute_ints("axes");
   }
-  const std::size_t rank = data.dims.size();
+  const std::size_t rank = dims.size();
   if (axes.empty()) {
     for (std::size_t a = 0; a < starts.size(); ++a) axes.push_back(static_cast<std::int64_t>(a));
   }
@@ -261,13 +270,12 @@ void map_slice(Graph& g) {
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
     g.fail("has starts, ends, axes and steps of different lengths");
   }
-  // Per axis: the first index, the step and the count of elements taken.
-  Dims first(rank, 0), step(rank, 1), count = data.dims;
+  SliceSelection selection{Dims(rank, 0), Dims(rank, 1), dims};
   for (std::size_t k = 0; k < starts.size(); ++k) {
     const auto a = static_cast<std::size_t>(normalize_axis(g, axes[k], rank));
-    const std::int64_t dim = data.dims[a], st = steps[k];
+    const std::int64_t dim = dims[a], st = steps[k];
     if (st == 0) g.fail("has a step of 0");
-    // ONNX's rule: negative positions count from the end; then clamp to [0, dim] (or [-1, dim - 1] going back).
+    if (dim < 0) g.fail(fmt::format("slices axis {} of {}, whose size is not known", a, dims_text(dims)));
     auto position = [&](std::int64_t v) {
       if (v < 0) v = v < -dim ? -1 : v + dim;
       return st > 0 ? std::clamp<std::int64_t>(v, 0, dim) : std::clamp<std::int64_t>(v, -1, dim - 1);
@@ -275,10 +283,38 @@ void map_slice(Graph& g) {
     const std::int64_t begin = position(starts[k]), end = position(ends[k]);
     const std::int64_t span = st > 0 ? end - begin : begin - end;
     const std::int64_t magnitude = st > 0 ? st : (st == INT64_MIN ? INT64_MAX : -st);
-    first[a] = begin;
-    step[a] = st > 0 ? std::min(st, dim + 1) : std::max(st, -(dim + 1));
-    count[a] = span <= 0 ? 0 : (span - 1) / magnitude + 1;
+    selection.first[a] = begin;
+    selection.step[a] = st > 0 ? std::min(st, dim + 1) : std::max(st, -(dim + 1));
+    selection.count[a] = span <= 0 ? 0 : (span - 1) / magnitude + 1;
   }
+  return selection;
+}
+
+/// Slice of a tensor: a range of channels (ChannelSlice), the other axes whole.
+void slice_channels(Graph& g) {
+  const Tensor& x = image_input(g);
+  const SliceSelection s = slice_selection(g, x.dims);
+  for (std::size_t a : {std::size_t{0}, std::size_t{2}, std::size_t{3}}) {
+    if (s.first[a] != 0 || s.step[a] != 1 || s.count[a] != x.dims[a]) {
+      g.fail(fmt::format("slices axis {} of {}; corgy slices tensors along the channels (axis 1) only", a,
+                         dims_text(x.dims)));
+    }
+  }
+  if (s.step[1] < 0) g.fail(fmt::format("slices the channels of {} backwards (step {})", dims_text(x.dims), s.step[1]));
+  if (s.count[1] == 0) g.fail(fmt::format("takes no channel of {}", dims_text(x.dims)));
+  const auto start = static_cast<int>(s.first[1]);
+  const auto step = static_cast<int>(s.step[1]);
+  const int stop = start + (static_cast<int>(s.count[1]) - 1) * step + 1;
+  Dims dims = x.dims;
+  dims[1] = s.count[1];
+  g.add_layer(ChannelSlice(start, stop, step), {x}, dims);
+}
+
+void map_slice(Graph& g) {
+  if (!g.input_is_constant(0)) return slice_channels(g);
+  const Constant& data = g.constant_input(0, "data");
+  const std::size_t rank = data.dims.size();
+  const auto [first, step, count] = slice_selection(g, data.dims);
   const std::vector<std::size_t> strides = strides_of(data.dims);
   std::vector<std::size_t> from;
   const auto total = static_cast<std::size_t>(product(count));
@@ -295,9 +331,65 @@ void map_slice(Graph& g) {
   g.set_constant_output(gathered(data, from, count));
 }
 
+/// Split of a tensor along the channels: one ChannelSlice per output (YOLOv8's C2f blocks, ShuffleNet's branches).
+void map_split(Graph& g) {
+  const Tensor& x = image_input(g);
+  const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", 0), x.dims.size());
+  if (axis != 1)
+    g.fail(fmt::format("splits axis {} of {}; corgy splits along the channels (axis 1)", axis, dims_text(x.dims)));
+  const int channels = channels_of(g, x);
+  const int outputs = g.node().output_size();
+  Dims sizes = g.opset() >= 13 ? (g.has_input(1) ? g.constant_input(1, "split").as_integers() : Dims{})
+                               : g.attribute_ints("split");
+  if (sizes.empty()) {
+    // Equal parts (opset 18's num_outputs allows a smaller last one; without it they must divide evenly).
+    if (outputs < 1) g.fail("has no outputs");
+    const std::int64_t part = (channels + outputs - 1) / outputs;
+    if (g.opset() < 18 && channels % outputs != 0) {
+      g.fail(fmt::format("splits {} channels into {} equal parts", channels, outputs));
+    }
+    for (int k = 0; k < outputs; ++k) sizes.push_back(std::min<std::int64_t>(part, channels - k * part));
+  }
+  if (static_cast<int>(sizes.size()) != outputs) {
+    g.fail(fmt::format("has {} split sizes for {} outputs", sizes.size(), outputs));
+  }
+  std::int64_t total = 0;
+  for (std::int64_t size : sizes) {
+    if (size <= 0 || size > channels) g.fail(fmt::format("has a part of {} channels (of {})", size, channels));
+    total += size;
+  }
+  if (total != channels)
+    g.fail(fmt::format("split sizes {} add up to {}, not the {} channels", dims_text(sizes), total, channels));
+  int start = 0;
+  for (int k = 0; k < outputs; ++k) {
+    const auto size = static_cast<int>(sizes[static_cast<std::size_t>(k)]);
+    if (g.output_used(k)) {
+      Dims dims = x.dims;
+      dims[1] = size;
+      g.set_tensor_output(g.intermediate(std::make_unique<ChannelSlice>(start, start + size), {x}, dims), k);
+    }
+    start += size;
+  }
+}
+
+/// Transpose of a tensor: only ShuffleNet's channel shuffle, (N, g, C/g, H, W) with perm (0, 2, 1, 3, 4), on the
+/// 5-D view of an (N, C, H, W) tensor that reshape_to makes.
+void transpose_channel_groups(Graph& g) {
+  const Tensor& x = g.tensor_input(0);
+  const Dims perm = g.attribute_ints("perm");
+  if (x.dims.size() != 5 || perm != Dims{0, 2, 1, 3, 4} || x.dims[1] <= 0 || x.dims[2] <= 0) {
+    g.fail(
+        fmt::format("transposes {} with perm {}; corgy transposes tensors only as a channel shuffle, (N, g, C/g, H, "
+                    "W) with perm (0, 2, 1, 3, 4)",
+                    dims_text(x.dims), dims_text(perm)));
+  }
+  g.add_layer(ChannelShuffle(static_cast<int>(x.dims[1])), {x},
+              Dims{x.dims[0], x.dims[2], x.dims[1], x.dims[3], x.dims[4]});
+}
+
 /// Transpose on constants (PyTorch transposes Pad's pads with it).
 void map_transpose(Graph& g) {
-  if (!g.input_is_constant(0)) g.fail("transposes a tensor computed at run time; corgy transposes constants only");
+  if (!g.input_is_constant(0)) return transpose_channel_groups(g);
   const Constant& data = g.constant_input(0, "data");
   const std::size_t rank = data.dims.size();
   Dims perm = g.attribute_ints("perm");
@@ -1354,12 +1446,15 @@ constexpr OperatorMapping table[] = {
      "width; Upsample for nearest by one integer factor"},
     {"Shape", first, last, map_shape, "a constant, when the dimensions are known at load time"},
     {"Sigmoid", first, last, map_sigmoid, "sigmoid activation, fused"},
-    {"Slice", first, last, map_slice, "constants only (PyTorch's arithmetic on Pad's pads)"},
+    {"Slice", first, last, map_slice,
+     "a range of channels of a tensor (ChannelSlice; other axes whole, positive step); any slice of a constant"},
     {"Softmax", first, last, map_softmax, "Softmax over the channels (axis 1)"},
     {"Squeeze", first, last, map_squeeze, "a view (axes of size 1 after the channels); constants"},
     {"Sub", first, last, map_sub, "a per-channel shift by a constant (x - c, c - x); Elementwise for tensors"},
     {"Tanh", first, last, map_tanh, "tanh activation, fused"},
-    {"Transpose", first, last, map_transpose, "constants only (PyTorch's arithmetic on Pad's pads)"},
+    {"Split", first, last, map_split, "channel ranges of a tensor (a ChannelSlice per output)"},
+    {"Transpose", first, last, map_transpose,
+     "a channel shuffle, (N, g, C/g, H, W) with perm (0, 2, 1, 3, 4) (ChannelShuffle); any transpose of a constant"},
     {"Unsqueeze", first, last, map_unsqueeze, "a view (axes of size 1 after the channels); constants"},
     {"Upsample", first, 9, map_upsample,
      "Resize: nearest (enlarging) or linear, asymmetric coordinates, height and width; Upsample for one integer "
