@@ -68,7 +68,10 @@ void BlasBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable& 
   std::vector<float> squeezed(static_cast<std::size_t>(shape.n) * desc.squeeze_channels);
   std::vector<float> gates(planes);
   keep_openblas_single_threaded();
-  team_->run(threads_for(input.count()), [&](const blas::TeamMember& member) {
+  // The products read both weight matrices once (C x S each): at batch 1 on a 7 x 7 map they are larger than the
+  // input, and reading them is most of the block's time.
+  const std::size_t work = std::max(input.count(), reduce_weights.count() + expand_weights.count());
+  team_->run(threads_for(work), [&](const blas::TeamMember& member) {
     const blas::TeamMember::Range mine = member.share(planes);
     const float scale = 1.0f / static_cast<float>(plane);
     for (std::size_t p = mine.begin; p < mine.end; ++p) {
