@@ -179,15 +179,24 @@ TEST(CpuKernels, DepthwiseAgreesWithTheDefinition) {
   // Kernel sizes of MobileNet / EfficientNet / ConvNeXt, strides 1-3, dilation, padding from none to more than the
   // kernel reaches, and planes from 1 x 1 up, wide and tall, of sizes that are not multiples of a register.
   const std::vector<DepthwiseCase> cases = {
-      {3, 1, 1, 1, 7, 7},   {3, 1, 1, 1, 112, 112}, {3, 2, 1, 1, 112, 112}, {3, 2, 1, 1, 7, 7},
-      {5, 1, 1, 2, 14, 14}, {5, 2, 1, 2, 28, 28},   {5, 2, 1, 2, 15, 13},   {7, 1, 1, 3, 14, 14},
-      {3, 1, 2, 2, 17, 9},  {3, 2, 2, 2, 20, 21},   {3, 3, 1, 0, 10, 11},   {3, 1, 1, 0, 3, 3},
-      {3, 1, 1, 1, 1, 1},   {5, 1, 1, 4, 2, 3},     {3, 1, 1, 1, 3, 40},    {1, 1, 1, 0, 5, 6},
-      {1, 2, 1, 0, 9, 9},   {3, 1, 1, 1, 8, 13},    {11, 1, 1, 5, 12, 12},  {3, 2, 3, 3, 19, 23}};
+      {3, 1, 1, 1, 7, 7},   {3, 1, 1, 1, 112, 112}, {3, 2, 1, 1, 112, 112}, {3, 2, 1, 1, 7, 7},    {5, 1, 1, 2, 14, 14},
+      {5, 2, 1, 2, 28, 28}, {5, 2, 1, 2, 15, 13},   {7, 1, 1, 3, 14, 14},   {3, 1, 2, 2, 17, 9},   {3, 2, 2, 2, 20, 21},
+      {3, 3, 1, 0, 10, 11}, {3, 1, 1, 0, 3, 3},     {3, 1, 1, 1, 1, 1},     {5, 1, 1, 4, 2, 3},    {3, 1, 1, 1, 3, 40},
+      {1, 1, 1, 0, 5, 6},   {1, 2, 1, 0, 9, 9},     {3, 1, 1, 1, 8, 13},    {11, 1, 1, 5, 12, 12}, {3, 2, 3, 3, 19, 23},
+      {5, 2, 1, 2, 57, 55}, {3, 2, 1, 1, 29, 30},   {5, 1, 1, 2, 6, 33},    {3, 1, 1, 1, 2, 12}};
   std::mt19937 random(7);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  // Every way of computing a plane on every case (each path falls back where it does not apply).
+  std::vector<std::pair<CpuIsa, blas::DepthwisePath>> kernels;
   for (const CpuIsa isa : isas_of_this_cpu()) {
-    const blas::DepthwiseKernel kernel = blas::depthwise_kernel(isa);
+    for (const blas::DepthwisePath path : {blas::DepthwisePath::automatic, blas::DepthwisePath::extended_rows,
+                                           blas::DepthwisePath::row_blocks, blas::DepthwisePath::direct_blocks}) {
+      kernels.emplace_back(isa, path);
+    }
+  }
+  for (const auto& [isa, path] : kernels) {
+    const blas::DepthwiseKernel kernel = blas::depthwise_kernel(isa, path);
+    const int path_name = static_cast<int>(path);
     for (const DepthwiseCase& c : cases) {
       for (const Activation activation : {Activation::none(), Activation::relu6(), Activation::swish()}) {
         const blas::DepthwiseGeometry geometry =
@@ -205,10 +214,10 @@ TEST(CpuKernels, DepthwiseAgreesWithTheDefinition) {
         kernel(geometry, input.data(), weights.data(), bias, activation, got.data(), buffer.data());
         double worst = 0.0;
         for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double{got[i]} - want[i]));
-        EXPECT_LE(worst, 1e-5) << isa_name(isa) << " kernel " << c.kernel << " stride " << c.stride << " dilation "
-                               << c.dilation << " padding " << c.padding << " plane " << c.in_h << " x " << c.in_w
-                               << " " << activation.str();
-        EXPECT_EQ(got.back(), 12345.0f) << isa_name(isa) << ": wrote past the plane";
+        EXPECT_LE(worst, 1e-5) << isa_name(isa) << " path " << path_name << " kernel " << c.kernel << " stride "
+                               << c.stride << " dilation " << c.dilation << " padding " << c.padding << " plane "
+                               << c.in_h << " x " << c.in_w << " " << activation.str();
+        EXPECT_EQ(got.back(), 12345.0f) << isa_name(isa) << " path " << path_name << ": wrote past the plane";
       }
     }
   }

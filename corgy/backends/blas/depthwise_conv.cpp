@@ -104,14 +104,14 @@ void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<flo
             buffer.begin() + static_cast<std::ptrdiff_t>(geometry.phase_floats), 0.0f);
 }
 
-DepthwiseKernel depthwise_kernel(CpuIsa isa) {
+DepthwiseKernel depthwise_kernel(CpuIsa isa, DepthwisePath path) {
   if (!cpu_has(isa)) throw Error(fmt::format("blas: this CPU cannot run the {} depthwise kernels", isa_name(isa)));
   switch (isa) {
-    case CpuIsa::avx512: return avx512_depthwise_kernel();
-    case CpuIsa::avx2: return avx2_depthwise_kernel();
+    case CpuIsa::avx512: return avx512_depthwise_kernel(path);
+    case CpuIsa::avx2: return avx2_depthwise_kernel(path);
     case CpuIsa::generic: break;
   }
-  return generic_depthwise_kernel();
+  return generic_depthwise_kernel(path);
 }
 
 DepthwiseKernel depthwise_kernel() {

@@ -63,12 +63,23 @@ using DepthwiseKernel = void (*)(const DepthwiseGeometry& geometry, const float*
 /// Sizes `buffer` for `geometry` and zeroes the tail past the phase planes.
 void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<float>& buffer);
 
-DepthwiseKernel generic_depthwise_kernel();
-DepthwiseKernel avx2_depthwise_kernel();
-DepthwiseKernel avx512_depthwise_kernel();
+/// Which way a kernel computes a plane. Each path falls back to the one before it where it does not apply:
+///  - extended_rows: every geometry (the file comment above);
+///  - row_blocks: 3 x 3 and 5 x 5 at strides 1 and 2, dilation 1, outputs at least 12 wide: several output rows per
+///    register column, each phase row loaded once per column offset for all of them, written straight into the
+///    output (no extended rows to copy out);
+///  - direct_blocks: the same at stride 1 read straight from the input (no phase copy; masked loads at the edges);
+///  - automatic: what the backend uses: at stride 1 direct blocks on outputs at least 48 wide and row blocks on
+///    narrower ones (from 12), the extended rows otherwise (the measurements: kernels/depthwise_kernel.h).
+enum class DepthwisePath { automatic, extended_rows, row_blocks, direct_blocks };
 
-/// The kernel of the widest instruction set this CPU has (cpuid, once), or of `isa` when asked (tests).
+DepthwiseKernel generic_depthwise_kernel(DepthwisePath path);
+DepthwiseKernel avx2_depthwise_kernel(DepthwisePath path);
+DepthwiseKernel avx512_depthwise_kernel(DepthwisePath path);
+
+/// The kernel of the widest instruction set this CPU has (cpuid, once), or of `isa` and `path` when asked (tests,
+/// benchmarks).
 DepthwiseKernel depthwise_kernel();
-DepthwiseKernel depthwise_kernel(CpuIsa isa);
+DepthwiseKernel depthwise_kernel(CpuIsa isa, DepthwisePath path = DepthwisePath::automatic);
 
 }  // namespace corgy::blas

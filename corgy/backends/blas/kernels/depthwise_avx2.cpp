@@ -4,6 +4,6 @@
 
 namespace corgy::blas {
 
-DepthwiseKernel avx2_depthwise_kernel() { return kernels::depthwise_plane<kernels::Avx2>; }
+DepthwiseKernel avx2_depthwise_kernel(DepthwisePath path) { return kernels::depthwise_kernel_for<kernels::Avx2>(path); }
 
 }  // namespace corgy::blas

@@ -4,6 +4,8 @@
 
 namespace corgy::blas {
 
-DepthwiseKernel avx512_depthwise_kernel() { return kernels::depthwise_plane<kernels::Avx512>; }
+DepthwiseKernel avx512_depthwise_kernel(DepthwisePath path) {
+  return kernels::depthwise_kernel_for<kernels::Avx512>(path);
+}
 
 }  // namespace corgy::blas

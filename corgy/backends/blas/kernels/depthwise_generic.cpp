@@ -5,6 +5,8 @@
 
 namespace corgy::blas {
 
-DepthwiseKernel generic_depthwise_kernel() { return kernels::depthwise_plane<kernels::Sse2>; }
+DepthwiseKernel generic_depthwise_kernel(DepthwisePath path) {
+  return kernels::depthwise_kernel_for<kernels::Sse2>(path);
+}
 
 }  // namespace corgy::blas

@@ -141,9 +141,136 @@ void depthwise_plane_with(const DepthwiseGeometry& g, const float* input, const 
   }
 }
 
+/// Output rows [oy, oy + R) at register column x of a K x K, stride S, dilation 1 convolution, straight into the
+/// output plane (masked past out_w). Tap (ky, kx) lives in phase plane (ky % S, kx % S) at row offset ky / S and
+/// column offset kx / S, so each phase row is loaded once per column offset and feeds every one of the R output rows
+/// whose taps read it: for 3 x 3 at stride 1 and R = 4, 18 loads for 36 multiply-adds where the extended-row path
+/// loads once per multiply-add (and most of those loads straddle two cache lines).
+template <class Simd, int K, int S, int R, ActivationKind kind>
+void depthwise_row_block(const DepthwiseGeometry& g, const float* phases, const float* weights, typename Simd::Reg bias,
+                         typename Simd::Reg slope, int oy, int x, float* output) {
+  using Reg = typename Simd::Reg;
+  const std::size_t phase_size = static_cast<std::size_t>(g.phase_h) * g.phase_w;
+  Reg acc[R];
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) acc[j] = bias;
+#pragma GCC unroll 2
+  for (int py = 0; py < S; ++py) {
+#pragma GCC unroll 2
+    for (int px = 0; px < S; ++px) {
+      const int rows = (K - 1 - py) / S + 1;     // taps of this phase along y: ky = py + S * dy
+      const int columns = (K - 1 - px) / S + 1;  // and along x: kx = px + S * dx
+      const float* plane =
+          phases + static_cast<std::size_t>(py * S + px) * phase_size + static_cast<std::size_t>(oy) * g.phase_w + x;
+#pragma GCC unroll 16
+      for (int i = 0; i < R + rows - 1; ++i) {
+#pragma GCC unroll 8
+        for (int dx = 0; dx < columns; ++dx) {
+          const Reg v = Simd::load(plane + static_cast<std::size_t>(i) * g.phase_w + dx);
+#pragma GCC unroll 8
+          for (int dy = 0; dy < rows; ++dy) {
+            const int j = i - dy;
+            if (j >= 0 && j < R)
+              acc[j] = Simd::fmadd(Simd::broadcast(weights + (py + S * dy) * K + px + S * dx), v, acc[j]);
+          }
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) {
+    Simd::store_first(output + static_cast<std::size_t>(oy + j) * g.out_w + x, activate<Simd, kind>(acc[j], slope),
+                      g.out_w - x);
+  }
+}
+
+/// Output rows [oy, oy + R) at register column x of a K x K, stride 1, dilation 1 convolution, read straight from
+/// the input plane (no phase copy): rows above and below the input are skipped, columns outside it come from
+/// masked loads as zeros. Otherwise as depthwise_row_block: each input row is loaded once per column offset for the
+/// R output rows whose taps read it.
+template <class Simd, int K, int R, ActivationKind kind>
+void depthwise_direct_block(const DepthwiseGeometry& g, const float* input, const float* weights,
+                            typename Simd::Reg bias, typename Simd::Reg slope, int oy, int x, float* output) {
+  using Reg = typename Simd::Reg;
+  constexpr int lanes = Simd::lanes;
+  Reg acc[R];
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) acc[j] = bias;
+#pragma GCC unroll 16
+  for (int i = 0; i < R + K - 1; ++i) {
+    const int y = oy + i - g.pad_top;  // the input row of padded row oy + i
+    if (y < 0 || y >= g.in_h) continue;
+    const float* row = input + static_cast<std::size_t>(y) * g.in_w;
+#pragma GCC unroll 8
+    for (int dx = 0; dx < K; ++dx) {
+      const int column = x + dx - g.padding;
+      const Reg v =
+          column >= 0 && column + lanes <= g.in_w ? Simd::load(row + column) : Simd::load_padded(row, column, g.in_w);
+#pragma GCC unroll 8
+      for (int dy = 0; dy < K; ++dy) {
+        const int j = i - dy;
+        if (j >= 0 && j < R) acc[j] = Simd::fmadd(Simd::broadcast(weights + dy * K + dx), v, acc[j]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) {
+    Simd::store_first(output + static_cast<std::size_t>(oy + j) * g.out_w + x, activate<Simd, kind>(acc[j], slope),
+                      g.out_w - x);
+  }
+}
+
+/// The plane by direct blocks (depthwise_direct_block, stride 1): four output rows at a time, then one at a time.
+template <class Simd, int K, ActivationKind kind>
+void depthwise_plane_direct(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
+                            float slope, float* output) {
+  constexpr int lanes = Simd::lanes;
+  constexpr int block = 4;
+  const typename Simd::Reg bias_reg = Simd::set1(bias);
+  const typename Simd::Reg slope_reg = Simd::set1(slope);
+  int oy = 0;
+  for (; oy + block <= g.out_h; oy += block) {
+    for (int x = 0; x < g.out_w; x += lanes) {
+      depthwise_direct_block<Simd, K, block, kind>(g, input, weights, bias_reg, slope_reg, oy, x, output);
+    }
+  }
+  for (; oy < g.out_h; ++oy) {
+    for (int x = 0; x < g.out_w; x += lanes) {
+      depthwise_direct_block<Simd, K, 1, kind>(g, input, weights, bias_reg, slope_reg, oy, x, output);
+    }
+  }
+}
+
+/// The plane by row blocks (depthwise_row_block): four output rows at a time, the last one to three after them.
+template <class Simd, int K, int S, ActivationKind kind>
+void depthwise_plane_by_rows(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
+                             float slope, float* output, float* buffer) {
+  constexpr int lanes = Simd::lanes;
+  constexpr int block = 4;
+  fill_phases<Simd>(g, input, buffer);
+  const typename Simd::Reg bias_reg = Simd::set1(bias);
+  const typename Simd::Reg slope_reg = Simd::set1(slope);
+  int oy = 0;
+  for (; oy + block <= g.out_h; oy += block) {
+    for (int x = 0; x < g.out_w; x += lanes) {
+      depthwise_row_block<Simd, K, S, block, kind>(g, buffer, weights, bias_reg, slope_reg, oy, x, output);
+    }
+  }
+  for (; oy < g.out_h; ++oy) {
+    for (int x = 0; x < g.out_w; x += lanes) {
+      depthwise_row_block<Simd, K, S, 1, kind>(g, buffer, weights, bias_reg, slope_reg, oy, x, output);
+    }
+  }
+}
+
+/// Row blocks pay where an output row fills most of its registers; on narrow planes (7 x 7) a register holds parts
+/// of several extended rows, and the extended-row path wastes fewer lanes.
+constexpr int kMinRowBlockWidth = 12;
+
+/// The extended-row path alone, for every geometry.
 template <class Simd>
-void depthwise_plane(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
-                     Activation activation, float* output, float* buffer) {
+void depthwise_plane_extended(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
+                              Activation activation, float* output, float* buffer) {
   with_simd_activation(activation.kind, [&]<ActivationKind kind>() {
     switch (g.taps) {
       case 9: return depthwise_plane_with<Simd, 9, kind>(g, input, weights, bias, activation.slope, output, buffer);
@@ -151,6 +278,70 @@ void depthwise_plane(const DepthwiseGeometry& g, const float* input, const float
       default: return depthwise_plane_with<Simd, 0, kind>(g, input, weights, bias, activation.slope, output, buffer);
     }
   });
+}
+
+/// Phase row blocks (depthwise_row_block) where they apply: 3 x 3 and 5 x 5, strides 1 and 2, dilation 1, outputs
+/// at least kMinRowBlockWidth wide; the extended rows otherwise.
+template <class Simd>
+void depthwise_plane_row_blocks(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
+                                Activation activation, float* output, float* buffer) {
+  if (g.dilation != 1 || g.out_w < kMinRowBlockWidth || (g.kernel != 3 && g.kernel != 5) ||
+      (g.stride != 1 && g.stride != 2)) {
+    return depthwise_plane_extended<Simd>(g, input, weights, bias, activation, output, buffer);
+  }
+  with_simd_activation(activation.kind, [&]<ActivationKind kind>() {
+    const float slope = activation.slope;
+    if (g.kernel == 3 && g.stride == 1)
+      return depthwise_plane_by_rows<Simd, 3, 1, kind>(g, input, weights, bias, slope, output, buffer);
+    if (g.kernel == 3) return depthwise_plane_by_rows<Simd, 3, 2, kind>(g, input, weights, bias, slope, output, buffer);
+    if (g.stride == 1) return depthwise_plane_by_rows<Simd, 5, 1, kind>(g, input, weights, bias, slope, output, buffer);
+    return depthwise_plane_by_rows<Simd, 5, 2, kind>(g, input, weights, bias, slope, output, buffer);
+  });
+}
+
+/// Direct blocks (depthwise_direct_block: no phase copy) where they apply: 3 x 3 and 5 x 5 at stride 1, dilation 1,
+/// outputs at least kMinRowBlockWidth wide; the phase row blocks otherwise.
+template <class Simd>
+void depthwise_plane_direct_blocks(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
+                                   Activation activation, float* output, float* buffer) {
+  if (g.dilation != 1 || g.out_w < kMinRowBlockWidth || (g.kernel != 3 && g.kernel != 5) || g.stride != 1) {
+    return depthwise_plane_row_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
+  }
+  with_simd_activation(activation.kind, [&]<ActivationKind kind>() {
+    if (g.kernel == 3) return depthwise_plane_direct<Simd, 3, kind>(g, input, weights, bias, activation.slope, output);
+    return depthwise_plane_direct<Simd, 5, kind>(g, input, weights, bias, activation.slope, output);
+  });
+}
+
+/// Outputs at least this wide take the direct blocks at stride 1; narrower ones (down to kMinRowBlockWidth) the phase
+/// row blocks. Measured (benchmarks/depthwise_benchmark, Intel Xeon of the GPU machine, one core, two runs): against
+/// the extended rows, direct blocks took 0.69-0.70 of the time at 112 wide and 0.91 at 56, but 1.05-1.21 at 28
+/// and 14 (every register there is an edge one, loaded masked); row blocks took 0.79-0.97 at 14 to 56 wide. At
+/// stride 2 neither beat the extended rows by more than the runs' spread, so stride 2 keeps them.
+constexpr int kMinDirectBlockWidth = 48;
+
+/// The path the backend uses (DepthwisePath::automatic): at stride 1, direct blocks on wide outputs, row blocks on
+/// medium ones; the extended rows on narrow outputs and at other strides.
+template <class Simd>
+void depthwise_plane_automatic(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
+                               Activation activation, float* output, float* buffer) {
+  if (g.stride != 1) return depthwise_plane_extended<Simd>(g, input, weights, bias, activation, output, buffer);
+  if (g.out_w >= kMinDirectBlockWidth) {
+    return depthwise_plane_direct_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
+  }
+  depthwise_plane_row_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
+}
+
+/// The kernel of `path` over one SIMD type (depthwise_kernels.h: DepthwisePath).
+template <class Simd>
+DepthwiseKernel depthwise_kernel_for(DepthwisePath path) {
+  switch (path) {
+    case DepthwisePath::extended_rows: return depthwise_plane_extended<Simd>;
+    case DepthwisePath::row_blocks: return depthwise_plane_row_blocks<Simd>;
+    case DepthwisePath::direct_blocks: return depthwise_plane_direct_blocks<Simd>;
+    case DepthwisePath::automatic: break;
+  }
+  return depthwise_plane_automatic<Simd>;
 }
 
 }  // namespace

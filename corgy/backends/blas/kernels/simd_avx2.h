@@ -50,6 +50,10 @@ struct Avx2 {
   }
   /// Stores lanes [0, count) of v.
   static void store_first(float* p, Reg v, int count) { _mm256_maskstore_ps(p, lanes_between(0, count), v); }
+  /// Lanes row[x + l] where 0 <= x + l < width, zero elsewhere (masked-off lanes are never read).
+  static Reg load_padded(const float* row, int x, int width) {
+    return _mm256_maskload_ps(row + x, lanes_between(-x, width - x));
+  }
 
   /// out[s][k] = x[4 k + s] for s < 6, k < 8 (reads x[0, 34)).
   static void deinterleave4x6(const float* x, Reg out[6]) {

@@ -52,6 +52,11 @@ struct Avx512 {
   }
   /// Stores lanes [0, count) of v.
   static void store_first(float* p, Reg v, int count) { _mm512_mask_storeu_ps(p, first_lanes(count), v); }
+  /// Lanes row[x + l] where 0 <= x + l < width, zero elsewhere: a register of a row with its zero padding (masked-off
+  /// lanes are never read, so x may be negative or the register may reach past the row).
+  static Reg load_padded(const float* row, int x, int width) {
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>(first_lanes(width - x) & ~first_lanes(-x)), row + x);
+  }
 
   /// out[s][k] = x[4 k + s] for s < 6, k < 16 (reads x[0, 80)): the columns of 16 consecutive 6x6 tiles of a row
   /// whose tiles start 4 apart. Two rounds of two-source permutes.

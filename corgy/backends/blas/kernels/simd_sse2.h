@@ -46,6 +46,14 @@ struct Sse2 {
     _mm_store_ps(lanes_of_v, v);
     for (int i = 0; i < count && i < 4; ++i) p[i] = lanes_of_v[i];
   }
+  /// Lanes row[x + l] where 0 <= x + l < width, zero elsewhere.
+  static Reg load_padded(const float* row, int x, int width) {
+    alignas(16) float lanes_of_v[4] = {};
+    for (int i = 0; i < 4; ++i) {
+      if (x + i >= 0 && x + i < width) lanes_of_v[i] = row[x + i];
+    }
+    return _mm_load_ps(lanes_of_v);
+  }
 
   /// out[s][k] = x[4 k + s] for s < 6, k < 4.
   static void deinterleave4x6(const float* x, Reg out[6]) {
