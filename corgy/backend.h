@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,8 +13,39 @@
 
 namespace corgy {
 
-/// Convolution geometry. Weights are OIHW: [out_channels][in_channels / groups][kernel][kernel], i.e. a
-/// row-major [out_channels x (in_channels / groups * kernel * kernel)] matrix per the im2col convention.
+/// A convolution window given per axis: kernel height and width, strides, dilations and the four pads (ONNX's
+/// kernel_shape, strides, dilations and pads [top, left, bottom, right]; Inception's 1x7 and 7x1 kernels).
+struct Conv2dWindow {
+  int kernel_h = 1;
+  int kernel_w = 1;
+  int stride_h = 1;
+  int stride_w = 1;
+  int dilation_h = 1;
+  int dilation_w = 1;
+  int pad_top = 0;
+  int pad_left = 0;
+  int pad_bottom = 0;
+  int pad_right = 0;
+
+  /// One kernel, stride and dilation for both axes and the same pad on all four sides.
+  bool is_square() const {
+    return kernel_h == kernel_w && stride_h == stride_w && dilation_h == dilation_w && pad_top == pad_left &&
+           pad_top == pad_bottom && pad_top == pad_right;
+  }
+  int output_h(int h) const { return (h + pad_top + pad_bottom - dilation_h * (kernel_h - 1) - 1) / stride_h + 1; }
+  int output_w(int w) const { return (w + pad_left + pad_right - dilation_w * (kernel_w - 1) - 1) / stride_w + 1; }
+  bool operator==(const Conv2dWindow&) const = default;
+};
+
+/// Convolution geometry. Weights are OIHW: [out_channels][in_channels / groups][kernel_h][kernel_w], i.e. a
+/// row-major [out_channels x (in_channels / groups * kernel_h * kernel_w)] matrix per the im2col convention.
+///
+/// Two forms, so that the common case costs nothing: a square, symmetric window (kernel x kernel, one stride, one
+/// dilation, `padding` on every side) in the scalar fields, which every fast path (Winograd, packed GEMMs,
+/// depthwise kernels, the Vulkan shaders, the fused blocks) reads; or, for any other window, `general` set (then the
+/// scalar fields hold the height axis's values and the top pad, and only the general paths — im2col + GEMM on the
+/// CPU and the GPU, the naive loops — may run it). Build the general form with with_window(), which keeps a window
+/// that happens to be square in the scalar form. Code that reads the scalar fields must check is_square() first.
 struct Conv2dDesc {
   int in_channels = 0;
   int out_channels = 0;
@@ -23,9 +55,31 @@ struct Conv2dDesc {
   int dilation = 1;
   int groups = 1;
   Activation activation{};
+  /// The window when it is not square and symmetric; empty otherwise.
+  std::optional<Conv2dWindow> general{};
 
-  /// Output extent along one axis for an input extent `size`.
+  /// True when the scalar fields describe the whole window (no `general` window).
+  bool is_square() const { return !general; }
+  /// The window per axis, in either form.
+  Conv2dWindow window() const {
+    if (general) return *general;
+    return {kernel, kernel, stride, stride, dilation, dilation, padding, padding, padding, padding};
+  }
+  /// Sets the window: the scalar form when `w` is square and symmetric, else `general`.
+  void set_window(const Conv2dWindow& w) {
+    kernel = w.kernel_h;
+    stride = w.stride_h;
+    dilation = w.dilation_h;
+    padding = w.pad_top;
+    general = w.is_square() ? std::nullopt : std::optional<Conv2dWindow>(w);
+  }
+
+  /// Output extent along one axis of a square window for an input extent `size` (output_h / output_w for any).
   int output_size(int size) const { return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1; }
+  int output_h(int h) const { return general ? general->output_h(h) : output_size(h); }
+  int output_w(int w) const { return general ? general->output_w(w) : output_size(w); }
+  /// Kernel taps per input channel: kernel_h * kernel_w.
+  int taps() const { return general ? general->kernel_h * general->kernel_w : kernel * kernel; }
 };
 
 enum class PoolKind { max, average };
@@ -222,7 +276,9 @@ class Backend {
   virtual std::vector<OpProfile> take_profile() { return {}; }
 
   /// output = activation(conv(input, weights) + bias). input (N, Cin, H, W), weights OIHW
-  /// (Cout, Cin/groups, k, k), bias (1, 1, 1, Cout) or null, output (N, Cout, Ho, Wo).
+  /// (Cout, Cin/groups, kernel_h, kernel_w), bias (1, 1, 1, Cout) or null, output (N, Cout, Ho, Wo). Every backend
+  /// runs any window (Conv2dDesc::general too) here and in conv2d_add and conv2d_maxpool; the fused blocks
+  /// (squeeze_excite, inverted_residual) take square windows only (fusion.cpp fuses nothing else).
   virtual void conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                       Variable& output) = 0;
   /// A convolution whose output only a max pool reads, as one operation (Sequential fuses such pairs; see

@@ -285,6 +285,24 @@ TEST(Fusion, MakesOneLayerOfAnInvertedResidualBlock) {
   EXPECT_EQ(graph.nodes[sum].inputs, (std::vector<int>{x, x}));
 }
 
+TEST(Fusion, LeavesBlocksWithAWindowThatIsNotSquareUnfused) {
+  // The inverted residual's kernels read square windows only: a 3x1 depthwise convolution keeps its three layers
+  // apart; a 1x7 convolution still fuses with the max pool after it (conv2d_maxpool runs any window).
+  Sequential model;
+  model.add(Conv2d({.in_channels = 8, .out_channels = 48, .kernel = 1, .activation = Activation::relu6()}));  // 0
+  model.add(Conv2d({.in_channels = 48,
+                    .out_channels = 48,
+                    .window = Conv2dWindow{3, 1, 1, 1, 1, 1, 1, 0, 1, 0},
+                    .groups = 48,
+                    .activation = Activation::relu6()}));                  // 1
+  model.add(Conv2d({.in_channels = 48, .out_channels = 8, .kernel = 1}));  // 2
+  model.add(Conv2d({.in_channels = 8, .out_channels = 8, .window = Conv2dWindow{1, 7, 1, 1, 1, 1, 0, 3, 0, 3}}));
+  model.add(MaxPool2d({.kernel = 2}));  // 4: absorbs 3
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), std::vector<int>{3});
+  EXPECT_EQ(graph.nodes[4].layer->describe(), "conv2d 1x7/(1, 1) pads (0, 3, 0, 3), 8->8 + maxpool2d 2x2/2");
+}
+
 TEST(Fusion, KeepsTheProjectionApartWhenASqueezeExcitationReadsTheDepthwiseOutput) {
   // EfficientNet's block: expansion, depthwise, squeeze-and-excitation, projection.
   Sequential model;

@@ -617,6 +617,75 @@ void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
   }
 }
 
+// Convolutions whose window differs between height and width (Conv2dDesc::general: Inception's 1x7 and 7x1, strides
+// and dilations per axis, four pads): every backend's general path (im2col + GEMM), also inside the fused layers
+// that take any window (an activation, a residual add, a max pool) and next to the patterns that must stay unfused
+// (an inverted residual whose depthwise window is 3x1).
+void add_general_window_conv_cases(std::vector<LayerCase>& cases) {
+  struct WindowShape {
+    Shape input;
+    int in_channels;
+    int out_channels;
+    Conv2dWindow window;
+    int groups = 1;
+    Activation activation{};
+  };
+  const auto window = [](int kernel_h, int kernel_w, std::array<int, 2> stride, std::array<int, 2> dilation,
+                         std::array<int, 4> pads) {
+    return Conv2dWindow{kernel_h,    kernel_w, stride[0], stride[1], dilation[0],
+                        dilation[1], pads[0],  pads[1],   pads[2],   pads[3]};
+  };
+  const std::vector<WindowShape> shapes = {
+      {{3, 5, 11, 13}, 5, 7, window(1, 7, {1, 1}, {1, 1}, {0, 3, 0, 3}), 1, Activation::relu()},
+      {{1, 7, 9, 8}, 7, 6, window(7, 1, {1, 1}, {1, 1}, {3, 0, 3, 0})},
+      {{2, 3, 13, 10}, 3, 5, window(3, 1, {2, 1}, {1, 1}, {1, 0, 1, 0}), 1, Activation::leaky_relu(0.1f)},
+      {{1, 4, 12, 11}, 4, 6, window(3, 3, {1, 1}, {2, 1}, {2, 1, 2, 1})},
+      {{3, 5, 9, 14}, 5, 3, window(1, 3, {1, 2}, {1, 1}, {1, 0, 0, 2})},
+      {{2, 6, 10, 10}, 6, 4, window(3, 3, {2, 2}, {1, 1}, {0, 0, 1, 1})},
+      {{1, 6, 8, 9}, 6, 9, window(1, 5, {1, 1}, {1, 1}, {0, 2, 0, 2}), 3},
+      {{2, 7, 6, 10}, 7, 7, window(1, 3, {1, 1}, {1, 1}, {0, 1, 0, 1}), 7, Activation::swish()},
+      {{1, 33, 17, 17}, 33, 19, window(7, 1, {1, 1}, {1, 1}, {3, 0, 3, 0}), 1, Activation::relu()},
+      {{3, 64, 14, 13}, 64, 48, window(1, 7, {1, 1}, {1, 1}, {0, 3, 0, 3})},
+      {{1, 3, 15, 12}, 3, 8, window(5, 3, {2, 3}, {1, 2}, {2, 0, 1, 3})},
+  };
+  for (const WindowShape& s : shapes) {
+    const Conv2dOptions options{.in_channels = s.in_channels,
+                                .out_channels = s.out_channels,
+                                .window = s.window,
+                                .groups = s.groups,
+                                .activation = s.activation};
+    cases.push_back({Conv2d(options).describe() + " " + s.input.str(), s.input,
+                     [options](Sequential& model) { model.add(Conv2d(options)); }});
+  }
+  const Conv2dOptions seven_by_one{
+      .in_channels = 6, .out_channels = 6, .window = window(7, 1, {1, 1}, {1, 1}, {3, 0, 3, 0})};
+  cases.push_back({"general conv 7x1 + relu layer (2, 6, 9, 7)", {2, 6, 9, 7}, [seven_by_one](Sequential& m) {
+                     m.add(Conv2d(seven_by_one));
+                     m.add(ReLU());
+                   }});
+  cases.push_back({"general conv 7x1 + residual add (3, 6, 9, 7)", {3, 6, 9, 7}, [seven_by_one](Sequential& m) {
+                     const int c = m.add(Conv2d(seven_by_one), {Sequential::model_input});
+                     m.add(Add(Activation::relu()), {c, Sequential::model_input});
+                   }});
+  cases.push_back({"general conv 1x7 + maxpool 3/2 (2, 5, 13, 12)", {2, 5, 13, 12}, [window](Sequential& m) {
+                     m.add(Conv2d({.in_channels = 5,
+                                   .out_channels = 8,
+                                   .window = window(1, 7, {1, 2}, {1, 1}, {0, 3, 0, 3}),
+                                   .activation = Activation::relu()}));
+                     m.add(MaxPool2d({.kernel = 3, .stride = 2}));
+                   }});
+  cases.push_back(
+      {"expand 1x1, depthwise 3x1, project 1x1 (2, 4, 9, 8)", {2, 4, 9, 8}, [window](Sequential& m) {
+         m.add(Conv2d({.in_channels = 4, .out_channels = 12, .kernel = 1, .activation = Activation::relu6()}));
+         m.add(Conv2d({.in_channels = 12,
+                       .out_channels = 12,
+                       .window = window(3, 1, {2, 1}, {1, 1}, {1, 0, 1, 0}),
+                       .groups = 12,
+                       .activation = Activation::relu6()}));
+         m.add(Conv2d({.in_channels = 12, .out_channels = 5, .kernel = 1}));
+       }});
+}
+
 std::vector<LayerCase> all_cases() {
   std::vector<LayerCase> cases;
   add_conv_cases(cases);
@@ -634,6 +703,7 @@ std::vector<LayerCase> all_cases() {
   add_elementwise_binary_cases(cases);
   add_fused_block_cases(cases);
   add_inverted_residual_cases(cases);
+  add_general_window_conv_cases(cases);
   return cases;
 }
 

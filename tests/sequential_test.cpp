@@ -48,7 +48,19 @@ TEST(Sequential, InvalidLayerParametersAreRejected) {
   EXPECT_THROW(Conv2d({.in_channels = 3, .out_channels = 8, .padding = -1}), Error);
   // Windows beyond 65536 would overflow int in output_size(); dilation counts (effective kernel 2 * 40000 + 1).
   const std::string window = error_of([] { Conv2d({.in_channels = 1, .out_channels = 1, .stride = 2147483647}); });
-  EXPECT_NE(window.find("stride 2147483647 and padding 0 must each be at most 65536"), std::string::npos) << window;
+  EXPECT_NE(window.find("stride (2147483647, 2147483647)"), std::string::npos) << window;
+  EXPECT_NE(window.find("each extent, stride and pad must be at most 65536"), std::string::npos) << window;
+  // A per-axis window is checked per axis, and reflect or edge padding needs a square one.
+  EXPECT_THROW(Conv2d({.in_channels = 1, .out_channels = 1, .window = Conv2dWindow{1, 0}}), Error);
+  EXPECT_THROW(Conv2d({.in_channels = 1, .out_channels = 1, .window = Conv2dWindow{1, 7, 1, 1, 1, 1, 0, -1, 0, 3}}),
+               Error);
+  const std::string reflect = error_of([] {
+    Conv2d({.in_channels = 1,
+            .out_channels = 1,
+            .padding_mode = PadMode::reflect,
+            .window = Conv2dWindow{1, 7, 1, 1, 1, 1, 0, 3, 0, 3}});
+  });
+  EXPECT_NE(reflect.find("reflect padding needs a square window with equal pads"), std::string::npos) << reflect;
   EXPECT_THROW(Conv2d({.in_channels = 1, .out_channels = 1, .kernel = 3, .dilation = 40000}), Error);
   EXPECT_THROW(Conv2d({.in_channels = 1, .out_channels = 1, .padding = 65537}), Error);
   EXPECT_NO_THROW(Conv2d({.in_channels = 1, .out_channels = 1, .kernel = 3, .stride = 65536, .dilation = 32767}));

@@ -58,15 +58,16 @@ std::string layout_name(LinearWeightLayout layout) {
 void load_raw_weights(Conv2d& conv, const std::string& path, ConvWeightLayout layout) {
   const Conv2dDesc& d = conv.desc();
   const int inputs = d.in_channels / d.groups;
-  const std::string shape = layout == ConvWeightLayout::oihw ? dims({d.out_channels, inputs, d.kernel, d.kernel})
-                                                             : dims({d.out_channels, d.kernel, d.kernel, inputs});
+  const Conv2dWindow w = d.window();
+  const std::string shape = layout == ConvWeightLayout::oihw ? dims({d.out_channels, inputs, w.kernel_h, w.kernel_w})
+                                                             : dims({d.out_channels, w.kernel_h, w.kernel_w, inputs});
   const MappedFile file(path, "raw weights");
   const std::span<const float> values =
       exact_floats(file, conv.weights().count(), conv, fmt::format("weights {} {}", layout_name(layout), shape));
   if (layout == ConvWeightLayout::oihw) {
     std::copy(values.begin(), values.end(), conv.weights().data());
   } else {
-    ohwi_to_oihw(values, d.out_channels, inputs, d.kernel, d.kernel, conv.weights().data());
+    ohwi_to_oihw(values, d.out_channels, inputs, w.kernel_h, w.kernel_w, conv.weights().data());
   }
 }
 

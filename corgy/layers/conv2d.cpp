@@ -11,40 +11,79 @@
 
 namespace corgy {
 
-Conv2d::Conv2d(const Conv2dOptions& o)
-    : desc_{o.in_channels, o.out_channels, o.kernel, o.stride, o.padding, o.dilation, o.groups, o.activation},
-      padding_mode_(o.padding_mode) {
-  if (o.in_channels <= 0 || o.out_channels <= 0 || o.kernel <= 0 || o.stride <= 0 || o.dilation <= 0 || o.groups <= 0 ||
-      o.padding < 0) {
-    throw_parameter_error(
-        "conv2d", fmt::format("invalid parameters: in_channels {}, out_channels {}, kernel {}, "
-                              "stride {}, padding {}, dilation {}, groups {} (all must be > 0, "
-                              "padding >= 0)",
-                              o.in_channels, o.out_channels, o.kernel, o.stride, o.padding, o.dilation, o.groups));
+namespace {
+
+/// The window the options give: their own per-axis one, or the square one of kernel, stride, padding, dilation.
+Conv2dWindow window_of(const Conv2dOptions& o) {
+  if (o.window) return *o.window;
+  return {o.kernel, o.kernel, o.stride, o.stride, o.dilation, o.dilation, o.padding, o.padding, o.padding, o.padding};
+}
+
+std::string window_text(const Conv2dWindow& w) {
+  return fmt::format("kernel {}x{}, stride ({}, {}), dilation ({}, {}), pads (top {}, left {}, bottom {}, right {})",
+                     w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.dilation_h, w.dilation_w, w.pad_top, w.pad_left,
+                     w.pad_bottom, w.pad_right);
+}
+
+void check_window(const Conv2dOptions& o, const Conv2dWindow& w) {
+  if (o.in_channels <= 0 || o.out_channels <= 0 || o.groups <= 0 || w.kernel_h <= 0 || w.kernel_w <= 0 ||
+      w.stride_h <= 0 || w.stride_w <= 0 || w.dilation_h <= 0 || w.dilation_w <= 0 || w.pad_top < 0 || w.pad_left < 0 ||
+      w.pad_bottom < 0 || w.pad_right < 0) {
+    throw_parameter_error("conv2d", fmt::format("invalid parameters: in_channels {}, out_channels {}, groups {}, {} "
+                                                "(all must be > 0, pads >= 0)",
+                                                o.in_channels, o.out_channels, o.groups, window_text(w)));
   }
-  // Larger windows are no model's; with an input's size and padding they would overflow int in output_size().
+  // Larger windows are no model's; with an input's size and padding they would overflow int in output_h().
   constexpr std::int64_t largest_window = std::int64_t{1} << 16;
-  const std::int64_t effective_kernel = std::int64_t{o.dilation} * (o.kernel - 1) + 1;
-  if (effective_kernel > largest_window || o.stride > largest_window || o.padding > largest_window) {
-    throw_parameter_error("conv2d",
-                          fmt::format("kernel {} (dilation {}, effective kernel {}), stride {} and padding {} "
-                                      "must each be at most {}",
-                                      o.kernel, o.dilation, effective_kernel, o.stride, o.padding, largest_window));
+  const std::int64_t effective_h = std::int64_t{w.dilation_h} * (w.kernel_h - 1) + 1;
+  const std::int64_t effective_w = std::int64_t{w.dilation_w} * (w.kernel_w - 1) + 1;
+  if (std::max({effective_h, effective_w, std::int64_t{w.stride_h}, std::int64_t{w.stride_w}}) > largest_window ||
+      std::max({w.pad_top, w.pad_left, w.pad_bottom, w.pad_right}) > largest_window) {
+    throw_parameter_error("conv2d", fmt::format("{} (effective kernel {}x{}): each extent, stride and pad must be at "
+                                                "most {}",
+                                                window_text(w), effective_h, effective_w, largest_window));
   }
   if (o.in_channels % o.groups != 0 || o.out_channels % o.groups != 0) {
     throw_parameter_error("conv2d", fmt::format("in_channels {} and out_channels {} must both divide by groups {}",
                                                 o.in_channels, o.out_channels, o.groups));
   }
-  weights_ = Variable(Shape{o.out_channels, o.in_channels / o.groups, o.kernel, o.kernel});
+  if (o.padding_mode != PadMode::constant && !w.is_square()) {
+    throw_parameter_error("conv2d", fmt::format("{} padding needs a square window with equal pads, got {}",
+                                                pad_mode_name(o.padding_mode), window_text(w)));
+  }
+}
+
+}  // namespace
+
+Conv2d::Conv2d(const Conv2dOptions& o)
+    : desc_{.in_channels = o.in_channels,
+            .out_channels = o.out_channels,
+            .groups = o.groups,
+            .activation = o.activation},
+      padding_mode_(o.padding_mode) {
+  const Conv2dWindow window = window_of(o);
+  check_window(o, window);
+  desc_.set_window(window);
+  weights_ = Variable(Shape{o.out_channels, o.in_channels / o.groups, window.kernel_h, window.kernel_w});
   if (o.bias) bias_ = Variable(Shape::vector(o.out_channels));
 }
 
 std::string Conv2d::describe() const {
   const Conv2dDesc& d = desc_;
-  std::string text = fmt::format("conv2d {}x{}/{} pad {}", d.kernel, d.kernel, d.stride, d.padding);
+  std::string text;
+  if (d.is_square()) {
+    text = fmt::format("conv2d {}x{}/{} pad {}", d.kernel, d.kernel, d.stride, d.padding);
+  } else {
+    const Conv2dWindow& w = *d.general;
+    text = fmt::format("conv2d {}x{}/({}, {}) pads ({}, {}, {}, {})", w.kernel_h, w.kernel_w, w.stride_h, w.stride_w,
+                       w.pad_top, w.pad_left, w.pad_bottom, w.pad_right);
+  }
   if (padding_mode_ != PadMode::constant && d.padding > 0) text += fmt::format(" {}", pad_mode_name(padding_mode_));
   text += fmt::format(", {}->{}", d.in_channels, d.out_channels);
-  if (d.dilation != 1) text += fmt::format(", dilation {}", d.dilation);
+  if (d.is_square() && d.dilation != 1) text += fmt::format(", dilation {}", d.dilation);
+  if (!d.is_square() && (d.general->dilation_h != 1 || d.general->dilation_w != 1)) {
+    text += fmt::format(", dilation ({}, {})", d.general->dilation_h, d.general->dilation_w);
+  }
   if (d.groups != 1) text += fmt::format(", groups {}", d.groups);
   if (d.activation.kind != ActivationKind::none) text += ", " + d.activation.str();
   return text;
@@ -58,13 +97,16 @@ Shape Conv2d::output_shape(std::span<const Shape> inputs) const {
   if (padding_mode_ == PadMode::reflect && desc_.padding >= std::min(in.h, in.w)) {
     throw_shape_error(fmt::format("an input larger than the reflected padding {} along H and W", desc_.padding), in);
   }
-  const int out_h = desc_.output_size(in.h);
-  const int out_w = desc_.output_size(in.w);
-  if (out_h <= 0 || out_w <= 0) {
-    throw_shape_error(fmt::format("an input of at least {} x {} pixels (effective kernel {})",
-                                  desc_.dilation * (desc_.kernel - 1) + 1 - 2 * desc_.padding,
-                                  desc_.dilation * (desc_.kernel - 1) + 1 - 2 * desc_.padding,
-                                  desc_.dilation * (desc_.kernel - 1) + 1),
+  const Conv2dWindow w = desc_.window();
+  const int effective_h = w.dilation_h * (w.kernel_h - 1) + 1;
+  const int effective_w = w.dilation_w * (w.kernel_w - 1) + 1;
+  const int out_h = desc_.output_h(in.h);
+  const int out_w = desc_.output_w(in.w);
+  // Compared before dividing: (a negative span) / stride rounds towards zero, to an output of one pixel.
+  if (in.h + w.pad_top + w.pad_bottom < effective_h || in.w + w.pad_left + w.pad_right < effective_w) {
+    throw_shape_error(fmt::format("an input of at least {} x {} pixels (effective kernel {} x {})",
+                                  effective_h - w.pad_top - w.pad_bottom, effective_w - w.pad_left - w.pad_right,
+                                  effective_h, effective_w),
                       in);
   }
   return {in.n, desc_.out_channels, out_h, out_w};
@@ -104,7 +146,7 @@ Conv2d Conv2d::without_padding() const {
 
 double Conv2d::flops(std::span<const Shape> inputs) const {
   const Shape out = output_shape(inputs);
-  return 2.0 * static_cast<double>(out.count()) * (desc_.in_channels / desc_.groups) * desc_.kernel * desc_.kernel;
+  return 2.0 * static_cast<double>(out.count()) * (desc_.in_channels / desc_.groups) * desc_.taps();
 }
 
 void Conv2d::set_weights(std::span<const float> oihw) {

@@ -1,6 +1,7 @@
 // Conv2d: 2-D convolution with bias and a fused activation; batch norm can be folded into it at load time.
 #pragma once
 
+#include <optional>
 #include <span>
 
 #include "corgy/layers/layer.h"
@@ -20,6 +21,9 @@ struct Conv2dOptions {
   /// them and no convolution kernel needs to know about them. Reflect needs padding < the input's H and W.
   PadMode padding_mode = PadMode::constant;
   int dilation = 1;
+  /// A window that differs between height and width (a 1x7 kernel, strides (2, 1), pads per side): when set, it
+  /// replaces kernel, stride, padding and dilation, which are then ignored. Zero padding only.
+  std::optional<Conv2dWindow> window{};
   /// in_channels and out_channels must both divide by groups; groups == in_channels is depthwise.
   int groups = 1;
   bool bias = true;
@@ -35,8 +39,9 @@ struct BatchNormParams {
   float epsilon = 1e-5f;
 };
 
-/// Input (N, in_channels, H, W) -> output (N, out_channels, Ho, Wo), Ho = (H + 2p - d(k-1) - 1) / s + 1.
-/// Weights OIHW (out_channels, in_channels / groups, k, k), zero until set; bias (1, 1, 1, out_channels).
+/// Input (N, in_channels, H, W) -> output (N, out_channels, Ho, Wo), Ho = (H + 2p - d(k-1) - 1) / s + 1 (per axis,
+/// with its two pads, for a Conv2dOptions::window). Weights OIHW (out_channels, in_channels / groups, kernel_h,
+/// kernel_w), zero until set; bias (1, 1, 1, out_channels).
 /// With a padding mode other than zeros, the layer runs only inside a Sequential (see Conv2dOptions::padding_mode).
 class Conv2d final : public Layer {
  public:

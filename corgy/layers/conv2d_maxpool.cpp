@@ -12,7 +12,7 @@ Conv2dMaxPool::Conv2dMaxPool(const Conv2d& conv, const MaxPool2d& pool)
 std::string Conv2dMaxPool::describe() const { return conv_description_ + " + " + pool_.describe(); }
 
 Shape Conv2dMaxPool::conv_output_shape(const Shape& input) const {
-  return {input.n, conv_desc_.out_channels, conv_desc_.output_size(input.h), conv_desc_.output_size(input.w)};
+  return {input.n, conv_desc_.out_channels, conv_desc_.output_h(input.h), conv_desc_.output_w(input.w)};
 }
 
 Shape Conv2dMaxPool::output_shape(std::span<const Shape> inputs) const {
@@ -37,8 +37,8 @@ void Conv2dMaxPool::forward(Backend& backend, std::span<const Variable* const> i
 
 double Conv2dMaxPool::flops(std::span<const Shape> inputs) const {
   const Shape conv_out = conv_output_shape(inputs[0]);
-  const double conv_flops = 2.0 * static_cast<double>(conv_out.count()) * (conv_desc_.in_channels / conv_desc_.groups) *
-                            conv_desc_.kernel * conv_desc_.kernel;
+  const double conv_flops =
+      2.0 * static_cast<double>(conv_out.count()) * (conv_desc_.in_channels / conv_desc_.groups) * conv_desc_.taps();
   return conv_flops;  // a max pool does comparisons, no floating-point arithmetic
 }
 

@@ -26,7 +26,7 @@ std::string FusedConv2d::describe() const {
 Shape FusedConv2d::output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   if (in.c != desc_.in_channels) throw_shape_error(fmt::format("(N, {}, H, W)", desc_.in_channels), in);
-  const Shape out{in.n, desc_.out_channels, desc_.output_size(in.h), desc_.output_size(in.w)};
+  const Shape out{in.n, desc_.out_channels, desc_.output_h(in.h), desc_.output_w(in.w)};
   if (out.h <= 0 || out.w <= 0) throw_shape_error("an input larger than the convolution's kernel", in);
   if (residual_ && inputs[1] != out) {
     throw_shape_error(fmt::format("a residual of the convolution's output shape {}", out.str()), inputs[1]);
@@ -50,9 +50,8 @@ void FusedConv2d::forward(Backend& backend, std::span<const Variable* const> inp
 
 double FusedConv2d::flops(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
-  const double outputs =
-      static_cast<double>(in.n) * desc_.out_channels * desc_.output_size(in.h) * desc_.output_size(in.w);
-  return 2.0 * outputs * (desc_.in_channels / desc_.groups) * desc_.kernel * desc_.kernel;  // as Conv2d counts
+  const double outputs = static_cast<double>(in.n) * desc_.out_channels * desc_.output_h(in.h) * desc_.output_w(in.w);
+  return 2.0 * outputs * (desc_.in_channels / desc_.groups) * desc_.taps();  // as Conv2d counts
 }
 
 }  // namespace corgy

@@ -6,10 +6,13 @@ namespace corgy {
 
 namespace {
 
-bool is_pointwise(const Conv2dDesc& d) { return d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1; }
+bool is_pointwise(const Conv2dDesc& d) {
+  return d.is_square() && d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1;
+}
 
+// The blocks' kernels (corgy/backends/blas/inverted_residual.cpp) read the scalar, square window only.
 bool is_depthwise(const Conv2dDesc& d) {
-  return d.groups == d.in_channels && d.groups == d.out_channels && d.groups > 1;
+  return d.is_square() && d.groups == d.in_channels && d.groups == d.out_channels && d.groups > 1;
 }
 
 /// Output extent of one convolution along an axis.
@@ -32,7 +35,7 @@ InvertedResidual::InvertedResidual(const Stage& expand, const Stage& depthwise, 
       (project && (!is_pointwise(project->desc) || project->desc.in_channels != expanded))) {
     throw_parameter_error(
         "inverted_residual",
-        fmt::format("needs a 1x1 convolution C -> E, a depthwise E -> E and maybe a 1x1 E -> O; "
+        fmt::format("needs a 1x1 convolution C -> E, a depthwise E -> E (a square window) and maybe a 1x1 E -> O; "
                     "got {} -> {}, groups {} of {} -> {}{}",
                     expand.desc.in_channels, expanded, depthwise.desc.groups, depthwise.desc.in_channels,
                     depthwise.desc.out_channels,

@@ -8,7 +8,9 @@ namespace {
 
 Variable view_of(const Variable& tensor) { return tensor.empty() ? Variable() : tensor.view(tensor.shape()); }
 
-bool is_plain_1x1(const Conv2dDesc& d) { return d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1; }
+bool is_plain_1x1(const Conv2dDesc& d) {
+  return d.is_square() && d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1;
+}
 
 }  // namespace
 

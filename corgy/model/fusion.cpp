@@ -194,8 +194,13 @@ std::optional<ConvView> conv_view(const Rewriter& r, int i) {
   return std::nullopt;
 }
 
-bool pointwise(const Conv2dDesc& d) { return d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1; }
-bool depthwise(const Conv2dDesc& d) { return d.groups > 1 && d.groups == d.in_channels && d.groups == d.out_channels; }
+// The fused blocks' kernels read square windows only (Conv2dDesc::is_square); other convolutions stay unfused.
+bool pointwise(const Conv2dDesc& d) {
+  return d.is_square() && d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1;
+}
+bool depthwise(const Conv2dDesc& d) {
+  return d.is_square() && d.groups > 1 && d.groups == d.in_channels && d.groups == d.out_channels;
+}
 
 // 5. x * expand(reduce(global_average_pool(x))) -> SqueezeExcite(x).
 void fuse_squeeze_excite(Rewriter& r) {

@@ -139,6 +139,12 @@ void team_sgemm(const TeamMember& member, bool transpose_a, bool transpose_b, in
   member.sync();
 }
 
+/// A 1x1 kernel at stride 1 without padding reads every pixel once, in order (dilation does not move a 1x1 kernel).
+bool reads_pixels_in_order(const Conv2dWindow& w) {
+  return w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 && w.pad_top == 0 &&
+         w.pad_left == 0 && w.pad_bottom == 0 && w.pad_right == 0;
+}
+
 /// The im2col + GEMM convolution of one (image, group): weights [group_out_channels x depth] times columns
 /// [depth x pixels] gives that group's output channels, already in NCHW order.
 struct GemmConv {
@@ -148,11 +154,10 @@ struct GemmConv {
         out_channels(out_shape.c),
         group_in_channels(desc.in_channels / desc.groups),
         group_out_channels(desc.out_channels / desc.groups),
-        depth(group_in_channels * desc.kernel * desc.kernel),
+        depth(group_in_channels * desc.taps()),
         pixels(out_shape.h * out_shape.w),
-        // A 1x1 kernel at stride 1 without padding reads every pixel once, in order (dilation does not move a
-        // 1x1 kernel), so the image's channel planes already are the column matrix.
-        image_is_columns(desc.kernel == 1 && desc.stride == 1 && desc.padding == 0) {}
+        // Then the image's channel planes already are the column matrix.
+        image_is_columns(reads_pixels_in_order(desc.window())) {}
 
   std::size_t column_count() const { return static_cast<std::size_t>(depth) * pixels; }
 
@@ -287,6 +292,11 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
 
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
+  // The planned algorithms (packed GEMMs, Winograd, depthwise kernels) take square windows; im2col takes any.
+  if (!desc.is_square()) {
+    conv2d_baseline(desc, input, weights, bias, output);
+    return;
+  }
   const blas::ConvPlan* plan = plan_for(desc, input.shape(), &input, weights, bias);
   if (!plan || plan->algorithm == blas::ConvAlgorithm::im2col_openblas) {
     conv2d_baseline(desc, input, weights, bias, output);
@@ -383,7 +393,7 @@ void BlasBackend::conv2d_baseline(const Conv2dDesc& desc, const Variable& input,
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const float* bias_values = bias ? bias->data() : nullptr;
-  if (blas::is_depthwise(desc)) {
+  if (blas::is_depthwise(desc) && desc.is_square()) {
     profiler_.note("direct depthwise loop");
     parallel_for(threads_for(output.count()), static_cast<std::size_t>(out.n) * out.c, [&](std::size_t plane) {
       blas::depthwise_conv2d_plane(desc, in, input.data(), weights.data(), bias_values, out, output.data(), plane);
@@ -452,8 +462,8 @@ void BlasBackend::conv_transpose2d(const ConvTranspose2dDesc& desc, const Variab
 void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
                                  const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
-  const Shape conv_shape{in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)};
-  const blas::ConvPlan* plan = plan_for(conv, input.shape(), &input, weights, bias);
+  const Shape conv_shape{in.n, conv.out_channels, conv.output_h(in.h), conv.output_w(in.w)};
+  const blas::ConvPlan* plan = conv.is_square() ? plan_for(conv, input.shape(), &input, weights, bias) : nullptr;
   if (plan &&
       (plan->algorithm == blas::ConvAlgorithm::packed_gemm || plan->algorithm == blas::ConvAlgorithm::winograd)) {
     run_plan(*plan, &pool, input, conv_shape, output);

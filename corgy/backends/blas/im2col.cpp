@@ -17,20 +17,20 @@ ValidRange valid_outputs(int offset, int stride, int input_size, int output_size
 namespace {
 
 /// One row of the column matrix: kernel tap (y_offset, x_offset) of one input plane, for every output pixel.
-void fill_column_row(const float* plane, int height, int width, const Conv2dDesc& desc, int y_offset, int x_offset,
+void fill_column_row(const float* plane, int height, int width, const Conv2dWindow& window, int y_offset, int x_offset,
                      int out_h, int out_w, float* row) {
-  const ValidRange rows = valid_outputs(y_offset, desc.stride, height, out_h);
-  const ValidRange cols = valid_outputs(x_offset, desc.stride, width, out_w);
+  const ValidRange rows = valid_outputs(y_offset, window.stride_h, height, out_h);
+  const ValidRange cols = valid_outputs(x_offset, window.stride_w, width, out_w);
   const auto out_width = static_cast<std::size_t>(out_w);
   std::fill(row, row + rows.begin * out_width, 0.0f);
   for (int oy = rows.begin; oy < rows.end; ++oy) {
-    const float* source = plane + static_cast<std::size_t>(oy * desc.stride + y_offset) * width;
+    const float* source = plane + static_cast<std::size_t>(oy * window.stride_h + y_offset) * width;
     float* target = row + oy * out_width;
     std::fill(target, target + cols.begin, 0.0f);
-    if (desc.stride == 1) {
+    if (window.stride_w == 1) {
       std::memcpy(target + cols.begin, source + cols.begin + x_offset, sizeof(float) * (cols.end - cols.begin));
     } else {
-      for (int ox = cols.begin; ox < cols.end; ++ox) target[ox] = source[ox * desc.stride + x_offset];
+      for (int ox = cols.begin; ox < cols.end; ++ox) target[ox] = source[ox * window.stride_w + x_offset];
     }
     std::fill(target + cols.end, target + out_w, 0.0f);
   }
@@ -41,16 +41,17 @@ void fill_column_row(const float* plane, int height, int width, const Conv2dDesc
 
 void im2col(const TeamMember& member, const float* image, int channels, int height, int width, const Conv2dDesc& desc,
             int out_h, int out_w, float* columns) {
-  const int taps = desc.kernel * desc.kernel;
+  const Conv2dWindow window = desc.window();
+  const int taps = window.kernel_h * window.kernel_w;
   const std::size_t plane_size = static_cast<std::size_t>(height) * width;
   const std::size_t row_size = static_cast<std::size_t>(out_h) * out_w;
   const TeamMember::Range mine = member.share(static_cast<std::size_t>(channels) * taps);
   for (int row = static_cast<int>(mine.begin); row < static_cast<int>(mine.end); ++row) {
     const int channel = row / taps;
-    const int ky = row % taps / desc.kernel;
-    const int kx = row % desc.kernel;
-    fill_column_row(image + channel * plane_size, height, width, desc, ky * desc.dilation - desc.padding,
-                    kx * desc.dilation - desc.padding, out_h, out_w, columns + row * row_size);
+    const int ky = row % taps / window.kernel_w;
+    const int kx = row % window.kernel_w;
+    fill_column_row(image + channel * plane_size, height, width, window, ky * window.dilation_h - window.pad_top,
+                    kx * window.dilation_w - window.pad_left, out_h, out_w, columns + row * row_size);
   }
   member.sync();
 }

@@ -15,9 +15,9 @@ struct ValidRange {
 };
 ValidRange valid_outputs(int offset, int stride, int input_size, int output_size);
 
-/// Writes the [channels * k * k] x [out_h * out_w] row-major column matrix of `image` (channels x height x width,
-/// contiguous planes): row (c, ky, kx) holds, for every output pixel, the input value under that kernel tap, or 0
-/// where the tap reads padding. The rows are shared among the team; returns after the team's barrier.
+/// Writes the [channels * kernel_h * kernel_w] x [out_h * out_w] row-major column matrix of `image` (channels x height
+/// x width, contiguous planes): row (c, ky, kx) holds, for every output pixel, the input value under that kernel tap,
+/// or 0 where the tap reads padding. The rows are shared among the team; returns after the team's barrier.
 void im2col(const TeamMember& member, const float* image, int channels, int height, int width, const Conv2dDesc& desc,
             int out_h, int out_w, float* columns);
 

@@ -19,6 +19,7 @@
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/thread_team.h"
 #include "corgy/backends/cpu/cpu_features.h"
+#include "corgy/error.h"
 
 namespace corgy {
 
@@ -46,6 +47,11 @@ std::string block_key(const InvertedResidualDesc& desc, const Shape& input, bool
 
 void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                                     Variable& output) {
+  if (!desc.expand.desc.is_square() || !desc.depthwise.desc.is_square() || !desc.project.desc.is_square()) {
+    throw Error(
+        "BlasBackend::inverted_residual: the block's kernels take square windows only (fusion.cpp fuses no "
+        "other)");
+  }
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const Conv2dDesc& d = desc.depthwise.desc;

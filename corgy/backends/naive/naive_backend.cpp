@@ -20,6 +20,7 @@ void direct_conv2d(const Conv2dDesc& d, const Variable& input, const Variable& w
   const Shape& out = output.shape();
   const int in_per_group = d.in_channels / d.groups;
   const int out_per_group = d.out_channels / d.groups;
+  const Conv2dWindow w = d.window();
   for (int n = 0; n < out.n; ++n) {
     for (int oc = 0; oc < out.c; ++oc) {
       const int group = oc / out_per_group;
@@ -27,10 +28,10 @@ void direct_conv2d(const Conv2dDesc& d, const Variable& input, const Variable& w
         for (int ox = 0; ox < out.w; ++ox) {
           double sum = bias ? bias->data()[oc] : 0.0;
           for (int ic = 0; ic < in_per_group; ++ic) {
-            for (int ky = 0; ky < d.kernel; ++ky) {
-              for (int kx = 0; kx < d.kernel; ++kx) {
-                const int iy = oy * d.stride - d.padding + ky * d.dilation;
-                const int ix = ox * d.stride - d.padding + kx * d.dilation;
+            for (int ky = 0; ky < w.kernel_h; ++ky) {
+              for (int kx = 0; kx < w.kernel_w; ++kx) {
+                const int iy = oy * w.stride_h - w.pad_top + ky * w.dilation_h;
+                const int ix = ox * w.stride_w - w.pad_left + kx * w.dilation_w;
                 if (iy < 0 || iy >= in.h || ix < 0 || ix >= in.w) continue;
                 sum += static_cast<double>(input.at(n, group * in_per_group + ic, iy, ix)) * weights.at(oc, ic, ky, kx);
               }
@@ -64,7 +65,7 @@ void NaiveBackend::inverted_residual(const InvertedResidualDesc& desc, const Var
   direct_conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, nullptr, expanded);
   if (!desc.project.weights)
     return direct_conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, nullptr, output);
-  Variable filtered(Shape{in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)});
+  Variable filtered(Shape{in.n, d.out_channels, d.output_h(in.h), d.output_w(in.w)});
   direct_conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, nullptr, filtered);
   direct_conv2d(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, residual, output);
 }
@@ -109,7 +110,7 @@ void NaiveBackend::begin_layer(int index) {
 void NaiveBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
                                   const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
-  Variable conv_output(Shape{in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)});
+  Variable conv_output(Shape{in.n, conv.out_channels, conv.output_h(in.h), conv.output_w(in.w)});
   conv2d(conv, input, weights, bias, conv_output);
   pool2d(pool, conv_output, output);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "corgy/backends/vulkan/dispatch_math.h"
+#include "corgy/backends/vulkan/square_window.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
@@ -85,6 +86,7 @@ void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
                                const Variable& input, const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
+  require_square_window(d, "the implicit-GEMM convolution");
   const bool pool = fused_pool != nullptr;
   const std::uint32_t conv_h = u32(d.output_size(in.h));
   const std::uint32_t conv_w = u32(d.output_size(in.w));

@@ -20,8 +20,8 @@ static_assert(static_cast<int>(ActivationKind::none) == 0 && static_cast<int>(Ac
 inline std::uint32_t activation_kind(Activation activation) { return static_cast<std::uint32_t>(activation.kind); }
 
 struct Im2colParams {
-  std::uint32_t images, groups, channels_per_group, height, width, out_height, out_width, kernel_size, stride, padding,
-      dilation, pitch;
+  std::uint32_t images, groups, channels_per_group, height, width, out_height, out_width, kernel_h, kernel_w, stride_h,
+      stride_w, pad_top, pad_left, dilation_h, dilation_w, pitch;
 };
 
 /// gemm_tiled.comp's constant_id values.

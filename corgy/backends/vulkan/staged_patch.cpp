@@ -1,6 +1,7 @@
 #include "corgy/backends/vulkan/staged_patch.h"
 
 #include "corgy/backends/vulkan/dispatch_math.h"
+#include "corgy/backends/vulkan/square_window.h"
 
 namespace corgy::vulkan {
 
@@ -11,6 +12,7 @@ std::uint64_t patch_extent(const Conv2dDesc& conv, std::uint64_t pixels) {
 
 PatchConvParams patch_conv_params(const Conv2dDesc& conv, const Pool2dDesc* fused_pool, const Shape& in,
                                   const Shape& out, bool has_bias) {
+  require_square_window(conv, "the direct and patch convolutions");
   const bool pool = fused_pool != nullptr;
   PatchConvParams p{};
   p.in_channels = u32(conv.in_channels);

@@ -8,6 +8,7 @@
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
 #include "corgy/backends/vulkan/patch_coopmat_conv.h"
+#include "corgy/backends/vulkan/square_window.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 #include "corgy/backends/vulkan/winograd_conv.h"
 
@@ -22,6 +23,7 @@ std::uint32_t round_up_to_4(std::uint32_t value) { return (value + 3) / 4 * 4; }
 // A convolution whose groups each read one input channel, computed directly.
 void record_depthwise(vulkan::Runtime& runtime, const Conv2dDesc& d, const Variable& input, const Variable& weights,
                       const Variable* bias, Variable& output) {
+  vulkan::require_square_window(d, "depthwise_conv2d.comp");
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const vulkan::DepthwiseParams params{u32(in.n),
@@ -50,12 +52,25 @@ void record_depthwise(vulkan::Runtime& runtime, const Conv2dDesc& d, const Varia
 vulkan::BufferUse record_im2col(vulkan::Runtime& runtime, const Conv2dDesc& d, const Variable& input, const Shape& out,
                                 std::uint32_t pitch) {
   const Shape& in = input.shape();
-  const std::uint32_t rows = u32(d.in_channels / d.groups * d.kernel * d.kernel);
+  const std::uint32_t rows = u32(d.in_channels / d.groups * d.taps());
   const std::size_t count = static_cast<std::size_t>(in.n) * d.groups * rows * pitch;
-  const vulkan::Im2colParams params{u32(in.n),      u32(d.groups),   u32(d.in_channels / d.groups),
-                                    u32(in.h),      u32(in.w),       u32(out.h),
-                                    u32(out.w),     u32(d.kernel),   u32(d.stride),
-                                    u32(d.padding), u32(d.dilation), pitch};
+  const Conv2dWindow w = d.window();
+  const vulkan::Im2colParams params{u32(in.n),
+                                    u32(d.groups),
+                                    u32(d.in_channels / d.groups),
+                                    u32(in.h),
+                                    u32(in.w),
+                                    u32(out.h),
+                                    u32(out.w),
+                                    u32(w.kernel_h),
+                                    u32(w.kernel_w),
+                                    u32(w.stride_h),
+                                    u32(w.stride_w),
+                                    u32(w.pad_top),
+                                    u32(w.pad_left),
+                                    u32(w.dilation_h),
+                                    u32(w.dilation_w),
+                                    pitch};
   const VkDeviceSize bytes = count * sizeof(float);
   runtime.recorder.dispatch(
       runtime.pipelines.get(vulkan::kernels::im2col),
@@ -69,10 +84,10 @@ void record_im2col_gemm(vulkan::Runtime& runtime, const Conv2dDesc& d, const Var
                         const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
-  const std::uint32_t rows = u32(d.in_channels / d.groups * d.kernel * d.kernel);
+  const std::uint32_t rows = u32(d.in_channels / d.groups * d.taps());
   const std::uint32_t pixels = u32(out.plane_count());
   // A 1x1 convolution at stride 1 without padding reads the input as its columns: no im2col.
-  const bool pointwise = d.kernel == 1 && d.stride == 1 && d.padding == 0;
+  const bool pointwise = d.is_square() && d.kernel == 1 && d.stride == 1 && d.padding == 0;
   const std::uint32_t pitch = pointwise ? pixels : round_up_to_4(pixels);
   vulkan::GemmCall call;
   // gemm_tiled.comp reads fp32 only: the recorder converts an fp16 input, and the output stays fp32.
@@ -111,7 +126,11 @@ void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Var
                            Variable& output) {
   as_forward("conv2d", [&] {
     vulkan::Runtime& runtime = *runtime_;
-    if (d.in_channels / d.groups == 1) {
+    if (!d.is_square()) {
+      // Every other kernel reads the scalar, square window; im2col takes any (whatever algorithm was forced, as
+      // depthwise convolutions always run depthwise_conv2d.comp).
+      record_im2col_gemm(runtime, d, input, weights, bias, output);
+    } else if (d.in_channels / d.groups == 1) {
       record_depthwise(runtime, d, input, weights, bias, output);
     } else if (runtime.options.convolution.algorithm == VulkanConvAlgorithm::im2col_gemm) {
       record_im2col_gemm(runtime, d, input, weights, bias, output);
@@ -131,7 +150,7 @@ void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& poo
                                    const Variable& weights, const Variable* bias, Variable& output) {
   as_forward("conv2d_maxpool", [&] {
     vulkan::Runtime& runtime = *runtime_;
-    const bool fusable = conv.in_channels / conv.groups > 1 && vulkan::pool_fusable(pool) &&
+    const bool fusable = conv.is_square() && conv.in_channels / conv.groups > 1 && vulkan::pool_fusable(pool) &&
                          runtime.options.convolution.fuse_pool &&
                          runtime.options.convolution.algorithm != VulkanConvAlgorithm::im2col_gemm;
     if (fusable && vulkan::direct_conv_chosen(conv, runtime.options.convolution)) {
@@ -144,7 +163,7 @@ void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& poo
     }
     // Winograd fuses only pools whose windows are its tiles. Other pools: the implicit GEMM fuses them, unless
     // Winograd was forced, which then runs unfused (below).
-    const bool winograd = vulkan::winograd_chosen(runtime, conv, input.shape());
+    const bool winograd = fusable && vulkan::winograd_chosen(runtime, conv, input.shape());
     if (fusable && winograd && vulkan::winograd_pool_fusable(pool)) {
       vulkan::record_winograd_conv(runtime, conv, &pool, input, weights, bias, output);
       return;
@@ -155,8 +174,7 @@ void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& poo
     }
     // The convolution into a device-only scratch tensor, then the pool's own dispatch.
     const Shape& in = input.shape();
-    Variable unpooled =
-        runtime.scratch_tensor({in.n, conv.out_channels, conv.output_size(in.h), conv.output_size(in.w)});
+    Variable unpooled = runtime.scratch_tensor({in.n, conv.out_channels, conv.output_h(in.h), conv.output_w(in.w)});
     conv2d(conv, input, weights, bias, unpooled);
     pool2d(pool, unpooled, output);
   });
@@ -177,6 +195,7 @@ void VulkanBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, co
 void VulkanBackend::inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                                       Variable& output) {
   as_forward("inverted_residual", [&] {
+    // Each stage is an ordinary convolution here, so any window would run; fusion.cpp fuses square ones only.
     // The block's own three convolutions, its two intermediates in device-only scratch tensors.
     vulkan::Runtime& runtime = *runtime_;
     const Shape& in = input.shape();

@@ -8,6 +8,7 @@
 #include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
+#include "corgy/backends/vulkan/square_window.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
@@ -40,6 +41,7 @@ struct WinogradGeometry {
 };
 
 WinogradGeometry geometry(const Conv2dDesc& d, const Shape& in) {
+  require_square_window(d, "the Winograd convolution");
   WinogradGeometry g{};
   g.out_height = u32(d.output_size(in.h));
   g.out_width = u32(d.output_size(in.w));
