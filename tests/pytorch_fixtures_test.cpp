@@ -125,6 +125,20 @@ void add_conv_cases(std::vector<FixtureCase>& cases) {
       {"conv2d_7x7_stride2_batch3", {.in_channels = 3, .out_channels = 4, .kernel = 7, .stride = 2, .padding = 3}},
       {"conv2d_no_bias", {.in_channels = 5, .out_channels = 4, .kernel = 3, .padding = 1, .bias = false}},
       {"conv2d_leaky", {.in_channels = 3, .out_channels = 6, .kernel = 3, .padding = 1, .activation = leaky}},
+      // Windows per axis: kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pads top, left, bottom,
+      // right (the script's F.pad gives the per-side ones).
+      {"conv2d_1x7_pad0x3",
+       {.in_channels = 5, .out_channels = 6, .window = Conv2dWindow{1, 7, 1, 1, 1, 1, 0, 3, 0, 3}}},
+      {"conv2d_7x1_pad3x0_batch3",
+       {.in_channels = 4, .out_channels = 5, .window = Conv2dWindow{7, 1, 1, 1, 1, 1, 3, 0, 3, 0}}},
+      {"conv2d_3x1_stride2x1",
+       {.in_channels = 3, .out_channels = 4, .window = Conv2dWindow{3, 1, 2, 1, 1, 1, 1, 0, 1, 0}}},
+      {"conv2d_3x3_dilation2x1",
+       {.in_channels = 4, .out_channels = 5, .window = Conv2dWindow{3, 3, 1, 1, 2, 1, 2, 1, 2, 1}}},
+      {"conv2d_1x5_groups3_asymmetric_pads",
+       {.in_channels = 6, .out_channels = 9, .window = Conv2dWindow{1, 5, 1, 1, 1, 1, 1, 2, 0, 1}, .groups = 3}},
+      {"conv2d_3x3_stride2_asymmetric_pads",
+       {.in_channels = 3, .out_channels = 4, .window = Conv2dWindow{3, 3, 2, 2, 1, 1, 0, 1, 2, 1}}},
   };
   for (const auto& [name, options] : convs) {
     cases.push_back({name, name, [options](Sequential& model, const CaseFiles& files) {

@@ -69,10 +69,13 @@ def f64(tensor):
 
 
 def conv_case(input_shape, out_channels, kernel, stride=1, padding=0, dilation=1, groups=1, bias=True,
-              activation=None):
+              activation=None, zero_pads=None):
+    """kernel, stride, padding and dilation as F.conv2d takes them (an int or a (height, width) pair); zero_pads
+    (left, right, top, bottom), as F.pad takes them, pads the input first (ONNX's per-side pads)."""
     x = randn(*input_shape)
     tensors = {"input": x, **conv_params(input_shape[1], out_channels, kernel, groups, bias)}
-    y = F.conv2d(f64(x), f64(tensors["weight"]), f64(tensors.get("bias")), stride, padding, dilation, groups)
+    padded = F.pad(f64(x), zero_pads) if zero_pads else f64(x)
+    y = F.conv2d(padded, f64(tensors["weight"]), f64(tensors.get("bias")), stride, padding, dilation, groups)
     tensors["output"] = activation(y) if activation else y
     return tensors
 
@@ -153,6 +156,39 @@ def conv2d_no_bias():
 @case("F.leaky_relu(F.conv2d(input, weight, bias, padding=1), 0.1)")
 def conv2d_leaky():
     return conv_case((2, 3, 9, 7), 6, 3, padding=1, activation=lambda y: F.leaky_relu(y, 0.1))
+
+
+# Windows that differ between height and width (Inception's factorized convolutions), per-axis strides and
+# dilations, and per-side pads.
+@case("F.conv2d(input, weight, bias, padding=(0, 3)) (a 1x7 kernel)")
+def conv2d_1x7_pad0x3():
+    return conv_case((2, 5, 9, 11), 6, (1, 7), padding=(0, 3))
+
+
+@case("F.conv2d(input, weight, bias, padding=(3, 0)) (a 7x1 kernel)")
+def conv2d_7x1_pad3x0_batch3():
+    return conv_case((3, 4, 10, 8), 5, (7, 1), padding=(3, 0))
+
+
+@case("F.conv2d(input, weight, bias, stride=(2, 1), padding=(1, 0)) (a 3x1 kernel)")
+def conv2d_3x1_stride2x1():
+    return conv_case((2, 3, 11, 9), 4, (3, 1), stride=(2, 1), padding=(1, 0))
+
+
+@case("F.conv2d(input, weight, bias, padding=(2, 1), dilation=(2, 1))")
+def conv2d_3x3_dilation2x1():
+    return conv_case((1, 4, 12, 10), 5, 3, padding=(2, 1), dilation=(2, 1))
+
+
+@case("F.conv2d(F.pad(input, (2, 1, 1, 0)), weight, bias, groups=3) (a 1x5 kernel, pads top 1 left 2 bottom 0 "
+      "right 1)")
+def conv2d_1x5_groups3_asymmetric_pads():
+    return conv_case((2, 6, 8, 9), 9, (1, 5), groups=3, zero_pads=(2, 1, 1, 0))
+
+
+@case("F.conv2d(F.pad(input, (1, 1, 0, 2)), weight, bias, stride=2) (pads top 0 left 1 bottom 2 right 1)")
+def conv2d_3x3_stride2_asymmetric_pads():
+    return conv_case((1, 3, 10, 9), 4, 3, stride=2, zero_pads=(1, 1, 0, 2))
 
 
 # --- batch norm ------------------------------------------------------------------------------------------------
