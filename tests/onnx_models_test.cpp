@@ -327,17 +327,6 @@ TEST(OnnxErrors, TheOnnxCheckerRunsOnTheModel) {
   EXPECT_TRUE(contains(error, "broken.onnx: the ONNX checker rejects the model")) << error;
 }
 
-TEST(OnnxErrors, OperatorLimitsNameTheNode) {
-  onnx::ModelProto model = small_model();
-  onnx::AttributeProto& strides = *model.mutable_graph()->mutable_node(0)->add_attribute();
-  strides.set_name("strides");
-  strides.set_type(onnx::AttributeProto::INTS);
-  strides.add_ints(1);
-  strides.add_ints(2);
-  const std::string error = load_error(model);
-  EXPECT_TRUE(contains(error, "broken.onnx: node 'conv' (Conv, opset 13): strides 1 x 2 differs")) << error;
-}
-
 /// input x (1, 2, 4, 4) -> `op` (x, then `inputs`) -> y, with float initializers `constants` (name, dims, values).
 struct ConstantInput {
   std::string name;
@@ -424,6 +413,44 @@ TEST(OnnxErrors, TensorSlicesSplitsAndTransposesAreChannelOperationsOnly) {
   EXPECT_TRUE(contains(split(1, {1, 2}), "split sizes (1, 2) add up to 3, not the 2 channels"));
   EXPECT_TRUE(contains(split(1, {0, 2}), "has a part of 0 channels"));
   EXPECT_EQ(split(1, {1, 1}), "(no error)");
+}
+
+TEST(OnnxErrors, OperatorLimitsNameTheNode) {
+  const auto error_with = [](const std::string& attribute, const std::vector<std::int64_t>& values) {
+    onnx::ModelProto model = small_model();
+    set_attribute(model, attribute, values);
+    return load_error(model);
+  };
+  const std::string zero_stride = error_with("strides", {1, 0});
+  EXPECT_TRUE(contains(zero_stride,
+                       "broken.onnx: node 'conv' (Conv, opset 13): kernel 3 x 3, strides 1 x 0 and "
+                       "dilations 1 x 1 must be positive"))
+      << zero_stride;
+  const std::string kernel = error_with("kernel_shape", {3, 2});
+  EXPECT_TRUE(contains(kernel, "node 'conv' (Conv, opset 13): kernel_shape disagrees with the weights (4, 3, 3, 3)"))
+      << kernel;
+  const std::string three_d = error_with("dilations", {1, 1, 1});
+  EXPECT_TRUE(contains(three_d, "node 'conv' (Conv, opset 13): dilations has 3 values; corgy runs 2-D windows"))
+      << three_d;
+  const std::string too_small = error_with("dilations", {5, 1});
+  EXPECT_TRUE(contains(too_small,
+                       "node 'conv' (Conv, opset 13): input (1, 3, 8, 8) with pads (0, 0, 0, 0) is "
+                       "smaller than the kernel 3 x 3 (dilated 11 x 3)"))
+      << too_small;
+}
+
+TEST(OnnxModels, ConvWindowsMayDifferBetweenHeightAndWidth) {
+  // Strides (1, 2) on small_model's 3x3 convolution of an 8 x 8 input: (1, 4, 6, 3), one general-window Conv2d.
+  onnx::ModelProto model = small_model();
+  set_attribute(model, "strides", std::vector<std::int64_t>{1, 2});
+  onnx::TensorShapeProto& declared =
+      *model.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  declared.mutable_dim(3)->set_dim_value(3);
+  OnnxModel net = load_onnx_from_memory(bytes_of(model), "strided.onnx");
+  ASSERT_EQ(net.model.size(), 1);
+  EXPECT_EQ(net.model.layer(0).describe(), "conv2d 3x3/(1, 2) pads (0, 0, 0, 0), 3->4, relu");
+  Variable input(net.input_shape(1));
+  EXPECT_EQ(net.forward(input).shape(), (Shape{1, 4, 6, 3}));
 }
 
 TEST(OnnxErrors, ResizeScalesAndModesAreChecked) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks the full-size test architectures against ONNX Runtime on corgy's backends: ResNet-18 and MobileNetV2 at
 # 224 x 224, SqueezeNet 1.1, the fast neural style network at 256 x 256, Tiny YOLO v2 at 416 x 416 and the MNIST
-# network, each exported by tools/make_onnx_models.py --size full at opsets 9 and 17 (5 to 60 MB each: not committed,
-# and CI has no PyTorch; tests/onnx_models_test.cpp checks the reduced-width versions in CI).
+# network, each exported by tools/make_onnx_models.py --size full at opsets 9 and 17, and torchvision's Inception v3 at
+# 299 x 299 at opset 13 (5 to 95 MB each: not committed, and CI has no PyTorch; tests/onnx_models_test.cpp checks the
+# reduced-width versions in CI).
 #
 #   tools/check_onnx_models.sh [--build DIR] [--work DIR] [--backends "naive blas vulkan"] [--models a,b]
 #

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Exports the ONNX test models of tests/onnx_models_test.cpp with torch.onnx.export, at two opsets.
+"""Exports the ONNX test models of tests/onnx_models_test.cpp with torch.onnx.export, at two opsets (Inception v3 at
+opset 13).
 
 Every model is a PyTorch network with random weights drawn from a seed derived from its name (the MNIST network
 uses the trained weights of data/mnist), in eval mode, exported with a static input shape. For each model and
@@ -16,12 +17,14 @@ ONNX Runtime's outputs (output_<k>.npy) to the same folder.
 Models: resnet18, mobilenet_v2, squeezenet1_1 (torchvision), style_transfer (the fast neural style network of
 PyTorch's examples: reflection padding, instance norm, residual blocks, nearest upsampling), tiny_yolo_v2 (darknet's
 yolov2-tiny-voc: conv + batch norm + leaky ReLU, max pools, the size-2 stride-1 pool with darknet's edge padding)
-and mnist (corgy's MNIST network, tools/train_mnist.py, with its trained weights).
+mnist (corgy's MNIST network, tools/train_mnist.py, with its trained weights) and inception_v3 (torchvision's, with
+its factorized 1x7 / 7x1 and 1x3 / 3x1 convolutions; full: 299 x 299, 1000 classes, 95 MB).
 
 Run: tools/make_onnx_models.py [--size reduced|full] [--out DIR] [--models a,b] [--opsets 9,17]
 (Debian's python3-torch, python3-torchvision and python3-onnx; CPU only).
 """
 import argparse
+import functools
 import pathlib
 import zlib
 
@@ -213,6 +216,26 @@ class MnistNet(nn.Module):
         return self.fc1(torch.flatten(x, 1))
 
 
+def inception_v3(full):
+    if full:
+        return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False), (1, 3, 299, 299)
+    # torchvision's Inception v3 (its Inception3 and every Inception block, unchanged) with every convolution's width
+    # divided by 16 (the blocks build their convolutions through conv_block; the 3 input channels stay), 10 classes,
+    # at 107 x 101, where every block's 1x7, 7x1, 1x3 and 3x1 windows still cover pixels on both sides.
+    from torchvision.models import inception
+
+    def narrow(in_channels, out_channels, **kwargs):
+        return inception.BasicConv2d(in_channels if in_channels == 3 else in_channels // 16, out_channels // 16,
+                                     **kwargs)
+
+    blocks = [narrow] + [functools.partial(block, conv_block=narrow) for block in (
+        inception.InceptionA, inception.InceptionB, inception.InceptionC, inception.InceptionD, inception.InceptionE,
+        inception.InceptionAux)]
+    model = inception.Inception3(num_classes=10, aux_logits=False, inception_blocks=blocks, init_weights=False)
+    model.fc = nn.Linear(2048 // 16, 10)
+    return model, (2, 3, 107, 101)
+
+
 def mnist(full):
     model = MnistNet()
     with torch.no_grad():
@@ -228,7 +251,11 @@ MODELS = {
     "style_transfer": style_transfer,
     "tiny_yolo_v2": tiny_yolo_v2,
     "mnist": mnist,
+    "inception_v3": inception_v3,
 }
+# The opsets each model is exported at when --opsets is not given (OPSETS for the others): Inception v3 only at
+# opset 13, as issue 25 tries the torchvision zoo.
+MODEL_OPSETS = {"inception_v3": (13,)}
 
 
 # --- export ------------------------------------------------------------------------------------------------------
@@ -276,11 +303,13 @@ def main():
     parser.add_argument("--size", choices=("reduced", "full"), default="reduced")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "tests" / "fixtures" / "onnx")
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--opsets", default=",".join(str(o) for o in OPSETS))
+    parser.add_argument("--opsets", help=f"comma-separated; default {','.join(str(o) for o in OPSETS)} (Inception v3: "
+                        "13)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for name in args.models.split(","):
-        export(name, args.size == "full", [int(o) for o in args.opsets.split(",")], args.out)
+        opsets = [int(o) for o in args.opsets.split(",")] if args.opsets else MODEL_OPSETS.get(name, OPSETS)
+        export(name, args.size == "full", opsets, args.out)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes small hand-built ONNX models for tests/onnx_models_test.cpp: the operators and attributes that
 torch.onnx.export does not produce for the test networks of tools/make_onnx_models.py (auto_pad, asymmetric pads,
+windows that differ between height and width,
 a batch norm without a convolution before it, Gemm's transB = 0 with alpha and beta, MatMul, HardSigmoid, PRelu,
 constant arithmetic, squeeze-and-excitation gates, every pooling variant, Reduce*, opset 18's inputs for axes,
 Resize by sizes, Pad's modes, Shape arithmetic, several outputs), and the blocks the model-level rewrites fuse.
@@ -61,6 +62,13 @@ class Builder:
         w = self.rand(cout, cin // attributes.get("group", 1), k, k, scale=1.7 / np.sqrt(fan_in))
         return self.node("Conv", [x, w, self.rand(cout, scale=0.5)], kernel_shape=[k, k], **attributes)
 
+    def conv_window(self, x, cin, cout, kernel, **attributes):
+        """A convolution with a kernel_h x kernel_w window (kernel a pair), attributes as ONNX's Conv takes them."""
+        group = attributes.get("group", 1)
+        fan_in = cin // group * kernel[0] * kernel[1]
+        w = self.rand(cout, cin // group, *kernel, scale=1.7 / np.sqrt(fan_in))
+        return self.node("Conv", [x, w, self.rand(cout, scale=0.5)], kernel_shape=list(kernel), **attributes)
+
     def output(self, name, rank=4):
         self.outputs.append((name, rank))
 
@@ -86,6 +94,21 @@ def conv_auto_pad(b, x):
     b.output(b.conv(x, 4, 5, 4, auto_pad="SAME_LOWER", strides=[2, 2]))
     b.output(b.conv(x, 4, 3, 3, auto_pad="VALID"))
     b.output(b.conv(x, 4, 6, 3, pads=[2, 2, 2, 2], dilations=[2, 2], group=2))
+
+
+@case(13, (2, 4, 9, 10))
+def conv_general_windows(b, x):
+    """Windows that differ between height and width: Inception's 1x7 and 7x1, a 3x1 at strides (2, 1), dilations
+    (2, 1), a non-square kernel with four different pads, auto_pad SAME_UPPER / SAME_LOWER with per-axis strides,
+    groups, and a square kernel at unequal strides with asymmetric pads (all carried by the convolution itself)."""
+    b.output(b.conv_window(x, 4, 5, (1, 7), pads=[0, 3, 0, 3]))
+    b.output(b.conv_window(x, 4, 3, (7, 1), pads=[3, 0, 3, 0], strides=[2, 1]))
+    b.output(b.conv_window(x, 4, 6, (3, 1), pads=[2, 0, 2, 0], dilations=[2, 1]))
+    b.output(b.conv_window(x, 4, 5, (1, 3), pads=[1, 0, 0, 2], strides=[1, 2]))
+    b.output(b.conv_window(x, 4, 4, (2, 3), auto_pad="SAME_UPPER", strides=[2, 1]))
+    b.output(b.conv_window(x, 4, 6, (3, 2), auto_pad="SAME_LOWER", strides=[1, 2], group=2))
+    y = b.conv_window(x, 4, 6, (3, 3), pads=[0, 1, 2, 1], strides=[2, 1])
+    b.output(b.node("Relu", [b.conv_window(y, 6, 6, (5, 1), pads=[2, 0, 2, 0], group=6)]))
 
 
 @case(9, (3, 5, 6, 7))

@@ -407,10 +407,7 @@ std::unique_ptr<Conv2d> conv_with(const Conv2d& conv, Activation activation) {
   const Conv2dDesc& d = conv.desc();
   auto fused = std::make_unique<Conv2d>(Conv2dOptions{.in_channels = d.in_channels,
                                                       .out_channels = d.out_channels,
-                                                      .kernel = d.kernel,
-                                                      .stride = d.stride,
-                                                      .padding = d.padding,
-                                                      .dilation = d.dilation,
+                                                      .window = d.window(),
                                                       .groups = d.groups,
                                                       .bias = conv.has_bias(),
                                                       .activation = activation});

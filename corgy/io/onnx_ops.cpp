@@ -560,9 +560,18 @@ struct AxisPads {
   std::int64_t after = 0;
 };
 
-/// ONNX's auto_pad and pads attributes for a 2-D window (kernel already dilated) over input `dims`: top, left,
-/// bottom, right.
-std::array<std::int64_t, 4> window_pads(const Graph& g, const Dims& dims, std::int64_t kernel, std::int64_t stride) {
+/// A 2-D attribute with a value per spatial axis (height, width), or `fallback` for both when absent.
+std::array<std::int64_t, 2> per_axis(const Graph& g, std::string_view name, std::int64_t fallback) {
+  const Dims values = g.attribute_ints(name);
+  if (values.empty()) return {fallback, fallback};
+  if (values.size() != 2) g.fail(fmt::format("{} has {} values; corgy runs 2-D windows", name, values.size()));
+  return {values[0], values[1]};
+}
+
+/// ONNX's auto_pad and pads attributes for a 2-D window (kernel already dilated; height's and width's) over input
+/// `dims`: top, left, bottom, right.
+std::array<std::int64_t, 4> window_pads(const Graph& g, const Dims& dims, const std::array<std::int64_t, 2>& kernel,
+                                        const std::array<std::int64_t, 2>& stride) {
   const std::string auto_pad = g.attribute_string("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     Dims pads = g.attribute_ints("pads");
@@ -577,13 +586,19 @@ std::array<std::int64_t, 4> window_pads(const Graph& g, const Dims& dims, std::i
   for (int a = 0; a < 2; ++a) {
     const std::int64_t in = dims[2 + static_cast<std::size_t>(a)];
     if (in < 0) g.fail("auto_pad SAME needs the input's height and width, which the file leaves free");
-    const std::int64_t out = (in + stride - 1) / stride;
-    const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * stride + kernel - in);
+    if (stride[a] <= 0) g.fail(fmt::format("has stride {}; strides must be positive", stride[a]));
+    const std::int64_t out = (in + stride[a] - 1) / stride[a];
+    const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * stride[a] + kernel[a] - in);
     // SAME_UPPER puts the odd cell at the end, SAME_LOWER at the beginning.
     axes[a].before = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
     axes[a].after = total - axes[a].before;
   }
   return {axes[0].before, axes[1].before, axes[0].after, axes[1].after};
+}
+
+/// window_pads() of a window with one kernel and stride for both axes.
+std::array<std::int64_t, 4> window_pads(const Graph& g, const Dims& dims, std::int64_t kernel, std::int64_t stride) {
+  return window_pads(g, dims, {kernel, kernel}, {stride, stride});
 }
 
 /// One value for both spatial axes of a 2-D attribute (kernel_shape, strides, dilations), or `fallback` when absent.
@@ -618,56 +633,83 @@ Tensor padded(Graph& g, const Tensor& x, const std::array<std::int64_t, 4>& pads
   return g.intermediate(std::make_unique<Pad>(desc), {x}, dims);
 }
 
+/// Conv: a Conv2d layer. A square kernel with one stride and dilation keeps the square form that the fast paths take,
+/// its asymmetric pads in a zero Pad layer before it (one pass over the input, cheaper than losing those paths); any
+/// other window (Inception's 1x7 and 7x1, strides or dilations per axis) carries its four pads itself.
 void map_conv(Graph& g) {
   Tensor x = image_input(g);
   const Constant& w = g.constant_input(1, "the weights");
   if (w.integer || w.dims.size() != 4) g.fail(fmt::format("weights {} are not a 2-D convolution's", dims_text(w.dims)));
   const std::int64_t groups = g.attribute_int("group", 1);
+  if (groups <= 0) g.fail(fmt::format("group {} must be positive", groups));
   const std::int64_t out_channels = w.dims[0];
   const std::int64_t in_channels = w.dims[1] * groups;
   if (x.dims[1] >= 0 && x.dims[1] != in_channels) {
     g.fail(fmt::format("weights {} with group {} need {} input channels, got input {}", dims_text(w.dims), groups,
                        in_channels, dims_text(x.dims)));
   }
-  if (w.dims[2] != w.dims[3]) g.fail(fmt::format("kernel {} x {} is not square", w.dims[2], w.dims[3]));
-  const std::int64_t kernel = square(g, "kernel_shape", w.dims[2]);
-  if (kernel != w.dims[2]) g.fail("kernel_shape disagrees with the weights");
-  const std::int64_t stride = square(g, "strides", 1);
-  const std::int64_t dilation = square(g, "dilations", 1);
-  std::array<std::int64_t, 4> pads = window_pads(g, x.dims, dilation * (kernel - 1) + 1, stride);
-  // Asymmetric padding: an explicit zero Pad layer, then the convolution without padding.
-  std::int64_t padding = pads[0];
-  if (!std::all_of(pads.begin(), pads.end(), [&](std::int64_t p) { return p == padding; })) {
-    x = padded(g, x, pads, 0.0f);
-    padding = 0;
+  const std::array<std::int64_t, 2> kernel{w.dims[2], w.dims[3]};
+  if (per_axis(g, "kernel_shape", kernel[0])[0] != kernel[0] ||
+      per_axis(g, "kernel_shape", kernel[1])[1] != kernel[1]) {
+    g.fail(fmt::format("kernel_shape disagrees with the weights {}", dims_text(w.dims)));
   }
+  const std::array<std::int64_t, 2> stride = per_axis(g, "strides", 1);
+  const std::array<std::int64_t, 2> dilation = per_axis(g, "dilations", 1);
+  std::array<std::int64_t, 2> effective{};
+  for (std::size_t a = 0; a < 2; ++a) {
+    if (kernel[a] <= 0 || stride[a] <= 0 || dilation[a] <= 0) {
+      g.fail(fmt::format("kernel {} x {}, strides {} x {} and dilations {} x {} must be positive", kernel[0], kernel[1],
+                         stride[0], stride[1], dilation[0], dilation[1]));
+    }
+    effective[a] = dilation[a] * (kernel[a] - 1) + 1;
+  }
+  std::array<std::int64_t, 4> pads = window_pads(g, x.dims, effective, stride);
+  constexpr std::size_t pad_top = 0, pad_left = 1, pad_bottom = 2, pad_right = 3;  // ONNX's order
+  const bool square_kernel = kernel[0] == kernel[1] && stride[0] == stride[1] && dilation[0] == dilation[1];
+  const bool equal_pads = std::all_of(pads.begin(), pads.end(), [&](std::int64_t p) { return p == pads[pad_top]; });
+  if (square_kernel && !equal_pads) {
+    x = padded(g, x, pads, 0.0f);
+    pads = {0, 0, 0, 0};
+  }
+  const Conv2dWindow window{.kernel_h = static_cast<int>(kernel[0]),
+                            .kernel_w = static_cast<int>(kernel[1]),
+                            .stride_h = static_cast<int>(stride[0]),
+                            .stride_w = static_cast<int>(stride[1]),
+                            .dilation_h = static_cast<int>(dilation[0]),
+                            .dilation_w = static_cast<int>(dilation[1]),
+                            .pad_top = static_cast<int>(pads[pad_top]),
+                            .pad_left = static_cast<int>(pads[pad_left]),
+                            .pad_bottom = static_cast<int>(pads[pad_bottom]),
+                            .pad_right = static_cast<int>(pads[pad_right])};
   const bool has_bias = g.has_input(2);
-  auto conv = std::make_unique<Conv2d>(Conv2dOptions{.in_channels = static_cast<int>(in_channels),
-                                                     .out_channels = static_cast<int>(out_channels),
-                                                     .kernel = static_cast<int>(kernel),
-                                                     .stride = static_cast<int>(stride),
-                                                     .padding = static_cast<int>(padding),
-                                                     .dilation = static_cast<int>(dilation),
-                                                     .groups = static_cast<int>(groups),
-                                                     .bias = has_bias});
+  std::unique_ptr<Conv2d> conv;
+  try {
+    conv = std::make_unique<Conv2d>(Conv2dOptions{.in_channels = static_cast<int>(in_channels),
+                                                  .out_channels = static_cast<int>(out_channels),
+                                                  .window = window,
+                                                  .groups = static_cast<int>(groups),
+                                                  .bias = has_bias});
+  } catch (const Error& e) {
+    g.fail(e.what());
+  }
   conv->set_weights(w.floats);
   if (has_bias) {
     const Constant& b = g.constant_input(2, "the bias");
     if (b.count() != static_cast<std::size_t>(out_channels)) g.fail("bias size differs from the output channels");
     conv->set_bias(b.as_floats());
   }
-  const std::int64_t effective = dilation * (kernel - 1) + 1;
-  const Dims dims{x.dims[0], out_channels, window_output(x.dims[2], padding, padding, effective, stride),
-                  window_output(x.dims[3], padding, padding, effective, stride)};
+  for (std::size_t a = 0; a < 2; ++a) {
+    const std::int64_t in = x.dims[2 + a];
+    if (in >= 0 && in + pads[a] + pads[a + 2] < effective[a]) {
+      g.fail(fmt::format("input {} with pads {} is smaller than the kernel {} x {} (dilated {} x {})",
+                         dims_text(x.dims), dims_text(Dims(pads.begin(), pads.end())), kernel[0], kernel[1],
+                         effective[0], effective[1]));
+    }
+  }
+  const Dims dims{x.dims[0], out_channels,
+                  window_output(x.dims[2], pads[pad_top], pads[pad_bottom], effective[0], stride[0]),
+                  window_output(x.dims[3], pads[pad_left], pads[pad_right], effective[1], stride[1])};
   g.add_layer(std::move(conv), {x}, dims);
-}
-
-/// A 2-D attribute with a value per spatial axis (height, width), or `fallback` for both when absent.
-std::array<std::int64_t, 2> per_axis(const Graph& g, std::string_view name, std::int64_t fallback) {
-  const Dims values = g.attribute_ints(name);
-  if (values.empty()) return {fallback, fallback};
-  if (values.size() != 2) g.fail(fmt::format("{} has {} values; corgy runs 2-D windows", name, values.size()));
-  return {values[0], values[1]};
 }
 
 /// ConvTranspose: a ConvTranspose2d layer. Pads per side, or from output_shape when the total padding it implies is
@@ -1408,8 +1450,8 @@ constexpr OperatorMapping table[] = {
     {"Constant", first, last, map_constant, "a constant (value, value_float(s), value_int(s))"},
     {"ConstantOfShape", 9, last, map_constant_of_shape, "a constant"},
     {"Conv", first, last, map_conv,
-     "Conv2d: 2-D, square kernels, equal strides and dilations, groups (depthwise), auto_pad; asymmetric pads as a "
-     "zero Pad layer before it; constant weights"},
+     "Conv2d: 2-D, kernels, strides and dilations per axis (1x7, 7x1), pads per side, groups (depthwise), auto_pad; "
+     "a square kernel's asymmetric pads as a zero Pad layer before it; constant weights"},
     {"ConvTranspose", first, last, map_conv_transpose,
      "ConvTranspose2d: 2-D, strides, dilations, group, pads per side, output_padding, output_shape (even total "
      "padding); auto_pad NOTSET or VALID; constant weights"},
