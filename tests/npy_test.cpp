@@ -79,6 +79,27 @@ TEST_F(NpyFiles, RoundTripKeepsShapeAndEveryBit) {
   }
 }
 
+TEST_F(NpyFiles, SavesWithAGivenShapeOfAnyRank) {
+  // An ONNX graph's declared (N, F): corgy's (N, F, 1, 1) written as numpy and ONNX Runtime shape it.
+  const Variable tensor(Shape{2, 5, 1, 1}, std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const std::int64_t matrix[] = {2, 5};
+  save_npy(path("matrix.npy"), tensor, matrix);
+  const Bytes bytes = read_bytes(path("matrix.npy"));
+  EXPECT_NE(std::string(bytes.begin(), bytes.end()).find("'shape': (2, 5)"), std::string::npos);
+  EXPECT_EQ(load_npy(path("matrix.npy")).shape(), (Shape{1, 1, 2, 5}));  // load_npy's 4-D reading of (2, 5)
+  const std::int64_t vector[] = {10};
+  save_npy(path("vector.npy"), tensor, vector);
+  const Bytes vector_bytes = read_bytes(path("vector.npy"));
+  EXPECT_NE(std::string(vector_bytes.begin(), vector_bytes.end()).find("'shape': (10,)"), std::string::npos);
+  const std::int64_t wrong[] = {3, 5};
+  try {
+    save_npy(path("wrong.npy"), tensor, wrong);
+    ADD_FAILURE() << "saved 10 values as (3, 5)";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot save 10 values as shape (3, 5)"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(NpyFiles, SavedHeaderIsPaddedTo64BytesAndNamesTheShape) {
   save_npy(path("tensor.npy"), Variable(Shape{2, 3, 4, 5}));
   const Bytes bytes = read_bytes(path("tensor.npy"));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 
@@ -41,7 +42,18 @@ TEST_P(OnnxModelOnBackend, MatchesOnnxRuntime) {
   if (net.input.dims.size() == 2) input.reshape({input.shape().h, input.shape().w, 1, 1});
   net.forward(input);
   ASSERT_FALSE(net.outputs.empty());
+  // ONNX Runtime's output shapes (outputs.json; the torch_* cases' reference is PyTorch's and has none): corgy's
+  // declared shapes must be the same, a classifier's (N, classes) too.
+  std::vector<std::vector<std::int64_t>> reference_shapes;
+  if (std::ifstream json(directory + "/outputs.json"); json) {
+    for (const nlohmann::json& output : nlohmann::json::parse(json).at("outputs")) {
+      reference_shapes.push_back(output.at("shape").get<std::vector<std::int64_t>>());
+    }
+  }
   for (std::size_t k = 0; k < net.outputs.size(); ++k) {
+    if (k < reference_shapes.size()) {
+      EXPECT_EQ(net.output_dims(k), reference_shapes[k]) << name << " output " << k;
+    }
     Variable expected = load_npy(fmt::format("{}/output_{}.npy", directory, k));
     const Variable& actual = net.output(k);
     // ONNX Runtime's (N, F) is corgy's (N, F, 1, 1); load_npy reads it as (1, 1, N, F).

@@ -124,10 +124,21 @@ Variable load_npy(const std::string& path, const LoadLimits& limits) {
 }
 
 void save_npy(const std::string& path, const Variable& tensor) {
-  if (tensor.empty()) throw Error(fmt::format("{}: cannot save an empty Variable as .npy", path));
   const Shape& s = tensor.shape();
-  std::string header =
-      fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}, {}, {}), }}", s.n, s.c, s.h, s.w);
+  const std::int64_t dims[] = {s.n, s.c, s.h, s.w};
+  save_npy(path, tensor, dims);
+}
+
+void save_npy(const std::string& path, const Variable& tensor, std::span<const std::int64_t> dims) {
+  if (tensor.empty()) throw Error(fmt::format("{}: cannot save an empty Variable as .npy", path));
+  std::int64_t count = 1;
+  for (std::int64_t d : dims) count *= d;
+  if (dims.empty() || dims.size() > 4 || count != static_cast<std::int64_t>(tensor.count())) {
+    throw Error(fmt::format("{}: cannot save {} values as shape ({})", path, tensor.count(), fmt::join(dims, ", ")));
+  }
+  // A 1-D shape is written "(n,)", as NumPy writes it.
+  const std::string shape = dims.size() == 1 ? fmt::format("{},", dims[0]) : fmt::format("{}", fmt::join(dims, ", "));
+  std::string header = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}", shape);
   // Pad with spaces so that magic + length + header + newline is a multiple of 64, as the format asks.
   const std::size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -25,5 +26,8 @@ Variable decode_npy(std::span<const std::byte> bytes, const std::string& name, c
 /// Writes `tensor` as a float32 .npy (format version 1.0) with its 4-D shape (N, C, H, W). Throws corgy::Error
 /// for an empty Variable or when the file cannot be written.
 void save_npy(const std::string& path, const Variable& tensor);
+/// The same with the shape `dims` (any rank from 1 to 4, e.g. an ONNX graph's declared (N, F)), whose product must
+/// be the tensor's count; throws corgy::Error naming both otherwise.
+void save_npy(const std::string& path, const Variable& tensor, std::span<const std::int64_t> dims);
 
 }  // namespace corgy

@@ -406,6 +406,12 @@ const Variable& OnnxModel::output(std::size_t k) const {
   return model.output(output_layers[k]);
 }
 
+std::vector<std::int64_t> OnnxModel::output_dims(std::size_t k) const {
+  const Shape& s = output(k).shape();
+  if (outputs[k].dims.size() == 2) return {s.n, static_cast<std::int64_t>(s.image_count())};
+  return {s.n, s.c, s.h, s.w};
+}
+
 const Variable& OnnxModel::output(std::string_view name) const {
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     if (outputs[k].name == name) return output(k);

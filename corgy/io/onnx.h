@@ -55,6 +55,10 @@ struct OnnxModel {
   /// Output `name` (or number k) of the last forward, in corgy's 4-D shape: an ONNX (N, F) is (N, F, 1, 1).
   const Variable& output(std::string_view name) const;
   const Variable& output(std::size_t k) const;
+  /// Output k of the last forward's shape as the graph declares it: (N, F) for a 2-D output (a classifier's
+  /// (1, 1000), which corgy holds as (1, 1000, 1, 1)), else (N, C, H, W). What corgy-run --output writes and
+  /// the Python binding returns.
+  std::vector<std::int64_t> output_dims(std::size_t k) const;
   /// Checks that `shape` fits the graph input (the same rank's corgy shape, fixed dimensions equal); throws
   /// corgy::Error naming both otherwise.
   void check_input(const Shape& shape) const;

@@ -1,6 +1,7 @@
 // corgy-run: runs a darknet model, an ONNX model or the MNIST network on an input and writes the raw tensors that feed
 // its detection heads, or times it. The command-line interface is stable and documented in docs/corgy-run.md.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -131,6 +132,12 @@ class Model {
     (void)k;
     return "";
   }
+  /// The shape --output writes output k (of the last forward) with: corgy's 4-D one unless the model declares another.
+  virtual std::vector<std::int64_t> output_dims(std::size_t k, const corgy::Variable& output) const {
+    (void)k;
+    const corgy::Shape& s = output.shape();
+    return {s.n, s.c, s.h, s.w};
+  }
 };
 
 class DarknetRun final : public Model {
@@ -195,6 +202,11 @@ class OnnxRun final : public Model {
     std::vector<const corgy::Variable*> outputs;
     for (std::size_t k = 0; k < net_.outputs.size(); ++k) outputs.push_back(&net_.output(k));
     return outputs;
+  }
+  /// The graph's declared rank: a classifier's (N, 1000), not corgy's (N, 1000, 1, 1).
+  std::vector<std::int64_t> output_dims(std::size_t k, const corgy::Variable& output) const override {
+    (void)output;
+    return net_.output_dims(k);
   }
   corgy::Variable prepare_npy(corgy::Variable tensor, const std::string& path) const override {
     // A 2-D (N, F) array is read as (1, 1, N, F): corgy's batch of vectors is (N, F, 1, 1).
@@ -286,9 +298,10 @@ int run(const Options& options) {
   if (!options.output.empty()) {
     for (std::size_t k = 0; k < outputs.size(); ++k) {
       const std::string path = fmt::format("{}.{}.npy", options.output, k);
-      corgy::save_npy(path, *outputs[k]);
+      const std::vector<std::int64_t> dims = model->output_dims(k, *outputs[k]);
+      corgy::save_npy(path, *outputs[k], dims);
       const std::string name = model->output_name(k);
-      fmt::print("wrote {} {}{}\n", path, outputs[k]->shape().str(), name.empty() ? "" : " = output '" + name + "'");
+      fmt::print("wrote {} ({}){}\n", path, fmt::join(dims, ", "), name.empty() ? "" : " = output '" + name + "'");
     }
   }
   if (options.repeat) time_forwards(*model, input, *options.repeat);

@@ -73,9 +73,9 @@ class OnnxHandle : public ModelHandle {
  private:
   py::array_t<float> output_array(std::size_t k, bool copy) {
     const Variable& output = model_->output(k);
-    const Shape& s = output.shape();
     if (model_->outputs[k].dims.size() == 2) {
-      return array_of(output, {s.n, static_cast<py::ssize_t>(s.image_count())}, copy);
+      const std::vector<std::int64_t> dims = model_->output_dims(k);  // as corgy-run --output writes it
+      return array_of(output, {static_cast<py::ssize_t>(dims[0]), static_cast<py::ssize_t>(dims[1])}, copy);
     }
     return array_of(output, copy);
   }
