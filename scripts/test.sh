@@ -51,10 +51,10 @@ check_installed_package() {
 build_sanitized() {
   # -Og: with sanitizers, GCC 12 at -O1/-O2 reports false -Wmaybe-uninitialized inside libstdc++'s <regex>, which
   # -Werror makes fatal; -Og does not, and runs the heavy tests (whole Tiny YOLO networks) 4x faster than -O0.
-  # Benchmarks, examples and corgy-serve (tested on the release build) add build time and no coverage that the tests
-  # do not already give.
+  # Benchmarks and examples add build time and no coverage that the tests do not already give; corgy-serve is built,
+  # for its hostile-request tests under the sanitizers (serve_sanitized_tests).
   configure_and_build "$CORGY_ASAN_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-Og -g" -DCORGY_SANITIZE=ON -DCORGY_WERROR=ON \
-    -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -DCORGY_BUILD_SERVE=OFF
+    -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -DCORGY_BUILD_SERVE=ON
 }
 
 run_sanitized_tests() {
@@ -132,6 +132,16 @@ serve_tests() {
     --corgy-serve "$CORGY_RELEASE_DIR/serve/corgy-serve" --corgy-run "$CORGY_RELEASE_DIR/examples/corgy-run")
 }
 
+# The same serve tests against the asan+ubsan build's corgy-serve: the hostile requests (truncated, oversized and
+# malformed bodies, wrong shapes and types), concurrent clients and SIGTERM under load, with every memory error or
+# undefined behaviour in the server fatal (the server exits non-zero and the tests fail), and its leaks checked at
+# its exit. corgy-run (the reference for the outputs) is the release build's.
+serve_sanitized_tests() {
+  (export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+   cd "$CORGY_ROOT/build" && /usr/bin/python3 -m pytest -q -p no:cacheprovider "$CORGY_ROOT/serve/tests" \
+     --corgy-serve "$CORGY_ASAN_DIR/serve/corgy-serve" --corgy-run "$CORGY_RELEASE_DIR/examples/corgy-run")
+}
+
 # tests/thread_safety_test under ThreadSanitizer: concurrent models on every backend, the refused concurrent use of
 # one model, concurrent loaders. Only that test is built (the library and it), to keep CI short.
 CORGY_TSAN_DIR="$CORGY_ROOT/build/tsan"
@@ -155,6 +165,7 @@ run_step "python: pip install ./python into build/venv, pip wheel, pytest python
 run_step "benchmark pipeline: benchmarks/run.sh --quick --models mnist --no-peers" benchmark_smoke
 run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
 run_step "asan+ubsan tests: ctest" run_sanitized_tests
+run_step "asan+ubsan serve: the corgy-serve tests against the sanitized server" serve_sanitized_tests
 run_step "tsan build: thread_safety_test in $CORGY_TSAN_DIR" build_thread_sanitized
 run_step "tsan tests: thread_safety_test" run_thread_sanitized_tests
 run_step "fuzz: every target of tests/fuzz briefly (clang, libFuzzer, asan+ubsan): $CORGY_FUZZ_DIR" fuzz_briefly

@@ -107,11 +107,16 @@ class Server:
         return self.log.read()
 
     def kill(self):
+        """Stops the server; fails when a sanitizer (a build with CORGY_SANITIZE, scripts/test.sh) reported an error in
+        it, however the test went."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=30)
         self.process.stdout.close()
+        report = self.stderr()
         self.log.close()
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            assert marker not in report, f"corgy-serve's sanitizer report:\n{report}"
 
 
 @pytest.fixture
