@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Exports the ONNX test models of tests/onnx_models_test.cpp with torch.onnx.export, at two opsets (Inception v3 at
-opset 13).
+"""Exports the ONNX test models of tests/onnx_models_test.cpp with torch.onnx.export, at two opsets (Inception v3,
+ShuffleNet v2 and the segmentation models at opset 13).
 
 Every model is a PyTorch network with random weights drawn from a seed derived from its name (the MNIST network
 uses the trained weights of data/mnist), in eval mode, exported with a static input shape. For each model and
@@ -17,8 +17,11 @@ ONNX Runtime's outputs (output_<k>.npy) to the same folder.
 Models: resnet18, mobilenet_v2, squeezenet1_1 (torchvision), style_transfer (the fast neural style network of
 PyTorch's examples: reflection padding, instance norm, residual blocks, nearest upsampling), tiny_yolo_v2 (darknet's
 yolov2-tiny-voc: conv + batch norm + leaky ReLU, max pools, the size-2 stride-1 pool with darknet's edge padding)
-mnist (corgy's MNIST network, tools/train_mnist.py, with its trained weights) and inception_v3 (torchvision's, with
-its factorized 1x7 / 7x1 and 1x3 / 3x1 convolutions; full: 299 x 299, 1000 classes, 95 MB).
+mnist (corgy's MNIST network, tools/train_mnist.py, with its trained weights), inception_v3 (torchvision's, with
+its factorized 1x7 / 7x1 and 1x3 / 3x1 convolutions; full: 299 x 299, 1000 classes, 95 MB), shufflenet_v2
+(torchvision's: channel halves and channel shuffles; full: x1.0 at 224 x 224), and at full size only
+lraspp_mobilenet_v3_large and fcn_resnet50 (torchvision's segmentation models: bilinear upsampling, dilated
+convolutions; their "out" tensor).
 
 Run: tools/make_onnx_models.py [--size reduced|full] [--out DIR] [--models a,b] [--opsets 9,17]
 (Debian's python3-torch, python3-torchvision and python3-onnx; CPU only).
@@ -236,6 +239,38 @@ def inception_v3(full):
     return model, (2, 3, 107, 101)
 
 
+def shufflenet_v2(full):
+    if full:
+        return torchvision.models.shufflenet_v2_x1_0(weights=None), (1, 3, 224, 224)
+    # torchvision's ShuffleNetV2 (its units: chunk, channel shuffle) with narrow stages, 10 classes, batch 2.
+    return torchvision.models.ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10), (2, 3, 64, 61)
+
+
+def lraspp_mobilenet_v3_large(full):
+    if not full:
+        raise SystemExit("lraspp_mobilenet_v3_large has no reduced version: use --size full")
+    return torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None), \
+        (1, 3, 224, 224)
+
+
+def fcn_resnet50(full):
+    if not full:
+        raise SystemExit("fcn_resnet50 has no reduced version: use --size full")
+    return torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None, aux_loss=False), \
+        (1, 3, 224, 224)
+
+
+class SegmentationOutput(nn.Module):
+    """A torchvision segmentation model's "out" tensor (its forward returns a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 def mnist(full):
     model = MnistNet()
     with torch.no_grad():
@@ -252,10 +287,15 @@ MODELS = {
     "tiny_yolo_v2": tiny_yolo_v2,
     "mnist": mnist,
     "inception_v3": inception_v3,
+    "shufflenet_v2": shufflenet_v2,
+    "lraspp_mobilenet_v3_large": lraspp_mobilenet_v3_large,
+    "fcn_resnet50": fcn_resnet50,
 }
+# Full size only (no reduced version to commit): checked by tools/check_onnx_models.sh --models.
+FULL_ONLY = ("lraspp_mobilenet_v3_large", "fcn_resnet50")
 # The opsets each model is exported at when --opsets is not given (OPSETS for the others): Inception v3 only at
 # opset 13, as issue 25 tries the torchvision zoo.
-MODEL_OPSETS = {"inception_v3": (13,)}
+MODEL_OPSETS = {name: (13,) for name in ("inception_v3", "shufflenet_v2", "lraspp_mobilenet_v3_large", "fcn_resnet50")}
 
 
 # --- export ------------------------------------------------------------------------------------------------------
@@ -281,6 +321,8 @@ def randomize(model, seed):
 
 def export(name, full, opsets, out):
     model, input_shape = MODELS[name](full)
+    if name in FULL_ONLY:
+        model = SegmentationOutput(model)
     seed = zlib.crc32(name.encode())
     if name != "mnist":
         randomize(model, seed)
@@ -302,12 +344,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", choices=("reduced", "full"), default="reduced")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "tests" / "fixtures" / "onnx")
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", help="comma-separated; default every model (at --size reduced, those with a reduced "
+                        "version)")
     parser.add_argument("--opsets", help=f"comma-separated; default {','.join(str(o) for o in OPSETS)} (Inception v3: "
                         "13)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    for name in args.models.split(","):
+    names = args.models.split(",") if args.models else [
+        name for name in MODELS if args.size == "full" or name not in FULL_ONLY]
+    for name in names:
         opsets = [int(o) for o in args.opsets.split(",")] if args.opsets else MODEL_OPSETS.get(name, OPSETS)
         export(name, args.size == "full", opsets, args.out)
 
