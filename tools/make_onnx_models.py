@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Exports the ONNX test models of tests/onnx_models_test.cpp with torch.onnx.export, at two opsets (Inception v3,
-ShuffleNet v2 and the segmentation models at opset 13).
+ShuffleNet v2, the U-Net and the segmentation models at opset 13).
 
 Every model is a PyTorch network with random weights drawn from a seed derived from its name (the MNIST network
 uses the trained weights of data/mnist), in eval mode, exported with a static input shape. For each model and
@@ -21,7 +21,8 @@ mnist (corgy's MNIST network, tools/train_mnist.py, with its trained weights), i
 its factorized 1x7 / 7x1 and 1x3 / 3x1 convolutions; full: 299 x 299, 1000 classes, 95 MB), shufflenet_v2
 (torchvision's: channel halves and channel shuffles; full: x1.0 at 224 x 224), and at full size only
 lraspp_mobilenet_v3_large and fcn_resnet50 (torchvision's segmentation models: bilinear upsampling, dilated
-convolutions; their "out" tensor).
+convolutions; their "out" tensor), and unet (a U-Net whose decoder upsamples by transposed convolutions; full: width
+64 at 256 x 256).
 
 Run: tools/make_onnx_models.py [--size reduced|full] [--out DIR] [--models a,b] [--opsets 9,17]
 (Debian's python3-torch, python3-torchvision and python3-onnx; CPU only).
@@ -260,6 +261,44 @@ def fcn_resnet50(full):
         (1, 3, 224, 224)
 
 
+class UNet(nn.Module):
+    """Ronneberger et al.'s U-Net (2015) with the padding and batch norm that today's implementations use: four
+    levels of two 3x3 convolutions down (max pool between them), a transposed 2x2 stride-2 convolution back up at
+    each level, concatenated with the skip connection, and a 1x1 convolution to the classes."""
+
+    def __init__(self, width=64, classes=2):
+        super().__init__()
+
+        def double_conv(in_channels, out_channels):
+            return nn.Sequential(nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False),
+                                 nn.BatchNorm2d(out_channels), nn.ReLU(inplace=True),
+                                 nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False),
+                                 nn.BatchNorm2d(out_channels), nn.ReLU(inplace=True))
+
+        widths = [width * 2 ** level for level in range(5)]
+        self.down = nn.ModuleList([double_conv(3, widths[0])] +
+                                  [double_conv(widths[i], widths[i + 1]) for i in range(4)])
+        self.up = nn.ModuleList([nn.ConvTranspose2d(widths[i + 1], widths[i], 2, stride=2) for i in reversed(range(4))])
+        self.merge = nn.ModuleList([double_conv(2 * widths[i], widths[i]) for i in reversed(range(4))])
+        self.head = nn.Conv2d(widths[0], classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for level, block in enumerate(self.down):
+            x = block(x if level == 0 else F.max_pool2d(x, 2))
+            skips.append(x)
+        x = skips.pop()
+        for up, merge in zip(self.up, self.merge):
+            x = merge(torch.cat([skips.pop(), up(x)], dim=1))
+        return self.head(x)
+
+
+def unet(full):
+    if full:
+        return UNet(), (1, 3, 256, 256)
+    return UNet(width=4, classes=3), (2, 3, 48, 32)
+
+
 class SegmentationOutput(nn.Module):
     """A torchvision segmentation model's "out" tensor (its forward returns a dict)."""
 
@@ -290,12 +329,14 @@ MODELS = {
     "shufflenet_v2": shufflenet_v2,
     "lraspp_mobilenet_v3_large": lraspp_mobilenet_v3_large,
     "fcn_resnet50": fcn_resnet50,
+    "unet": unet,
 }
 # Full size only (no reduced version to commit): checked by tools/check_onnx_models.sh --models.
 FULL_ONLY = ("lraspp_mobilenet_v3_large", "fcn_resnet50")
 # The opsets each model is exported at when --opsets is not given (OPSETS for the others): Inception v3 only at
 # opset 13, as issue 25 tries the torchvision zoo.
-MODEL_OPSETS = {name: (13,) for name in ("inception_v3", "shufflenet_v2", "lraspp_mobilenet_v3_large", "fcn_resnet50")}
+MODEL_OPSETS = {name: (13,) for name in ("inception_v3", "shufflenet_v2", "lraspp_mobilenet_v3_large", "fcn_resnet50",
+                                          "unet")}
 
 
 # --- export ------------------------------------------------------------------------------------------------------
