@@ -32,6 +32,9 @@ class CMakeBuild(build_ext):
             "-DCMAKE_BUILD_TYPE=Release",
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DCMAKE_INSTALL_PREFIX={stage}",
+            # Look for an installed corgy again each time: a corgy_DIR cached by an earlier build would otherwise
+            # win over this build's CMAKE_PREFIX_PATH, and compile the module against another install's headers.
+            "-Ucorgy_DIR",
         ]
         if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
             configure += ["-G", "Ninja"]

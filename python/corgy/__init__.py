@@ -15,6 +15,8 @@ from ._corgy import (  # noqa: F401  (the public API; types in _corgy.pyi)
     Add,
     AvgPool2d,
     BatchNorm2d,
+    ChannelShuffle,
+    ChannelSlice,
     Concat,
     Conv2d,
     DarknetModel,

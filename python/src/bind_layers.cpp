@@ -9,6 +9,8 @@
 #include "corgy/layers/add.h"
 #include "corgy/layers/avgpool2d.h"
 #include "corgy/layers/batchnorm.h"
+#include "corgy/layers/channel_shuffle.h"
+#include "corgy/layers/channel_slice.h"
 #include "corgy/layers/concat.h"
 #include "corgy/layers/conv2d.h"
 #include "corgy/layers/flatten.h"
@@ -301,6 +303,15 @@ Weights (out_features, in_features) as PyTorch's Linear.weight.)doc")
   m.def(
       "Upsample", [](int scale) { return simple(Upsample(scale)); },
       "Nearest-neighbour upsampling by an integer scale.", "scale"_a = 2);
+  m.def(
+      "ChannelShuffle", [](int groups) { return simple(ChannelShuffle(groups)); },
+      "ShuffleNet's channel shuffle: (N, C, H, W) -> the same shape, output channel j * groups + i is input channel "
+      "i * (C / groups) + j.",
+      "groups"_a);
+  m.def(
+      "ChannelSlice", [](int start, int stop, int step) { return simple(ChannelSlice(start, stop, step)); },
+      "Input channels start, start + step, ... below stop: (N, C, H, W) -> (N, ceil((stop - start) / step), H, W).",
+      "start"_a, "stop"_a, "step"_a = 1);
 
   sequential
       .def(

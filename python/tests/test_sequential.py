@@ -150,12 +150,31 @@ def test_remaining_layers_against_numpy(backend):
         (corgy.GlobalAvgPool2d(), x.mean(axis=(2, 3), keepdims=True)),
         (corgy.Upsample(2), x.repeat(2, axis=2).repeat(2, axis=3)),
         (corgy.AvgPool2d(2), x.reshape(2, 3, 2, 2, 2, 2).mean(axis=(3, 5))),
+        (corgy.ChannelSlice(1, 3), x[:, 1:3]),
+        (corgy.ChannelSlice(0, 3, 2), x[:, 0:3:2]),
     ]
     for layer, expected in cases:
         model = corgy.Sequential()
         model.add(layer)
         model.set_backend(backend)
         np.testing.assert_allclose(model(x), expected, atol=1e-5, err_msg=repr(layer))
+
+
+def test_channel_shuffle_against_numpy(backend):
+    # ShuffleNet's reshape (N, g, C/g, H, W) -> transpose (0, 2, 1, 3, 4) -> reshape back, in numpy.
+    x = np.random.default_rng(5).standard_normal((2, 12, 3, 5)).astype(np.float32)
+    for groups in (2, 3, 4):
+        model = corgy.Sequential()
+        model.add(corgy.ChannelShuffle(groups))
+        model.set_backend(backend)
+        expected = x.reshape(2, groups, 12 // groups, 3, 5).transpose(0, 2, 1, 3, 4).reshape(2, 12, 3, 5)
+        np.testing.assert_array_equal(model(x), expected)
+    model = corgy.Sequential()
+    model.add(corgy.ChannelShuffle(5))
+    with pytest.raises(corgy.Error, match="multiple of 5 groups"):
+        model(x)
+    with pytest.raises(corgy.Error, match="channel_slice"):
+        corgy.ChannelSlice(3, 1)
 
 
 def test_mark_output_and_profile():
