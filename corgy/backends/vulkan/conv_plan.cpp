@@ -142,8 +142,33 @@ void check_coopmat_tiles(const VulkanCoopmatTiles& t, const VkPhysicalDeviceLimi
   }
 }
 
-ConvPlan plan_convolution(const ConvProblem& problem, const VulkanConvolutionOptions& options,
-                          const ConvDevice& device) {
+namespace {
+
+// A plan of the tile shape `tiles` (with its rated speed) and the split of K that `options` force or the estimate
+// favours, with the estimated speed.
+struct EstimatedPlan {
+  ConvPlan plan;
+  double speed;
+};
+
+EstimatedPlan estimate_plan(const ConvPlan& tiles_only, double rated, const ConvProblem& problem,
+                            const VulkanConvolutionOptions& options) {
+  EstimatedPlan result{tiles_only, 0.0};
+  std::uint32_t splits = options.split_k;
+  if (splits == 0) {
+    const std::uint32_t limit = options.most_splits > 0 ? std::min(options.most_splits, most_splits) : most_splits;
+    splits = choose_splits(rated, tiles_only.tile_m(), tiles_only.tile_n(), tiles_only.tile_k(), problem, limit,
+                           result.speed);
+  } else {
+    result.speed = estimated_speed(rated, tiles_only.tile_m(), tiles_only.tile_n(), problem, splits);
+  }
+  set_splits(result.plan, problem, splits);
+  return result;
+}
+
+// Every plan `options` allow for `problem` on `device`, with its estimated speed, in the table's order.
+std::vector<EstimatedPlan> estimated_plans(const ConvProblem& problem, const VulkanConvolutionOptions& options,
+                                           const ConvDevice& device) {
   const VkPhysicalDeviceLimits& limits = *device.limits;
   ConvPlan plan;
   plan.algorithm = options.algorithm;
@@ -155,50 +180,53 @@ ConvPlan plan_convolution(const ConvProblem& problem, const VulkanConvolutionOpt
     throw Error(
         "Vulkan: cooperative-matrix convolutions need fp16 precision and a device with VK_NV_cooperative_matrix");
   }
-  double best_speed = -1.0;
-  std::uint32_t best_splits = 1;
-  const auto consider = [&](double rated, std::uint32_t tm, std::uint32_t tn, std::uint32_t tk) -> bool {
-    double speed = 0.0;
-    std::uint32_t splits = options.split_k;
-    if (splits == 0) {
-      const std::uint32_t limit = options.most_splits > 0 ? std::min(options.most_splits, most_splits) : most_splits;
-      splits = choose_splits(rated, tm, tn, tk, problem, limit, speed);
-    } else {
-      speed = estimated_speed(rated, tm, tn, problem, splits);
-    }
-    if (speed <= best_speed) return false;
-    best_speed = speed;
-    best_splits = splits;
-    return true;
-  };
+  std::vector<EstimatedPlan> plans;
   if (plan.algorithm == VulkanConvAlgorithm::cooperative_matrix) {
     if (!options.coopmat_tiles.automatic()) {
       check_coopmat_tiles(options.coopmat_tiles, limits);
       plan.coopmat_tiles = options.coopmat_tiles;
-      consider(1.0, plan.tile_m(), plan.tile_n(), plan.tile_k());
+      plans.push_back(estimate_plan(plan, 1.0, problem, options));
     } else {
       for (const RatedCoopmatTiles& rated : coopmat_tiles) {
-        const VulkanCoopmatTiles& t = rated.tiles;
-        if (!coopmat_tiles_fit(t, limits)) continue;
-        if (consider(rated.speed, t.tile_m(), t.tile_n(), t.tile_k)) plan.coopmat_tiles = t;
+        if (!coopmat_tiles_fit(rated.tiles, limits)) continue;
+        plan.coopmat_tiles = rated.tiles;
+        plans.push_back(estimate_plan(plan, rated.speed, problem, options));
       }
     }
   } else {
     if (!options.tiles.automatic()) {
       check_implicit_tiles(options.tiles, limits);
       plan.tiles = options.tiles;
-      consider(1.0, plan.tile_m(), plan.tile_n(), plan.tile_k());
+      plans.push_back(estimate_plan(plan, 1.0, problem, options));
     } else {
       for (const RatedConvTiles& rated : implicit_tiles) {
-        const VulkanGemmTiles& t = rated.tiles;
-        if (!implicit_tiles_fit(t, limits)) continue;
-        if (consider(rated.speed, t.tile_m, t.tile_n, t.tile_k)) plan.tiles = t;
+        if (!implicit_tiles_fit(rated.tiles, limits)) continue;
+        plan.tiles = rated.tiles;
+        plans.push_back(estimate_plan(plan, rated.speed, problem, options));
       }
     }
   }
-  if (best_speed < 0.0) throw Error("Vulkan: the device's workgroup limits are too small for every convolution tile");
-  set_splits(plan, problem, best_splits);
-  return plan;
+  if (plans.empty()) throw Error("Vulkan: the device's workgroup limits are too small for every convolution tile");
+  return plans;
+}
+
+}  // namespace
+
+std::vector<ConvPlan> ranked_convolution_plans(const ConvProblem& problem, const VulkanConvolutionOptions& options,
+                                               const ConvDevice& device) {
+  std::vector<EstimatedPlan> plans = estimated_plans(problem, options, device);
+  // Stable: among equal estimates the table's order decides, as in plan_convolution.
+  std::stable_sort(plans.begin(), plans.end(),
+                   [](const EstimatedPlan& a, const EstimatedPlan& b) { return a.speed > b.speed; });
+  std::vector<ConvPlan> ranked;
+  ranked.reserve(plans.size());
+  for (const EstimatedPlan& estimated : plans) ranked.push_back(estimated.plan);
+  return ranked;
+}
+
+ConvPlan plan_convolution(const ConvProblem& problem, const VulkanConvolutionOptions& options,
+                          const ConvDevice& device) {
+  return ranked_convolution_plans(problem, options, device).front();
 }
 
 }  // namespace corgy::vulkan

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "corgy/backend.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
@@ -45,6 +46,12 @@ struct ConvPlan {
 /// device's limits; corgy::Error when they do not fit), the rest chosen.
 ConvPlan plan_convolution(const ConvProblem& problem, const VulkanConvolutionOptions& options,
                           const ConvDevice& device);
+
+/// Every plan plan_convolution considers for `problem` (each tile shape that fits the device, or the forced one,
+/// with the split of K that is forced or that the estimate favours), the one with the highest estimated speed
+/// first: plan_convolution's choice, then the ones the table rates next (the tuner's GEMM candidates).
+std::vector<ConvPlan> ranked_convolution_plans(const ConvProblem& problem, const VulkanConvolutionOptions& options,
+                                               const ConvDevice& device);
 
 /// Throws corgy::Error saying which rule a conv2d_coopmat.comp tile breaks.
 void check_coopmat_tiles(const VulkanCoopmatTiles& tiles, const VkPhysicalDeviceLimits& limits);

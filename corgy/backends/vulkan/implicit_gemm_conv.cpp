@@ -82,8 +82,15 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
     recorder.describe_last(plan.describe() + (pool ? " +maxpool" : "") + (contiguous_b ? " contiguous B" : ""), flops);
 }
 
-void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* fused_pool,
-                               const Variable& input, const Variable& weights, const Variable* bias, Variable& output) {
+ConvProblem implicit_gemm_problem(const Conv2dDesc& d, bool pool_fused, const Shape& input, const Shape& output) {
+  return {u32(d.out_channels / d.groups),
+          u32(static_cast<std::size_t>(input.n) * output.plane_count() * (pool_fused ? 4 : 1)),
+          u32(d.in_channels / d.groups * d.kernel * d.kernel), u32(d.groups)};
+}
+
+void record_implicit_gemm_conv(Runtime& runtime, const VulkanConvolutionOptions& options, const Conv2dDesc& d,
+                               const Pool2dDesc* fused_pool, const Variable& input, const Variable& weights,
+                               const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   require_square_window(d, "the implicit-GEMM convolution");
@@ -116,7 +123,7 @@ void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
   }
 
   const ConvDevice device{&runtime.context.limits(), runtime.context.features().cooperative_matrix};
-  const ConvPlan plan = plan_convolution({p.m, p.n, p.k, p.groups}, runtime.options.convolution, device);
+  const ConvPlan plan = plan_convolution({p.m, p.n, p.k, p.groups}, options, device);
   const bool coopmat = plan.algorithm == VulkanConvAlgorithm::cooperative_matrix;
   p.k_per_split = plan.k_per_split;
   p.tiles_m = ceil_div(p.m, plan.tile_m());

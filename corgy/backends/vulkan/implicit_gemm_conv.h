@@ -20,10 +20,15 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
                       bool pool, const BufferUse& source, const BufferUse& a, const BufferUse& bias,
                       const BufferUse& result);
 
+/// The GEMM an implicit-GEMM kernel computes for `conv` on `input` into `output` (the pooled tensor when a pool is
+/// fused): C (out channels per group x every output pixel, 4 per pooled one) = weights x the input's columns.
+ConvProblem implicit_gemm_problem(const Conv2dDesc& conv, bool pool_fused, const Shape& input, const Shape& output);
+
 /// Records `conv` (and `fused_pool`, when given: output is then the pooled tensor) as an implicit GEMM with the
-/// algorithm `algorithm` (implicit_gemm or cooperative_matrix; automatic chooses). Not for depthwise
-/// convolutions, which depthwise_conv2d.comp computes.
-void record_implicit_gemm_conv(Runtime& runtime, const Conv2dDesc& conv, const Pool2dDesc* fused_pool,
-                               const Variable& input, const Variable& weights, const Variable* bias, Variable& output);
+/// algorithm, tiles and split of `options` (implicit_gemm or cooperative_matrix; automatic chooses). Not for
+/// depthwise convolutions, which depthwise_conv2d.comp computes.
+void record_implicit_gemm_conv(Runtime& runtime, const VulkanConvolutionOptions& options, const Conv2dDesc& conv,
+                               const Pool2dDesc* fused_pool, const Variable& input, const Variable& weights,
+                               const Variable* bias, Variable& output);
 
 }  // namespace corgy::vulkan

@@ -54,8 +54,7 @@ bool patch_coopmat_fits(const Runtime& runtime, const Conv2dDesc& conv) {
          shared_bytes(conv, 1) <= runtime.context.limits().maxComputeSharedMemorySize;
 }
 
-bool patch_coopmat_chosen(const Runtime& runtime, const Conv2dDesc& conv) {
-  const VulkanConvolutionOptions& options = runtime.options.convolution;
+bool patch_coopmat_chosen(const Runtime& runtime, const Conv2dDesc& conv, const VulkanConvolutionOptions& options) {
   if (options.algorithm == VulkanConvAlgorithm::patch_cooperative_matrix) {
     if (!patch_coopmat_fits(runtime, conv)) {
       throw Error(fmt::format(

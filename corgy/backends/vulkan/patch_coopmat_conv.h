@@ -14,10 +14,10 @@ namespace corgy::vulkan {
 /// that fits the device's shared memory with the epilogue's scratch.
 bool patch_coopmat_fits(const Runtime& runtime, const Conv2dDesc& conv);
 
-/// Whether `conv` runs conv2d_patch_coopmat.comp: when forced (corgy::Error if it does not fit), or when automatic
-/// with no tile shape forced, where it fits and has at most 16 input channels (patch_coopmat_conv.cpp says why);
-/// the backend asks the direct kernel first (direct_conv_chosen).
-bool patch_coopmat_chosen(const Runtime& runtime, const Conv2dDesc& conv);
+/// Whether `conv` runs conv2d_patch_coopmat.comp with `options`: when forced (corgy::Error if it does not fit), or
+/// when automatic with no tile shape forced, where it fits and has at most 16 input channels
+/// (patch_coopmat_conv.cpp says why); the backend asks the direct kernel first (direct_conv_chosen).
+bool patch_coopmat_chosen(const Runtime& runtime, const Conv2dDesc& conv, const VulkanConvolutionOptions& options);
 
 /// Records `conv` (and `fused_pool`, a pool_fusable() one, when given: output is then the pooled tensor).
 void record_patch_coopmat_conv(Runtime& runtime, const Conv2dDesc& conv, const Pool2dDesc* fused_pool,

@@ -8,6 +8,7 @@
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
 #include "corgy/backends/vulkan/patch_coopmat_conv.h"
+#include "corgy/backends/vulkan/runtime.h"
 #include "corgy/backends/vulkan/square_window.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 #include "corgy/backends/vulkan/winograd_conv.h"
@@ -122,62 +123,79 @@ void record_im2col_gemm(vulkan::Runtime& runtime, const Conv2dDesc& d, const Var
 
 }  // namespace
 
-void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable* bias,
-                           Variable& output) {
-  as_forward("conv2d", [&] {
-    vulkan::Runtime& runtime = *runtime_;
+namespace {
+
+// Records `d` (and `pool` after it, null for none; output is then the pooled tensor) as `plan` says: the pool fused
+// into the convolution's output where the chosen kernel can, else a second dispatch over a scratch tensor.
+void record_conv_as(VulkanBackend& backend, vulkan::Runtime& runtime, const VulkanConvolutionOptions& plan,
+                    const Conv2dDesc& d, const Pool2dDesc* pool, const Variable& input, const Variable& weights,
+                    const Variable* bias, Variable& output) {
+  const bool depthwise = d.in_channels / d.groups == 1;
+  if (pool == nullptr) {
     if (!d.is_square()) {
       // Every other kernel reads the scalar, square window; im2col takes any (whatever algorithm was forced, as
       // depthwise convolutions always run depthwise_conv2d.comp).
       record_im2col_gemm(runtime, d, input, weights, bias, output);
-    } else if (d.in_channels / d.groups == 1) {
+    } else if (depthwise) {
       record_depthwise(runtime, d, input, weights, bias, output);
-    } else if (runtime.options.convolution.algorithm == VulkanConvAlgorithm::im2col_gemm) {
+    } else if (plan.algorithm == VulkanConvAlgorithm::im2col_gemm) {
       record_im2col_gemm(runtime, d, input, weights, bias, output);
-    } else if (vulkan::direct_conv_chosen(d, runtime.options.convolution)) {
+    } else if (vulkan::direct_conv_chosen(d, plan)) {
       vulkan::record_direct_conv(runtime, d, nullptr, input, weights, bias, output);
-    } else if (vulkan::patch_coopmat_chosen(runtime, d)) {
+    } else if (vulkan::patch_coopmat_chosen(runtime, d, plan)) {
       vulkan::record_patch_coopmat_conv(runtime, d, nullptr, input, weights, bias, output);
-    } else if (vulkan::winograd_chosen(runtime, d, input.shape())) {
+    } else if (vulkan::winograd_chosen(runtime, d, input.shape(), plan)) {
       vulkan::record_winograd_conv(runtime, d, nullptr, input, weights, bias, output);
     } else {
-      vulkan::record_implicit_gemm_conv(runtime, d, nullptr, input, weights, bias, output);
+      vulkan::record_implicit_gemm_conv(runtime, plan, d, nullptr, input, weights, bias, output);
     }
-  });
+    return;
+  }
+  const bool fusable = d.is_square() && !depthwise && vulkan::pool_fusable(*pool) && plan.fuse_pool &&
+                       plan.algorithm != VulkanConvAlgorithm::im2col_gemm;
+  if (fusable && vulkan::direct_conv_chosen(d, plan)) {
+    vulkan::record_direct_conv(runtime, d, pool, input, weights, bias, output);
+    return;
+  }
+  if (fusable && vulkan::patch_coopmat_chosen(runtime, d, plan)) {
+    vulkan::record_patch_coopmat_conv(runtime, d, pool, input, weights, bias, output);
+    return;
+  }
+  // Winograd fuses only pools whose windows are its tiles. Other pools: the implicit GEMM fuses them, unless
+  // Winograd was forced, which then runs unfused (below).
+  const bool winograd = fusable && vulkan::winograd_chosen(runtime, d, input.shape(), plan);
+  if (fusable && winograd && vulkan::winograd_pool_fusable(*pool)) {
+    vulkan::record_winograd_conv(runtime, d, pool, input, weights, bias, output);
+    return;
+  }
+  if (fusable && plan.algorithm != VulkanConvAlgorithm::winograd) {
+    vulkan::record_implicit_gemm_conv(runtime, plan, d, pool, input, weights, bias, output);
+    return;
+  }
+  // The convolution into a device-only scratch tensor, then the pool's own dispatch.
+  const Shape& in = input.shape();
+  Variable unpooled = runtime.scratch_tensor({in.n, d.out_channels, d.output_h(in.h), d.output_w(in.w)});
+  record_conv_as(backend, runtime, plan, d, nullptr, input, weights, bias, unpooled);
+  backend.pool2d(*pool, unpooled, output);
+}
+
+// Records `d` (and `pool`) with the plan VulkanOptions::convolution asks for.
+void record_planned_conv(VulkanBackend& backend, vulkan::Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* pool,
+                         const Variable& input, const Variable& weights, const Variable* bias, Variable& output) {
+  record_conv_as(backend, runtime, runtime.options.convolution, d, pool, input, weights, bias, output);
+}
+
+}  // namespace
+
+void VulkanBackend::conv2d(const Conv2dDesc& d, const Variable& input, const Variable& weights, const Variable* bias,
+                           Variable& output) {
+  as_forward("conv2d", [&] { record_planned_conv(*this, *runtime_, d, nullptr, input, weights, bias, output); });
 }
 
 void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input,
                                    const Variable& weights, const Variable* bias, Variable& output) {
-  as_forward("conv2d_maxpool", [&] {
-    vulkan::Runtime& runtime = *runtime_;
-    const bool fusable = conv.is_square() && conv.in_channels / conv.groups > 1 && vulkan::pool_fusable(pool) &&
-                         runtime.options.convolution.fuse_pool &&
-                         runtime.options.convolution.algorithm != VulkanConvAlgorithm::im2col_gemm;
-    if (fusable && vulkan::direct_conv_chosen(conv, runtime.options.convolution)) {
-      vulkan::record_direct_conv(runtime, conv, &pool, input, weights, bias, output);
-      return;
-    }
-    if (fusable && vulkan::patch_coopmat_chosen(runtime, conv)) {
-      vulkan::record_patch_coopmat_conv(runtime, conv, &pool, input, weights, bias, output);
-      return;
-    }
-    // Winograd fuses only pools whose windows are its tiles. Other pools: the implicit GEMM fuses them, unless
-    // Winograd was forced, which then runs unfused (below).
-    const bool winograd = fusable && vulkan::winograd_chosen(runtime, conv, input.shape());
-    if (fusable && winograd && vulkan::winograd_pool_fusable(pool)) {
-      vulkan::record_winograd_conv(runtime, conv, &pool, input, weights, bias, output);
-      return;
-    }
-    if (fusable && runtime.options.convolution.algorithm != VulkanConvAlgorithm::winograd) {
-      vulkan::record_implicit_gemm_conv(runtime, conv, &pool, input, weights, bias, output);
-      return;
-    }
-    // The convolution into a device-only scratch tensor, then the pool's own dispatch.
-    const Shape& in = input.shape();
-    Variable unpooled = runtime.scratch_tensor({in.n, conv.out_channels, conv.output_h(in.h), conv.output_w(in.w)});
-    conv2d(conv, input, weights, bias, unpooled);
-    pool2d(pool, unpooled, output);
-  });
+  as_forward("conv2d_maxpool",
+             [&] { record_planned_conv(*this, *runtime_, conv, &pool, input, weights, bias, output); });
 }
 
 void VulkanBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights,

@@ -74,8 +74,18 @@ bool winograd_pool_fusable(const Pool2dDesc& pool) {
          pool.stride_w == 2 && pool.pad_top == 0 && pool.pad_left == 0 && pool.pad_bottom <= 1 && pool.pad_right <= 1;
 }
 
-bool winograd_chosen(const Runtime& runtime, const Conv2dDesc& conv, const Shape& input) {
-  const VulkanConvolutionOptions& options = runtime.options.convolution;
+bool winograd_runs(const Runtime& runtime, const Conv2dDesc& conv, const Shape& input) {
+  if (!winograd_fits(conv) || (runtime.half_precision() && !runtime.context.features().cooperative_matrix)) {
+    return false;
+  }
+  const std::uint64_t tiles = static_cast<std::uint64_t>(input.n) * ceil_div(u32(conv.output_size(input.h)), 2) *
+                              ceil_div(u32(conv.output_size(input.w)), 2);
+  return tiles < (1ull << 30) &&
+         scratch_bytes(conv, geometry(conv, input)) <= runtime.context.limits().maxStorageBufferRange;
+}
+
+bool winograd_chosen(const Runtime& runtime, const Conv2dDesc& conv, const Shape& input,
+                     const VulkanConvolutionOptions& options) {
   if (options.algorithm == VulkanConvAlgorithm::winograd) {
     if (!winograd_fits(conv)) {
       throw Error(fmt::format(

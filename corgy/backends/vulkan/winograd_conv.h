@@ -19,11 +19,16 @@ namespace corgy::vulkan {
 /// Whether Winograd's F(2x2, 3x3) can compute `conv`: a 3x3 kernel, stride 1, no dilation, one group.
 bool winograd_fits(const Conv2dDesc& conv);
 
-/// Whether `conv` on an input of `input` shape runs as Winograd on `runtime`: when forced by
-/// VulkanOptions::convolution (corgy::Error if it does not fit), or when automatic with no implicit-GEMM or
-/// cooperative-matrix tile forced, for wide layers (64+ channels; in fp16 precision only on tensor cores and from
-/// 384 input channels) with enough tiles (winograd_conv.cpp says why) whose scratch matrices fit one binding.
-bool winograd_chosen(const Runtime& runtime, const Conv2dDesc& conv, const Shape& input);
+/// Whether `conv` on an input of `input` shape runs as Winograd on `runtime` with `options`: when forced
+/// (corgy::Error if it does not fit), or when automatic with no implicit-GEMM or cooperative-matrix tile forced,
+/// for wide layers (64+ channels; in fp16 precision only on tensor cores and from 256 input channels) with enough
+/// tiles (winograd_conv.cpp says why) whose scratch matrices fit one binding.
+bool winograd_chosen(const Runtime& runtime, const Conv2dDesc& conv, const Shape& input,
+                     const VulkanConvolutionOptions& options);
+
+/// Whether Winograd can run `conv` on an input of `input` shape on `runtime` at all: winograd_fits, scratch
+/// matrices that fit one binding, and in fp16 precision a device with cooperative matrices (the tuner's test).
+bool winograd_runs(const Runtime& runtime, const Conv2dDesc& conv, const Shape& input);
 
 /// Whether Winograd's output step can apply `pool` after the convolution: a 2x2 stride-2 max pool without
 /// padding at the top and left, so that its windows are the 2x2 tiles.
