@@ -1,0 +1,247 @@
+#include "corgy/backends/vulkan/tuning_cache.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
+
+namespace corgy::vulkan {
+
+namespace {
+
+using nlohmann::json;
+
+// Limits on what is read: a real file holds one line per layer shape of the models run on the device (tens to a
+// few hundred), each under 300 bytes. Larger files, lines or counts are not a cache corgy wrote.
+constexpr std::size_t most_file_bytes = 1 << 20;
+constexpr std::size_t most_line_bytes = 2048;
+constexpr std::size_t most_entries = 4096;
+constexpr std::uint32_t most_tile_value = 4096;
+constexpr std::uint32_t most_split_k = 256;
+
+constexpr std::pair<VulkanConvAlgorithm, const char*> algorithm_names[] = {
+    {VulkanConvAlgorithm::implicit_gemm, "implicit_gemm"},
+    {VulkanConvAlgorithm::cooperative_matrix, "cooperative_matrix"},
+    {VulkanConvAlgorithm::patch_cooperative_matrix, "patch_cooperative_matrix"},
+    {VulkanConvAlgorithm::direct, "direct"},
+    {VulkanConvAlgorithm::winograd, "winograd"},
+};
+
+const char* algorithm_name(VulkanConvAlgorithm algorithm) {
+  for (const auto& [value, name] : algorithm_names) {
+    if (value == algorithm) return name;
+  }
+  return nullptr;
+}
+
+json header(const TuningIdentity& id) {
+  return {{"corgy_vulkan_tuning", id.format},
+          {"corgy", id.corgy_version},
+          {"device", id.device},
+          {"vendor_id", id.vendor_id},
+          {"device_id", id.device_id},
+          {"driver_version", id.driver_version},
+          {"pipeline_cache_uuid", id.pipeline_cache_uuid},
+          {"kernels", id.kernels}};
+}
+
+// Five unsigned values of at most most_tile_value, or none.
+std::optional<std::array<std::uint32_t, 5>> five_values(const json& value) {
+  if (!value.is_array() || value.size() != 5) return std::nullopt;
+  std::array<std::uint32_t, 5> result{};
+  for (std::size_t i = 0; i < 5; ++i) {
+    if (!value[i].is_number_unsigned() || value[i].get<std::uint64_t>() > most_tile_value) return std::nullopt;
+    result[i] = static_cast<std::uint32_t>(value[i].get<std::uint64_t>());
+  }
+  return result;
+}
+
+// One entry line, or none when anything in it is missing, of the wrong type or out of range.
+std::optional<std::pair<std::string, TunedChoice>> parse_entry(const json& line) {
+  if (!line.is_object()) return std::nullopt;
+  const auto key = line.find("key");
+  const auto algorithm = line.find("algorithm");
+  const auto tiles = line.find("tiles");
+  const auto coopmat = line.find("coopmat_tiles");
+  const auto split = line.find("split_k");
+  const auto ms = line.find("ms");
+  if (key == line.end() || !key->is_string() || algorithm == line.end() || !algorithm->is_string() ||
+      tiles == line.end() || coopmat == line.end() || split == line.end() || !split->is_number_unsigned() ||
+      split->get<std::uint64_t>() > most_split_k || ms == line.end() || !ms->is_number()) {
+    return std::nullopt;
+  }
+  TunedChoice choice;
+  const std::string name = algorithm->get<std::string>();
+  bool known = false;
+  for (const auto& [value, text] : algorithm_names) {
+    if (name == text) {
+      choice.plan.algorithm = value;
+      known = true;
+    }
+  }
+  const auto t = five_values(*tiles);
+  const auto c = five_values(*coopmat);
+  if (!known || !t || !c) return std::nullopt;
+  choice.plan.tiles = {(*t)[0], (*t)[1], (*t)[2], (*t)[3], (*t)[4]};
+  choice.plan.coopmat_tiles = {(*c)[0], (*c)[1], (*c)[2], (*c)[3], (*c)[4]};
+  choice.plan.split_k = static_cast<std::uint32_t>(split->get<std::uint64_t>());
+  choice.ms = ms->get<double>();
+  return std::pair{key->get<std::string>(), choice};
+}
+
+// The file's text, or none when it is missing, not a regular file or too large. O_NONBLOCK: a FIFO put in its
+// place must not block the process (fstat then rejects it).
+std::optional<std::string> read_small_file(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat info {};
+  std::optional<std::string> text;
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && static_cast<std::size_t>(info.st_size) <= most_file_bytes) {
+    std::string bytes(static_cast<std::size_t>(info.st_size), '\0');
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (got <= 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    bytes.resize(done);
+    text = std::move(bytes);
+  }
+  ::close(fd);
+  return text;
+}
+
+// Writes `text` to a new file beside `file` and renames it over `file`; the reason when that fails.
+std::optional<std::string> replace_file(const std::filesystem::path& file, const std::string& text) {
+  static std::atomic<unsigned> serial{0};
+  const std::filesystem::path temporary =
+      file.string() + fmt::format(".tmp-{}-{}", static_cast<long>(::getpid()), serial++);
+  // O_EXCL: never write through a file or link someone else put there.
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return fmt::format("cannot create {}: {}", temporary.string(), std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+    if (wrote <= 0) break;
+    done += static_cast<std::size_t>(wrote);
+  }
+  const bool written = done == text.size() && ::close(fd) == 0;
+  if (done != text.size()) ::close(fd);
+  if (!written || std::rename(temporary.c_str(), file.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(temporary.c_str());
+    return fmt::format("cannot write {}: {}", file.string(), reason);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::filesystem::path default_tuning_cache_folder() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && std::filesystem::path(xdg).is_absolute()) return std::filesystem::path(xdg) / "corgy";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::filesystem::path(home) / ".cache" / "corgy";
+  return {};
+}
+
+std::string tuning_cache_file_name(const TuningIdentity& identity) {
+  return fmt::format("vulkan-tuning-{:04x}-{:04x}.jsonl", identity.vendor_id, identity.device_id);
+}
+
+std::map<std::string, TunedChoice> parse_tuning_cache(const std::string& text, const TuningIdentity& identity) {
+  std::map<std::string, TunedChoice> entries;
+  std::istringstream lines(text);
+  std::string line;
+  if (!std::getline(lines, line) || line.size() > most_line_bytes) return entries;
+  // The header must be exactly this identity's: any other device, driver, version or format is not ours.
+  if (json::parse(line, nullptr, false) != header(identity)) return entries;
+  while (std::getline(lines, line) && entries.size() < most_entries) {
+    if (line.size() > most_line_bytes) continue;
+    const json parsed = json::parse(line, nullptr, false);
+    if (parsed.is_discarded()) continue;
+    if (auto entry = parse_entry(parsed)) entries.insert_or_assign(std::move(entry->first), entry->second);
+  }
+  return entries;
+}
+
+std::string format_tuning_cache(const std::map<std::string, TunedChoice>& entries, const TuningIdentity& identity) {
+  std::string text = header(identity).dump() + "\n";
+  for (const auto& [key, choice] : entries) {
+    const char* name = algorithm_name(choice.plan.algorithm);
+    if (name == nullptr) continue;
+    const VulkanGemmTiles& t = choice.plan.tiles;
+    const VulkanCoopmatTiles& c = choice.plan.coopmat_tiles;
+    const json line = {{"key", key},
+                       {"algorithm", name},
+                       {"tiles", {t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n}},
+                       {"coopmat_tiles", {c.warps_m, c.warps_n, c.frags_m, c.frags_n, c.tile_k}},
+                       {"split_k", choice.plan.split_k},
+                       {"ms", choice.ms}};
+    text += line.dump() + "\n";
+  }
+  return text;
+}
+
+TuningCache::TuningCache(std::filesystem::path file, TuningIdentity identity)
+    : file_(std::move(file)), identity_(std::move(identity)) {}
+
+std::optional<VulkanConvolutionOptions> TuningCache::find(const std::string& key) {
+  if (!loaded_) {
+    loaded_ = true;
+    if (!file_.empty()) {
+      if (const std::optional<std::string> text = read_small_file(file_)) {
+        // Choices stored before the first read win over the file's (merge leaves duplicates in the source).
+        std::map<std::string, TunedChoice> read = parse_tuning_cache(*text, identity_);
+        entries_.merge(read);
+      }
+    }
+  }
+  const auto found = entries_.find(key);
+  if (found == entries_.end()) return std::nullopt;
+  return found->second.plan;
+}
+
+void TuningCache::store(const std::string& key, const TunedChoice& choice) {
+  entries_.insert_or_assign(key, choice);
+  unsaved_ = true;
+}
+
+void TuningCache::save() {
+  if (!unsaved_ || file_.empty()) return;
+  unsaved_ = false;
+  // What another process wrote since this one read the file is kept; this process's choices win.
+  std::map<std::string, TunedChoice> merged = entries_;
+  if (const std::optional<std::string> text = read_small_file(file_)) {
+    for (auto& [key, choice] : parse_tuning_cache(*text, identity_)) {
+      if (merged.size() >= most_entries) break;
+      merged.try_emplace(key, choice);
+    }
+  }
+  std::optional<std::string> failure;
+  std::error_code error;
+  std::filesystem::create_directories(file_.parent_path(), error);
+  if (error) {
+    failure = fmt::format("cannot create the folder {}: {}", file_.parent_path().string(), error.message());
+  } else {
+    failure = replace_file(file_, format_tuning_cache(merged, identity_));
+  }
+  if (failure && !noted_) {
+    noted_ = true;
+    fmt::print(stderr,
+               "corgy: the Vulkan tuning cache was not saved ({}); the measured plans stay in this process "
+               "(VulkanOptions::tuning_cache names another file)\n",
+               *failure);
+  }
+}
+
+}  // namespace corgy::vulkan
