@@ -377,6 +377,12 @@ struct BackendOptions {
   /// Turns on the backend's own debug checks where it has them (Vulkan: the Khronos validation layer, and a
   /// finding of it makes end_forward() throw corgy::Error; see VulkanOptions::validation). For tests; slower.
   bool validation = false;
+  /// Vulkan: time the candidate plans of each new convolution shape on the device at its first forward and keep
+  /// the fastest, remembered in a cache file (VulkanConvolutionOptions::tuning, docs/vulkan.md#tuning); false: the
+  /// static tables. The blas backend times its candidates whatever this says (blas/conv_tuner.h).
+  bool tuning = true;
+  /// Vulkan: the tuning cache file (VulkanOptions::tuning_cache); empty: the default under $XDG_CACHE_HOME.
+  std::string tuning_cache{};
 };
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options);
 

@@ -41,6 +41,8 @@ std::unique_ptr<Backend> make_vulkan_backend(const std::string& device, const Ba
   vulkan.device = device;
   vulkan.validation = options.validation;
   vulkan.precision = options.precision;
+  if (!options.tuning) vulkan.convolution.tuning = VulkanTuning::off;
+  vulkan.tuning_cache = options.tuning_cache;
   return std::make_unique<VulkanBackend>(vulkan);
 }
 #endif

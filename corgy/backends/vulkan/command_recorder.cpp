@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <limits>
 
 #include "corgy/error.h"
@@ -201,14 +202,43 @@ std::vector<std::uint64_t> CommandRecorder::signature(const std::vector<HostTran
   return words;
 }
 
-void CommandRecorder::end() {
-  in_forward_ = false;
+void CommandRecorder::allocate_scratch() {
   for (std::size_t slot = 0; slot < scratch_.size(); ++slot) {
     if (scratch_[slot].size() < scratch_needed_[slot]) {
       scratch_[slot] = Buffer();  // free the old one first: the new one may be large
       scratch_[slot] = factory_.device_buffer(scratch_needed_[slot]);
     }
   }
+}
+
+void CommandRecorder::append_to_last_detail(std::string_view text) {
+  if (!dispatches_.empty()) dispatches_.back().detail += text;
+}
+
+std::vector<Dispatch> CommandRecorder::take_dispatches_from(std::size_t first) {
+  first = std::min(first, dispatches_.size());
+  std::vector<Dispatch> taken(std::make_move_iterator(dispatches_.begin() + static_cast<std::ptrdiff_t>(first)),
+                              std::make_move_iterator(dispatches_.end()));
+  dispatches_.resize(first);
+  return taken;
+}
+
+void CommandRecorder::prepare_for_timing() {
+  allocate_scratch();
+  send_constant_uploads();
+}
+
+void CommandRecorder::restore_scratch_needs(const std::vector<VkDeviceSize>& needs) {
+  scratch_needed_ = needs;
+  // The GPU is idle between the tuner's submissions; a buffer the forward still needs is made again at end().
+  for (std::size_t slot = 0; slot < scratch_.size(); ++slot) {
+    if (scratch_[slot].size() > scratch_needed_[slot]) scratch_[slot] = Buffer();
+  }
+}
+
+void CommandRecorder::end() {
+  in_forward_ = false;
+  allocate_scratch();
   // Constants an operation asked for while describing (fp16 weights) go up before the forward.
   send_constant_uploads();
   const std::vector<HostTransfer> uploads = tensors_.uploads();

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -87,6 +88,23 @@ class CommandRecorder {
   /// Records (if anything changed), submits, waits, and copies staged results to the host. Throws corgy::Error
   /// for a device error or, with validation, when a validation message arrived since the last check.
   void end();
+  /// Appends `text` to what the last dispatch added says it is (the tuner's note of where a plan came from).
+  void append_to_last_detail(std::string_view text);
+
+  // The tuner's hooks (conv_tuner.h): it describes each candidate plan of a layer like any operation, takes its
+  // dispatches out of the forward and times them on their own (DispatchTimer).
+  std::size_t dispatch_count() const { return dispatches_.size(); }
+  /// Removes the dispatches from index `first` on and returns them.
+  std::vector<Dispatch> take_dispatches_from(std::size_t first);
+  /// Makes what the dispatches described so far need exist now instead of at end(): scratch buffers of the sizes
+  /// asked for, and the constants pending upload (fp16 or rearranged weights) sent.
+  void prepare_for_timing();
+  /// The scratch sizes asked for so far, and their restoration: restore_scratch_needs forgets what was asked for
+  /// since (the candidates') and frees the buffers that grew for them, so that a rejected candidate's large
+  /// scratch (Winograd's transformed input) does not stay allocated.
+  std::vector<VkDeviceSize> scratch_needs() const { return scratch_needed_; }
+  void restore_scratch_needs(const std::vector<VkDeviceSize>& needs);
+
   /// Ends a forward without running it (an operation failed while describing its dispatches).
   void abandon() {
     in_forward_ = false;
@@ -101,6 +119,8 @@ class CommandRecorder {
   void record(const std::vector<HostTransfer>& uploads, const std::vector<HostTransfer>& downloads);
   void record_dispatches();
   void allocate_descriptor_sets();
+  /// Grows the scratch buffers to what this forward asked for.
+  void allocate_scratch();
   void submit_and_wait(VkCommandBuffer command_buffer);
   /// Throws corgy::Error for a failed submission or wait; VK_ERROR_DEVICE_LOST also marks the backend lost.
   void check_submission(VkResult result, const char* what);

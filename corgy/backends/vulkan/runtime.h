@@ -4,6 +4,7 @@
 #include <array>
 
 #include "corgy/backends/vulkan/command_recorder.h"
+#include "corgy/backends/vulkan/conv_tuner.h"
 #include "corgy/backends/vulkan/pipelines.h"
 #include "corgy/backends/vulkan/tensor_buffers.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
@@ -17,7 +18,8 @@ struct Runtime {
         context(chosen),
         tensors(context, chosen.force_staging, context.features().storage_16bit),
         pipelines(context),
-        recorder(context, tensors, stats, chosen.spin_wait_us) {
+        recorder(context, tensors, stats, chosen.spin_wait_us),
+        tuner(*this) {
     if (half_precision()) {
       SpecializationConstants from_fp16;
       from_fp16.set_flag(ElementwiseFp16Constant::source_fp16, true)
@@ -47,6 +49,7 @@ struct Runtime {
   PipelineCache pipelines;
   VulkanStats stats;
   CommandRecorder recorder;
+  ConvTuner tuner;
   std::array<Variable, scratch_slots> scratch_storage;
 };
 

@@ -70,7 +70,11 @@ void VulkanBackend::upload_constant(const Variable& tensor) { runtime_->tensors.
 
 void VulkanBackend::begin_forward() { runtime_->recorder.begin(); }
 
-void VulkanBackend::end_forward() { runtime_->recorder.end(); }
+void VulkanBackend::end_forward() {
+  // Plans measured in this forward are saved whether or not it runs: the measurements hold either way.
+  runtime_->tuner.save();
+  runtime_->recorder.end();
+}
 
 void VulkanBackend::as_forward(const char* operation, const std::function<void()>& record) {
   vulkan::CommandRecorder& recorder = runtime_->recorder;

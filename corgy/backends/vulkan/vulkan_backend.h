@@ -95,6 +95,16 @@ struct VulkanCoopmatTiles {
   }
 };
 
+/// Whether convolution plans are measured on the device (docs/vulkan.md#tuning).
+enum class VulkanTuning {
+  /// On for GPUs; off on CPU devices (lavapipe), where a timing measures the CPU and every test would pay for it.
+  automatic,
+  /// Time the candidate plans of each new convolution shape on any device (the tuning tests on lavapipe).
+  on,
+  /// The static tables only.
+  off,
+};
+
 /// Forces a convolution plan, for benchmarks and tests; the defaults let the backend choose per layer.
 struct VulkanConvolutionOptions {
   VulkanConvAlgorithm algorithm = VulkanConvAlgorithm::automatic;
@@ -107,6 +117,10 @@ struct VulkanConvolutionOptions {
   std::uint32_t most_splits = 0;
   /// Fuse a following 2x2 stride-2 max pool into the convolution's output (false: a separate pool2d dispatch).
   bool fuse_pool = true;
+  /// Time the plans that fit each new convolution shape at its first forward and keep the fastest (conv_tuner.h);
+  /// the static tables' choice is the first candidate and what runs with `off`. Forcing the algorithm, a tile
+  /// shape, the split of K or VulkanOptions::gemm_tiles turns tuning off: what is forced runs.
+  VulkanTuning tuning = VulkanTuning::automatic;
 };
 
 struct VulkanOptions {
@@ -133,6 +147,13 @@ struct VulkanOptions {
   /// a sub-millisecond forward; polling keeps one CPU thread busy meanwhile. The poll is skipped while the
   /// previous wait lasted longer than this (large batches sleep at once). 0: always sleep.
   int spin_wait_us = 1000;
+  /// The file where measured convolution plans are kept for later processes on this device model (JSON Lines;
+  /// docs/vulkan.md#tuning). Empty: vulkan-tuning-<vendor id>-<device id>.jsonl in $XDG_CACHE_HOME/corgy, else
+  /// ~/.cache/corgy. A file of another device, driver, corgy version or kernels, or that does not parse, is
+  /// ignored and replaced; one that cannot be written leaves a note on stderr and the plans in memory.
+  std::string tuning_cache{};
+  /// false: plans are measured (when tuning is on) and kept for the backend's life, but no file is read or written.
+  bool use_tuning_cache = true;
   /// The Vulkan loader library to open.
   std::string loader = "libvulkan.so.1";
 };
@@ -147,6 +168,11 @@ struct VulkanStats {
   int last_barriers = 0;         // pipeline barriers in the last forward
   double last_gpu_ms = 0.0;      // GPU time of the last forward's command buffer (timestamps; 0 if unsupported)
   double last_compute_ms = 0.0;  // ... of its dispatches alone, without the copies of host tensors
+  // Convolution tuning (VulkanConvolutionOptions::tuning), since the backend was made:
+  std::uint64_t conv_plans_timed = 0;       // convolution shapes whose candidate plans were timed on the device
+  std::uint64_t conv_candidates_timed = 0;  // candidate plans timed for them
+  std::uint64_t conv_plans_from_cache = 0;  // shapes whose plan came from the tuning cache file, without timing
+  double tuning_ms = 0.0;                   // host time spent choosing (describing, compiling and timing candidates)
 };
 
 /// One dispatch of the last forward, with profiling on (VulkanBackend::set_profiling).

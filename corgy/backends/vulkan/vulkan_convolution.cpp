@@ -3,6 +3,7 @@
 // fully connected layers and matmul.
 #include <fmt/format.h>
 
+#include "corgy/backends/vulkan/conv_tuner.h"
 #include "corgy/backends/vulkan/direct_conv.h"
 #include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/backends/vulkan/gemm_dispatch.h"
@@ -179,10 +180,17 @@ void record_conv_as(VulkanBackend& backend, vulkan::Runtime& runtime, const Vulk
   backend.pool2d(*pool, unpooled, output);
 }
 
-// Records `d` (and `pool`) with the plan VulkanOptions::convolution asks for.
+// Records `d` (and `pool`) with the plan the tuner chooses: the static tables' when tuning is off.
 void record_planned_conv(VulkanBackend& backend, vulkan::Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* pool,
                          const Variable& input, const Variable& weights, const Variable* bias, Variable& output) {
-  record_conv_as(backend, runtime, runtime.options.convolution, d, pool, input, weights, bias, output);
+  const auto record = [&](const VulkanConvolutionOptions& plan) {
+    record_conv_as(backend, runtime, plan, d, pool, input, weights, bias, output);
+  };
+  const auto [plan, source] = runtime.tuner.choose(d, pool, input, output.shape(), record);
+  record(plan);
+  if (runtime.recorder.profiling() && source != vulkan::PlanSource::static_table) {
+    runtime.recorder.append_to_last_detail(source == vulkan::PlanSource::timed ? " [tuned]" : " [tuning cache]");
+  }
 }
 
 }  // namespace

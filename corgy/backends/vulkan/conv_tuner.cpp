@@ -1,0 +1,297 @@
+#include "corgy/backends/vulkan/conv_tuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <limits>
+#include <tuple>
+
+#include "corgy/backends/vulkan/conv_plan.h"
+#include "corgy/backends/vulkan/direct_conv.h"
+#include "corgy/backends/vulkan/embedded_kernels.h"
+#include "corgy/backends/vulkan/implicit_gemm_conv.h"
+#include "corgy/backends/vulkan/patch_coopmat_conv.h"
+#include "corgy/backends/vulkan/runtime.h"
+#include "corgy/backends/vulkan/winograd_conv.h"
+#include "corgy/error.h"
+
+#ifndef CORGY_VERSION
+#error "CORGY_VERSION comes from corgy/CMakeLists.txt"
+#endif
+
+namespace corgy::vulkan {
+
+namespace {
+
+// The version of the candidate lists and of the cache file: raise it when the candidates or their meaning change
+// (a kernel's change alone is caught by the kernels' fingerprint), so that old files are ignored.
+constexpr int tuning_format_version = 1;
+// Enough to cover each algorithm and the table's best tile shapes, few enough to keep a first forward short.
+constexpr std::size_t most_candidates = 8;
+// Each candidate runs once to warm up and once timed; those that come within this factor of the fastest so far
+// run again, repeated to fill about target_ms of GPU time, and are judged by their faster measurement.
+constexpr double close_enough = 4.0;
+constexpr double target_ms = 1.0;
+constexpr int most_repetitions = 20;
+
+// The kernels the candidates run: a change to any of them invalidates the measurements.
+constexpr const char* tuned_kernels[] = {
+    "conv2d_implicit_gemm",
+    "conv2d_implicit_gemm_fp16",
+    "conv2d_coopmat_fp16",
+    "conv2d_patch_coopmat_fp16",
+    "conv2d_direct",
+    "conv2d_direct_fp16",
+    "winograd_input_transform",
+    "winograd_input_transform_fp16",
+    "winograd_output_transform",
+    "winograd_output_transform_fp16",
+    "gemm_tiled",
+    "conv2d_split_k_reduce",
+    "conv2d_split_k_reduce_fp16",
+};
+
+std::string kernels_fingerprint() {
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (const char* name : tuned_kernels) {
+    for (const std::uint32_t word : embedded_spirv(name)) {
+      hash = (hash ^ word) * 1099511628211ull;
+    }
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+VulkanConvolutionOptions gemm_choice(const ConvPlan& plan, bool fuse_pool) {
+  VulkanConvolutionOptions choice{.algorithm = plan.algorithm, .split_k = plan.splits, .fuse_pool = fuse_pool};
+  if (plan.algorithm == VulkanConvAlgorithm::cooperative_matrix) {
+    choice.coopmat_tiles = plan.coopmat_tiles;
+  } else {
+    choice.tiles = plan.tiles;
+  }
+  return choice;
+}
+
+ConvShapeKey shape_key(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* pool, const Variable& input) {
+  const bool half_input = runtime.tensors.read(input).format == TensorFormat::fp16;
+  const Shape& in = input.shape();
+  ConvShapeKey key{{runtime.half_precision() ? 1 : 0, half_input ? 1 : 0, d.in_channels, d.out_channels, d.kernel,
+                    d.stride, d.padding, d.dilation, d.groups, in.n, in.c, in.h, in.w, pool ? 1 : 0}};
+  if (pool) {
+    const int rest[] = {pool->kind == PoolKind::max ? 1 : 2,
+                        pool->kernel_h,
+                        pool->kernel_w,
+                        pool->stride_h,
+                        pool->stride_w,
+                        pool->pad_top,
+                        pool->pad_left,
+                        pool->pad_bottom,
+                        pool->pad_right,
+                        runtime.options.convolution.fuse_pool ? 1 : 0};
+    std::copy(std::begin(rest), std::end(rest), key.values.begin() + 14);
+  }
+  return key;
+}
+
+// The key of a convolution in the cache file: what the candidates' speed depends on (the activation and bias cost
+// the same on every plan), as text a person can read.
+std::string tuning_key(const ConvShapeKey& shape) {
+  const auto& v = shape.values;
+  std::string text =
+      fmt::format("{} conv {}->{} k{} s{} p{} d{} g{} in ({}, {}, {}, {}){}", v[0] ? "fp16" : "fp32", v[2], v[3], v[4],
+                  v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[1] ? " fp16" : "");
+  if (v[13]) {
+    text += fmt::format(" {}pool {}x{}/{}x{} pad {} {} {} {}{}", v[14] == 1 ? "max" : "avg", v[15], v[16], v[17], v[18],
+                        v[19], v[20], v[21], v[22], v[23] ? "" : " unfused");
+  }
+  return text;
+}
+
+}  // namespace
+
+std::size_t ConvShapeKeyHash::operator()(const ConvShapeKey& key) const {
+  std::size_t hash = 14695981039346656037ull;  // FNV-1a over the numbers
+  for (const int value : key.values) hash = (hash ^ static_cast<std::uint32_t>(value)) * 1099511628211ull;
+  return hash;
+}
+
+bool same_plan(const VulkanConvolutionOptions& a, const VulkanConvolutionOptions& b) {
+  const auto tiles = [](const VulkanGemmTiles& t) {
+    return std::tie(t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n);
+  };
+  const auto coopmat = [](const VulkanCoopmatTiles& t) {
+    return std::tie(t.warps_m, t.warps_n, t.frags_m, t.frags_n, t.tile_k);
+  };
+  return a.algorithm == b.algorithm && tiles(a.tiles) == tiles(b.tiles) &&
+         coopmat(a.coopmat_tiles) == coopmat(b.coopmat_tiles) && a.split_k == b.split_k;
+}
+
+std::vector<VulkanConvolutionOptions> conv_candidates(const Runtime& runtime, const Conv2dDesc& conv,
+                                                      const Pool2dDesc* pool, const Shape& input, const Shape& output) {
+  const bool fuse = runtime.options.convolution.fuse_pool;
+  const VulkanConvolutionOptions automatic{.fuse_pool = fuse};
+  // The same decisions as record_conv_as (vulkan_convolution.cpp): which pools the kernels fuse, and the
+  // convolution's own output where they do not.
+  const bool fusable = pool && conv.in_channels / conv.groups > 1 && pool_fusable(*pool) && fuse;
+  const Shape gemm_output =
+      pool && !fusable ? Shape{input.n, conv.out_channels, conv.output_size(input.h), conv.output_size(input.w)}
+                       : output;
+  const ConvDevice device{&runtime.context.limits(), runtime.context.features().cooperative_matrix};
+  const std::vector<ConvPlan> gemm_plans =
+      ranked_convolution_plans(implicit_gemm_problem(conv, fusable, input, gemm_output), automatic, device);
+  const VulkanConvolutionOptions direct{.algorithm = VulkanConvAlgorithm::direct, .fuse_pool = fuse};
+  const VulkanConvolutionOptions patch{.algorithm = VulkanConvAlgorithm::patch_cooperative_matrix, .fuse_pool = fuse};
+  const VulkanConvolutionOptions winograd{.algorithm = VulkanConvAlgorithm::winograd, .fuse_pool = fuse};
+
+  std::vector<VulkanConvolutionOptions> candidates;
+  const auto add = [&](const VulkanConvolutionOptions& choice) {
+    if (candidates.size() >= most_candidates) return;
+    const auto same = [&](const VulkanConvolutionOptions& other) { return same_plan(choice, other); };
+    if (std::none_of(candidates.begin(), candidates.end(), same)) candidates.push_back(choice);
+  };
+  // The static table's choice, as the backend makes it with automatic options.
+  if (direct_conv_chosen(conv, automatic)) {
+    add(direct);
+  } else if (patch_coopmat_chosen(runtime, conv, automatic)) {
+    add(patch);
+  } else {
+    const bool by_winograd =
+        winograd_chosen(runtime, conv, input, automatic) && (!fusable || winograd_pool_fusable(*pool));
+    add(by_winograd ? winograd : gemm_choice(gemm_plans.front(), fuse));
+  }
+  if (direct_conv_fits(conv)) add(direct);
+  if (patch_coopmat_fits(runtime, conv)) add(patch);
+  if (winograd_runs(runtime, conv, input)) add(winograd);
+  for (const ConvPlan& plan : gemm_plans) add(gemm_choice(plan, fuse));
+  // The best-rated tile shape without its split of K: the estimate of a split's cost is the least certain part.
+  if (gemm_plans.front().splits > 1) {
+    VulkanConvolutionOptions unsplit = gemm_choice(gemm_plans.front(), fuse);
+    unsplit.split_k = 1;
+    add(unsplit);
+  }
+  return candidates;
+}
+
+TuningIdentity tuning_identity(const Runtime& runtime) {
+  const VkPhysicalDeviceProperties& properties = runtime.context.physical().properties;
+  TuningIdentity identity;
+  identity.device = properties.deviceName;
+  identity.vendor_id = properties.vendorID;
+  identity.device_id = properties.deviceID;
+  identity.driver_version = properties.driverVersion;
+  for (const std::uint8_t byte : properties.pipelineCacheUUID)
+    identity.pipeline_cache_uuid += fmt::format("{:02x}", byte);
+  identity.corgy_version = CORGY_VERSION;
+  identity.kernels = kernels_fingerprint();
+  identity.format = tuning_format_version;
+  return identity;
+}
+
+ConvTuner::ConvTuner(Runtime& runtime) : runtime_(runtime) {}
+
+ConvTuner::~ConvTuner() = default;
+
+bool ConvTuner::enabled() const {
+  const VulkanConvolutionOptions& o = runtime_.options.convolution;
+  const bool forced = o.algorithm != VulkanConvAlgorithm::automatic || !o.tiles.automatic() ||
+                      !o.coopmat_tiles.automatic() || o.split_k != 0 || o.most_splits != 0 ||
+                      !runtime_.options.gemm_tiles.automatic();
+  if (forced || o.tuning == VulkanTuning::off) return false;
+  // On a CPU device (lavapipe) the tables' GPU-rated choices are as good a guess as any, and the timing of every
+  // layer would make every test slower: tuning there is asked for (VulkanTuning::on).
+  return o.tuning == VulkanTuning::on || runtime_.context.physical().info.type != "CPU";
+}
+
+TuningCache& ConvTuner::cache() {
+  if (!cache_) {
+    const VulkanOptions& options = runtime_.options;
+    const TuningIdentity identity = tuning_identity(runtime_);
+    std::filesystem::path file;
+    if (options.use_tuning_cache) {
+      file = options.tuning_cache;
+      if (file.empty()) {
+        const std::filesystem::path folder = default_tuning_cache_folder();
+        if (!folder.empty()) file = folder / tuning_cache_file_name(identity);
+      }
+    }
+    cache_ = std::make_unique<TuningCache>(file, identity);
+  }
+  return *cache_;
+}
+
+std::pair<VulkanConvolutionOptions, PlanSource> ConvTuner::choose(
+    const Conv2dDesc& conv, const Pool2dDesc* pool, const Variable& input, const Shape& output,
+    const std::function<void(const VulkanConvolutionOptions&)>& record) {
+  if (!enabled() || conv.in_channels / conv.groups == 1)
+    return {runtime_.options.convolution, PlanSource::static_table};
+  const ConvShapeKey shape = shape_key(runtime_, conv, pool, input);
+  if (const auto found = chosen_.find(shape); found != chosen_.end()) return found->second;
+  const std::string key = tuning_key(shape);
+
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<VulkanConvolutionOptions> candidates = conv_candidates(runtime_, conv, pool, input.shape(), output);
+  std::pair<VulkanConvolutionOptions, PlanSource> result{candidates.front(), PlanSource::static_table};
+  if (candidates.size() > 1) {
+    // A remembered choice counts only when it is one of this layer's candidates on this device: a file edited,
+    // damaged or written for other limits cannot make the backend run a plan that does not fit.
+    const std::optional<VulkanConvolutionOptions> remembered = cache().find(key);
+    const auto same = [&](const VulkanConvolutionOptions& c) { return remembered && same_plan(c, *remembered); };
+    const auto cached = std::find_if(candidates.begin(), candidates.end(), same);
+    if (cached != candidates.end()) {
+      result = {*cached, PlanSource::cached};
+      ++runtime_.stats.conv_plans_from_cache;
+    } else {
+      double best_ms = 0.0;
+      const std::size_t best = fastest(candidates, record, best_ms);
+      result = {candidates[best], PlanSource::timed};
+      cache().store(key, {candidates[best], best_ms});
+      ++runtime_.stats.conv_plans_timed;
+    }
+  }
+  const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+  runtime_.stats.tuning_ms += spent.count();
+  chosen_.emplace(shape, result);
+  return result;
+}
+
+std::size_t ConvTuner::fastest(const std::vector<VulkanConvolutionOptions>& candidates,
+                               const std::function<void(const VulkanConvolutionOptions&)>& record, double& best_ms) {
+  CommandRecorder& recorder = runtime_.recorder;
+  if (!timer_) timer_ = std::make_unique<DispatchTimer>(runtime_.context);
+  const std::vector<VkDeviceSize> needs = recorder.scratch_needs();
+  std::size_t best = 0;
+  best_ms = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const std::size_t mark = recorder.dispatch_count();
+    std::vector<Dispatch> dispatches;
+    try {
+      record(candidates[i]);
+      dispatches = recorder.take_dispatches_from(mark);
+    } catch (const Error&) {
+      // A plan the device cannot run at this size (a dispatch over its limits): not a candidate.
+      recorder.take_dispatches_from(mark);
+      continue;
+    }
+    recorder.prepare_for_timing();
+    double ms = timer_->time_ms(dispatches, 1);
+    if (ms < close_enough * best_ms) {
+      const int repetitions = static_cast<int>(std::clamp(target_ms / std::max(ms, 1e-3), 1.0, 1.0 * most_repetitions));
+      ms = std::min(ms, timer_->time_ms(dispatches, repetitions));
+    }
+    ++runtime_.stats.conv_candidates_timed;
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = i;
+    }
+  }
+  recorder.restore_scratch_needs(needs);
+  if (best_ms == std::numeric_limits<double>::infinity()) best_ms = 0.0;
+  return best;
+}
+
+void ConvTuner::save() {
+  if (cache_) cache_->save();
+}
+
+}  // namespace corgy::vulkan

@@ -1,0 +1,408 @@
+// The Vulkan backend's convolution tuning (conv_tuner.h) and its cache file (tuning_cache.h), on whatever device is
+// there (lavapipe in CI, where tuning is off unless asked for: these tests ask), with the validation layer on:
+// tuned results equal the static tables' within the kernels' rounding, a second backend plans from the file
+// without timing, files that are corrupt, truncated, of another identity or hostile are ignored, turning tuning
+// off or forcing a plan leaves the static tables' or the forced plan, and an unwritable cache folder costs only a
+// note on stderr.
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "corgy/backends/vulkan/tuning_cache.h"
+#include "test_util.h"
+#include "vulkan_test_options.h"
+
+namespace corgy::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A folder of its own per test, removed afterwards.
+class TempFolder {
+ public:
+  TempFolder() {
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+            fmt::format("corgy-tuning-{}-{}-{}", test->test_suite_name(), test->name(), static_cast<long>(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+VulkanOptions tuned_options(const fs::path& cache) {
+  VulkanOptions options = validated_vulkan_options();
+  options.convolution.tuning = VulkanTuning::on;
+  options.tuning_cache = cache.string();
+  return options;
+}
+
+// Three convolution shapes with several candidates each (Winograd, direct, the GEMM tiles), one with a fused pool.
+struct Layer {
+  Conv2dDesc desc;
+  Shape input;
+  bool pool = false;
+};
+
+std::vector<Layer> layers() {
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  return {
+      {{.in_channels = 16, .out_channels = 24, .kernel = 1}, {2, 16, 9, 9}},
+      {{.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .activation = leaky}, {1, 3, 16, 16}, true},
+      {{.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1, .activation = leaky}, {2, 64, 10, 10}},
+  };
+}
+
+struct Operands {
+  Variable input, weights, bias;
+};
+
+std::vector<Operands> operands() {
+  std::mt19937 rng(23);
+  std::vector<Operands> result;
+  for (const Layer& layer : layers()) {
+    const Conv2dDesc& d = layer.desc;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d.in_channels * d.kernel * d.kernel));
+    result.push_back({random_variable(layer.input, rng),
+                      random_variable({d.out_channels, d.in_channels, d.kernel, d.kernel}, rng, scale),
+                      random_variable(Shape::vector(d.out_channels), rng)});
+  }
+  return result;
+}
+
+const Pool2dDesc max_pool_2x2{.kind = PoolKind::max, .kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
+
+// The first `count` layers once on `backend`, as one forward (the tuner saves at its end). Tests that need only
+// one shape take the first, whose candidates are fewest: every candidate's pipeline is compiled, which on lavapipe
+// takes about 0.1 s.
+std::vector<Variable> run_layers(Backend& backend, const std::vector<Operands>& ops, std::size_t count = 3) {
+  std::vector<Layer> all = layers();
+  all.resize(count);
+  std::vector<Variable> outputs;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Conv2dDesc& d = all[i].desc;
+    const Shape& in = all[i].input;
+    const int h = d.output_size(in.h), w = d.output_size(in.w);
+    outputs.emplace_back(all[i].pool ? Shape{in.n, d.out_channels, h / 2, w / 2} : Shape{in.n, d.out_channels, h, w});
+    backend.upload_constant(ops[i].weights);
+    backend.upload_constant(ops[i].bias);
+  }
+  backend.begin_forward();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].pool) {
+      backend.conv2d_maxpool(all[i].desc, max_pool_2x2, ops[i].input, ops[i].weights, &ops[i].bias, outputs[i]);
+    } else {
+      backend.conv2d(all[i].desc, ops[i].input, ops[i].weights, &ops[i].bias, outputs[i]);
+    }
+  }
+  backend.end_forward();
+  return outputs;
+}
+
+void expect_close(const std::vector<Variable>& actual, const std::vector<Variable>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) EXPECT_LE(max_relative_error(actual[i], expected[i]), 1e-4) << i;
+}
+
+TEST(VulkanTuning, TunedForwardMatchesNaiveAndTheCacheIsReadBack) {
+  const TempFolder folder;
+  const fs::path cache = folder.path() / "tuning.jsonl";
+  const std::vector<Operands> ops = operands();
+  NaiveBackend naive;
+  const std::vector<Variable> expected = run_layers(naive, ops);
+
+  VulkanBackend first(tuned_options(cache));
+  first.set_profiling(true);
+  expect_close(run_layers(first, ops), expected);
+  EXPECT_EQ(first.stats().conv_plans_timed, 3u);
+  EXPECT_GE(first.stats().conv_candidates_timed, 6u);
+  EXPECT_EQ(first.stats().conv_plans_from_cache, 0u);
+  // The profile says where each plan came from, after the convolution's last dispatch.
+  int tuned = 0;
+  for (const VulkanDispatchProfile& d : first.dispatch_profile()) tuned += contains(d.detail, "[tuned]") ? 1 : 0;
+  EXPECT_EQ(tuned, 3);
+  // The same shapes again on this backend: remembered, not timed again.
+  expect_close(run_layers(first, ops), expected);
+  EXPECT_EQ(first.stats().conv_plans_timed, 3u);
+
+  const std::string text = read_text(cache);
+  EXPECT_TRUE(contains(text, "\"corgy_vulkan_tuning\"")) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4) << text;
+
+  // A second backend (another process, as far as the cache is concerned) plans every shape from the file.
+  VulkanBackend second(tuned_options(cache));
+  second.set_profiling(true);
+  expect_close(run_layers(second, ops), expected);
+  EXPECT_EQ(second.stats().conv_plans_timed, 0u);
+  EXPECT_EQ(second.stats().conv_candidates_timed, 0u);
+  EXPECT_EQ(second.stats().conv_plans_from_cache, 3u);
+  int cached = 0;
+  for (const VulkanDispatchProfile& d : second.dispatch_profile())
+    cached += contains(d.detail, "[tuning cache]") ? 1 : 0;
+  EXPECT_EQ(cached, 3);
+}
+
+// The file's text as a cache reads it, without a device: every damaged or foreign variant gives no entry (a
+// truncated file, those of its whole lines), and the next save replaces it with a whole file.
+TEST(VulkanTuning, DamagedAndForeignFilesAreIgnored) {
+  const TempFolder folder;
+  const vulkan::TuningIdentity identity{"GPU", 0x10de, 0x2330, 42, "00ff", "0.1.0", "abc", 1};
+  std::map<std::string, vulkan::TunedChoice> entries;
+  for (const char* key : {"fp32 conv a", "fp32 conv b", "fp32 conv c"}) {
+    entries[key] = {{.algorithm = VulkanConvAlgorithm::implicit_gemm, .tiles = {64, 64, 16, 4, 4}, .split_k = 1}, 0.5};
+  }
+  const std::string text = vulkan::format_tuning_cache(entries, identity);
+  const std::string header = text.substr(0, text.find('\n'));
+  const std::string entry = text.substr(header.size() + 1, text.find('\n', header.size() + 1) - header.size() - 1);
+  std::string other_version = header;
+  other_version.replace(other_version.find("\"corgy_vulkan_tuning\":") + 22, 1, "9");
+  std::string out_of_range = entry;
+  out_of_range.replace(out_of_range.find("\"split_k\":"), 11, "\"split_k\":99999999");
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"empty", ""},
+      {"garbage", std::string("\x7f\x45\x4c\x46\x02\x01\x01\0\0\0garbage{{{[[[\n\xff\xfe", 25)},
+      {"truncated", text.substr(0, text.size() - 20)},
+      {"only a header", header + "\n"},
+      {"other version", other_version + text.substr(header.size())},
+      {"no header", text.substr(header.size() + 1)},
+      {"out of range", header + "\n" + out_of_range + "\n"},
+      {"wrong types", header + "\n{\"key\":7,\"algorithm\":[],\"tiles\":{},\"coopmat_tiles\":null}\n[1,2,3]\n\"x\"\n"},
+      {"deep nesting", header + "\n" + std::string(100000, '[') + "\n" + std::string(1500, '[') + "\n"},
+      {"too large", header + "\n" + std::string(3 << 20, 'x') + "\n" + text.substr(header.size() + 1)},
+  };
+  for (const auto& [name, contents] : files) {
+    SCOPED_TRACE(name);
+    const fs::path file = folder.path() / "cache.jsonl";
+    write_text(file, contents);
+    vulkan::TuningCache cache(file, identity);
+    EXPECT_EQ(cache.find("fp32 conv a").has_value(), name == "truncated");
+    EXPECT_FALSE(cache.find("fp32 conv c").has_value());
+    cache.store("fp32 conv d", {{.algorithm = VulkanConvAlgorithm::direct}, 1.0});
+    cache.save();
+    vulkan::TuningCache reader(file, identity);
+    EXPECT_TRUE(reader.find("fp32 conv d").has_value());
+  }
+}
+
+// On the device: a file of another driver, one whose plans do not fit the layer, and things that are not a file
+// in its place are timed over (and the file made whole again where it can be).
+TEST(VulkanTuning, BackendRetimesStaleUnfitAndHostileFiles) {
+  const TempFolder folder;
+  const fs::path good = folder.path() / "good.jsonl";
+  const std::vector<Operands> ops = operands();
+  NaiveBackend naive;
+  const std::vector<Variable> expected = run_layers(naive, ops, 1);
+  {
+    VulkanBackend writer(tuned_options(good));
+    run_layers(writer, ops, 1);
+  }
+  const std::string text = read_text(good);
+  const std::string header = text.substr(0, text.find('\n'));
+  std::string other_driver = header;
+  other_driver.replace(other_driver.find("\"driver_version\":") + 17, 1, "9");
+  // A plan that cannot run the layer (the patch cooperative-matrix kernel in fp32 precision) is not one of its
+  // candidates.
+  std::string unfit = text;
+  const std::size_t at = unfit.find("\"algorithm\":\"") + 13;
+  unfit.replace(at, unfit.find('"', at) - at, "patch_cooperative_matrix");
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"other driver", other_driver + text.substr(header.size())}, {"unfit plan", unfit}, {"folder", ""}, {"fifo", ""}};
+  for (const auto& [name, contents] : files) {
+    SCOPED_TRACE(name);
+    const fs::path file = folder.path() / (name + ".jsonl");
+    if (name == "fifo") {
+      ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);  // must not block the read
+    } else if (name == "folder") {
+      fs::create_directories(file / "inside");
+    } else {
+      write_text(file, contents);
+    }
+    ::testing::internal::CaptureStderr();  // the folder cannot be replaced: a note
+    VulkanBackend backend(tuned_options(file));
+    expect_close(run_layers(backend, ops, 1), expected);
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(backend.stats().conv_plans_timed, 1u);
+    EXPECT_EQ(backend.stats().conv_plans_from_cache, 0u);
+    if (name != "folder") {
+      VulkanBackend reader(tuned_options(file));
+      run_layers(reader, ops, 1);
+      EXPECT_EQ(reader.stats().conv_plans_from_cache, 1u);
+    }
+  }
+}
+
+TEST(VulkanTuning, FileIdentityAndLimitsAreChecked) {
+  vulkan::TuningIdentity identity{"GPU", 0x10de, 0x2330, 42, "00ff", "0.1.0", "abc", 1};
+  std::map<std::string, vulkan::TunedChoice> entries;
+  entries["fp32 conv a"] = {{.algorithm = VulkanConvAlgorithm::winograd}, 0.5};
+  entries["fp32 conv b"] = {
+      {.algorithm = VulkanConvAlgorithm::implicit_gemm, .tiles = {64, 64, 16, 4, 4}, .split_k = 2}, 0.25};
+  entries["fp16 conv c"] = {
+      {.algorithm = VulkanConvAlgorithm::cooperative_matrix, .coopmat_tiles = {4, 2, 2, 2, 32}, .split_k = 1}, 0.125};
+  const std::string text = vulkan::format_tuning_cache(entries, identity);
+  const auto read = vulkan::parse_tuning_cache(text, identity);
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(read.at("fp32 conv b").plan.tiles.tile_m, 64u);
+  EXPECT_EQ(read.at("fp32 conv b").plan.split_k, 2u);
+  EXPECT_EQ(read.at("fp16 conv c").plan.coopmat_tiles.tile_k, 32u);
+  for (auto change : std::vector<std::function<void(vulkan::TuningIdentity&)>>{
+           [](auto& i) { i.device = "other"; }, [](auto& i) { i.vendor_id = 1; }, [](auto& i) { i.device_id = 1; },
+           [](auto& i) { i.driver_version = 43; }, [](auto& i) { i.pipeline_cache_uuid = "11"; },
+           [](auto& i) { i.corgy_version = "0.2.0"; }, [](auto& i) { i.kernels = "abd"; },
+           [](auto& i) { i.format = 2; }}) {
+    vulkan::TuningIdentity other = identity;
+    change(other);
+    EXPECT_TRUE(vulkan::parse_tuning_cache(text, other).empty());
+  }
+  // Tiles past the limit, an unknown algorithm, a negative split: those lines only are skipped.
+  const std::string header = text.substr(0, text.find('\n') + 1);
+  const std::string bad =
+      header +
+      "{\"key\":\"x\",\"algorithm\":\"winograd\",\"tiles\":[99999,0,0,0,0],\"coopmat_tiles\":[0,0,0,0,0],"
+      "\"split_k\":0,\"ms\":1}\n"
+      "{\"key\":\"y\",\"algorithm\":\"im2col_gemm\",\"tiles\":[0,0,0,0,0],\"coopmat_tiles\":[0,0,0,0,0],"
+      "\"split_k\":0,\"ms\":1}\n"
+      "{\"key\":\"z\",\"algorithm\":\"winograd\",\"tiles\":[0,0,0,0,0],\"coopmat_tiles\":[0,0,0,0,0],"
+      "\"split_k\":-1,\"ms\":1}\n" +
+      text.substr(header.size());
+  EXPECT_EQ(vulkan::parse_tuning_cache(bad, identity).size(), 3u);
+}
+
+TEST(VulkanTuning, TwoWritersKeepEachOthersEntries) {
+  const TempFolder folder;
+  const fs::path file = folder.path() / "shared.jsonl";
+  const vulkan::TuningIdentity identity{"GPU", 1, 2, 3, "ab", "0.1.0", "k", 1};
+  vulkan::TuningCache a(file, identity);
+  vulkan::TuningCache b(file, identity);
+  EXPECT_FALSE(a.find("first"));
+  EXPECT_FALSE(b.find("second"));
+  a.store("first", {{.algorithm = VulkanConvAlgorithm::direct}, 1.0});
+  b.store("second", {{.algorithm = VulkanConvAlgorithm::winograd}, 2.0});
+  a.save();
+  b.save();
+  vulkan::TuningCache reader(file, identity);
+  ASSERT_TRUE(reader.find("first"));
+  EXPECT_EQ(reader.find("first")->algorithm, VulkanConvAlgorithm::direct);
+  ASSERT_TRUE(reader.find("second"));
+  EXPECT_EQ(reader.find("second")->algorithm, VulkanConvAlgorithm::winograd);
+  // No temporary file is left beside it.
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(folder.path())) ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST(VulkanTuning, OffAndForcedPlansAreNotTuned) {
+  const TempFolder folder;
+  // A file per backend: on a GPU the default tunes and writes its own.
+  const fs::path cache = folder.path() / "static.jsonl";
+  const std::vector<Operands> ops = operands();
+  VulkanOptions static_options = validated_vulkan_options();
+  static_options.convolution.tuning = VulkanTuning::off;
+  static_options.tuning_cache = cache.string();
+  VulkanBackend reference(static_options);
+  reference.set_profiling(true);
+  run_layers(reference, ops);
+  EXPECT_EQ(reference.stats().conv_plans_timed, 0u);
+  EXPECT_FALSE(fs::exists(cache));
+
+  // The default on a CPU device (lavapipe) is the static table too; on a GPU it tunes.
+  VulkanOptions default_options = validated_vulkan_options();
+  default_options.tuning_cache = (folder.path() / "default.jsonl").string();
+  VulkanBackend by_default(default_options);
+  by_default.set_profiling(true);
+  run_layers(by_default, ops);
+  if (by_default.device().type == "CPU") {
+    EXPECT_EQ(by_default.stats().conv_plans_timed, 0u);
+    ASSERT_EQ(by_default.dispatch_profile().size(), reference.dispatch_profile().size());
+    for (std::size_t i = 0; i < reference.dispatch_profile().size(); ++i) {
+      EXPECT_EQ(by_default.dispatch_profile()[i].kernel, reference.dispatch_profile()[i].kernel);
+      EXPECT_EQ(by_default.dispatch_profile()[i].detail, reference.dispatch_profile()[i].detail);
+    }
+  }
+
+  // make_backend's switch.
+  auto off = make_backend("vulkan", {.validation = true, .tuning = false});
+  run_layers(*off, ops);
+  EXPECT_EQ(dynamic_cast<VulkanBackend&>(*off).stats().conv_plans_timed, 0u);
+
+  // A forced algorithm runs, tuning on or not.
+  const fs::path forced_cache = folder.path() / "forced.jsonl";
+  VulkanOptions forced = tuned_options(forced_cache);
+  forced.convolution.algorithm = VulkanConvAlgorithm::implicit_gemm;
+  VulkanBackend forced_backend(forced);
+  forced_backend.set_profiling(true);
+  run_layers(forced_backend, ops);
+  EXPECT_EQ(forced_backend.stats().conv_plans_timed, 0u);
+  for (const VulkanDispatchProfile& d : forced_backend.dispatch_profile()) {
+    EXPECT_TRUE(d.kernel == "conv2d_implicit_gemm" || d.kernel == "conv2d_split_k_reduce") << d.kernel;
+  }
+  EXPECT_FALSE(fs::exists(forced_cache));
+}
+
+TEST(VulkanTuning, UnwritableCacheFolderLeavesANoteAndTunes) {
+  const TempFolder folder;
+  write_text(folder.path() / "a file", "not a folder");
+  const std::vector<Operands> ops = operands();
+  NaiveBackend naive;
+  const std::vector<Variable> expected = run_layers(naive, ops, 1);
+  ::testing::internal::CaptureStderr();
+  VulkanBackend backend(tuned_options(folder.path() / "a file" / "tuning.jsonl"));
+  expect_close(run_layers(backend, ops, 1), expected);
+  const std::string note = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(backend.stats().conv_plans_timed, 1u);
+  EXPECT_TRUE(contains(note, "tuning cache was not saved")) << note;
+}
+
+TEST(VulkanTuning, DefaultFileFollowsXdgCacheHome) {
+  const TempFolder folder;
+  const std::string saved_xdg = std::getenv("XDG_CACHE_HOME") ? std::getenv("XDG_CACHE_HOME") : "";
+  const std::string saved_home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  VulkanOptions options = tuned_options("");
+  options.tuning_cache.clear();
+  {
+    // Made before XDG_CACHE_HOME changes: Mesa keeps its shader cache there too, and a cold one costs seconds.
+    VulkanBackend backend(options);
+    ::setenv("XDG_CACHE_HOME", (folder.path() / "xdg").c_str(), 1);
+    EXPECT_EQ(vulkan::default_tuning_cache_folder(), folder.path() / "xdg" / "corgy");
+    run_layers(backend, operands(), 1);
+  }
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(folder.path() / "xdg" / "corgy")) {
+    EXPECT_TRUE(entry.path().filename().string().starts_with("vulkan-tuning-")) << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  // A relative XDG_CACHE_HOME is not used (the XDG rule): ~/.cache.
+  ::setenv("XDG_CACHE_HOME", "relative", 1);
+  ::setenv("HOME", folder.path().c_str(), 1);
+  EXPECT_EQ(vulkan::default_tuning_cache_folder(), folder.path() / ".cache" / "corgy");
+  if (saved_xdg.empty()) {
+    ::unsetenv("XDG_CACHE_HOME");
+  } else {
+    ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+  }
+  ::setenv("HOME", saved_home.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace corgy::testing
