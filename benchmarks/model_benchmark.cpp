@@ -10,6 +10,7 @@
 //   model_benchmark --cfg FILE --random-weights SEED --write-weights FILE   (the .weights the peers load)
 //   model_benchmark --list-devices                                         (Vulkan devices, JSON)
 //   model_benchmark ... --profile      (then a table: each layer's algorithm, ms, GFLOP/s and % of the FMA peak)
+//   model_benchmark ... --backend vulkan --no-tuning | --tuning-cache FILE   (static tables | where tuning is kept)
 #include <cblas.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -50,6 +51,8 @@ struct Options {
   std::string write_weights;
   bool list_devices = false;
   bool profile = false;
+  bool no_tuning = false;
+  std::string tuning_cache;
   double peak_gflops = 0.0;
   std::string peak_label;
 };
@@ -158,6 +161,21 @@ double last_gpu_ms([[maybe_unused]] corgy::Backend& backend, [[maybe_unused]] bo
   return 0.0;
 }
 
+/// The Vulkan backend's convolution tuning so far, as JSON fields (zeros on the CPU backends): the shapes whose
+/// candidates were timed, those planned from the cache file, and the host time it took (part of first_ms).
+std::string tuning_fields([[maybe_unused]] corgy::Backend& backend) {
+  std::uint64_t timed = 0, cached = 0;
+  double ms = 0.0;
+#if CORGY_HAS_VULKAN
+  if (const auto* vulkan = dynamic_cast<const corgy::VulkanBackend*>(&backend)) {
+    timed = vulkan->stats().conv_plans_timed;
+    cached = vulkan->stats().conv_plans_from_cache;
+    ms = vulkan->stats().tuning_ms;
+  }
+#endif
+  return fmt::format("\"tuned_plans\": {}, \"cached_plans\": {}, \"tuning_ms\": {:.1f}", timed, cached, ms);
+}
+
 /// What the backend runs on: the Vulkan device, or OpenBLAS's kernel family for blas.
 std::string device_of([[maybe_unused]] corgy::Backend& backend) {
 #if CORGY_HAS_VULKAN
@@ -247,11 +265,11 @@ void print_result(const Options& options, Network& network, const corgy::Variabl
       "{{\"model\": {}, \"batch\": {}, \"backend\": {}, \"device\": {}, \"threads\": {}, \"warmups\": {}, "
       "\"repeat\": {}, \"first_ms\": {:.4f}, \"median_ms\": {:.4f}, \"min_ms\": {:.4f}, \"max_ms\": {:.4f}, "
       "\"gpu_median_ms\": {:.4f}, \"gpu_min_ms\": {:.4f}, \"gpu_max_ms\": {:.4f}, \"compute_median_ms\": {:.4f}, "
-      "\"gflop\": {:.6f}, \"gflops\": {:.3f}, \"peak_rss_mb\": {:.1f}}}\n",
+      "\"gflop\": {:.6f}, \"gflops\": {:.3f}, \"peak_rss_mb\": {:.1f}, {}}}\n",
       json_string(model_name(options, input)), input.shape().n, json_string(options.backend),
       json_string(device_of(backend)), backend.threads(), timings.warmups, timings.wall_ms.size(), timings.first_ms,
       wall.median, wall.min, wall.max, gpu.median, gpu.min, gpu.max, compute.median, gflop, gflop / (wall.median / 1e3),
-      peak_rss_mb());
+      peak_rss_mb(), tuning_fields(backend));
 }
 
 /// Profiles `repeat` more forwards and prints the per-layer table, against the FMA peak of as many threads as the
@@ -364,6 +382,10 @@ void define_options(CLI::App& app, Options& options) {
   app.add_option("--write-weights", options.write_weights,
                  "write the deterministic random .weights of --random-weights for --cfg to this file and exit")
       ->needs(cfg);
+  app.add_flag("--no-tuning", options.no_tuning,
+               "vulkan: the static tables' convolution plans, without timing candidates (BackendOptions::tuning)");
+  app.add_option("--tuning-cache", options.tuning_cache,
+                 "vulkan: the tuning cache file (default: $XDG_CACHE_HOME/corgy/vulkan-tuning-<device>.jsonl)");
   app.add_flag("--list-devices", options.list_devices, "print the Vulkan devices as JSON and exit");
 }
 
@@ -380,7 +402,9 @@ int run(const Options& options) {
     throw corgy::Error("a model is required: --cfg FILE, --mnist DIR, --style-transfer DIR or --onnx FILE");
   if (options.input.empty() || options.backend.empty()) throw corgy::Error("--input and --backend are required");
   const std::unique_ptr<Network> network = make_network(options);
-  network->sequential().set_backend(options.backend, options.threads);
+  network->sequential().set_backend(corgy::make_backend(
+      options.backend,
+      {.threads = options.threads, .tuning = !options.no_tuning, .tuning_cache = options.tuning_cache}));
   const corgy::Variable input = corgy::load_npy(options.input);
   const Timings timings = time_forwards(*network, input, options);
   print_result(options, *network, input, timings);

@@ -271,6 +271,14 @@ def export_onnx(args):
     from torch_models import load_model
 
     model = load_model(args.model, args.weights)
+    if args.signs_only:
+        # Each convolution and linear weight becomes +-b with b = its layer's bound / sqrt(3), the variance of the
+        # seeded uniform values: one bit a weight, so that ResNet-50 compresses to a few MB for the GPU machine, where
+        # only the speed of such a model is measured (benchmarks/vulkan_tuning_device_run.sh).
+        with torch.no_grad():
+            for tensor in model.state_dict().values():
+                if tensor.dim() > 1 and tensor.is_floating_point():
+                    tensor.copy_(torch.sign(tensor) * (tensor.abs().max() / 3 ** 0.5))
     example = torch.zeros((args.batch,) + model.input_shape)
     with torch.no_grad():
         # PRESERVE keeps batch norms as BatchNormalization nodes (eval mode: inference) instead of folding them into
@@ -296,6 +304,8 @@ def main():
     parser.add_argument("--warmup-ms", type=float, default=0)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--out")
+    parser.add_argument("--signs-only", action="store_true",
+                        help="export-onnx: weights of one bit each (speed measurements of large models)")
     args = parser.parse_args()
     if args.command == "export-onnx":
         export_onnx(args)
