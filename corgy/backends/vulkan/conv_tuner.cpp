@@ -223,7 +223,9 @@ TuningCache& ConvTuner::cache() {
 std::pair<VulkanConvolutionOptions, PlanSource> ConvTuner::choose(
     const Conv2dDesc& conv, const Pool2dDesc* pool, const Variable& input, const Shape& output,
     const std::function<void(const VulkanConvolutionOptions&)>& record) {
-  if (!enabled() || conv.in_channels / conv.groups == 1)
+  // Depthwise convolutions and windows that differ between height and width have one kernel each (depthwise_conv2d,
+  // im2col + GEMM): nothing to choose.
+  if (!enabled() || conv.in_channels / conv.groups == 1 || !conv.is_square())
     return {runtime_.options.convolution, PlanSource::static_table};
   const ConvShapeKey shape = shape_key(runtime_, conv, pool, input);
   if (const auto found = chosen_.find(shape); found != chosen_.end()) return found->second;
