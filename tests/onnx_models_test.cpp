@@ -46,7 +46,9 @@ TEST_P(OnnxModelOnBackend, MatchesOnnxRuntime) {
   // declared shapes must be the same, a classifier's (N, classes) too.
   std::vector<std::vector<std::int64_t>> reference_shapes;
   if (std::ifstream json(directory + "/outputs.json"); json) {
-    for (const nlohmann::json& output : nlohmann::json::parse(json).at("outputs")) {
+    // Parsed into a variable: a range-for over parse(json).at(...) would walk a temporary destroyed before the loop.
+    const nlohmann::json parsed = nlohmann::json::parse(json);
+    for (const nlohmann::json& output : parsed.at("outputs")) {
       reference_shapes.push_back(output.at("shape").get<std::vector<std::int64_t>>());
     }
   }
