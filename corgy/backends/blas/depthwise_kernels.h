@@ -71,6 +71,7 @@ void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<flo
 ///  - direct_blocks: the same at stride 1 read straight from the input (no phase copy; masked loads at the edges);
 ///  - automatic: what the backend uses: at stride 1 direct blocks on outputs at least 48 wide and row blocks on
 ///    narrower ones (from 12), the extended rows otherwise (the measurements: kernels/depthwise_kernel.h).
+/// The SSE2 kernels (CPUs without AVX2) take the extended rows for every path.
 enum class DepthwisePath { automatic, extended_rows, row_blocks, direct_blocks };
 
 DepthwiseKernel generic_depthwise_kernel(DepthwisePath path);
