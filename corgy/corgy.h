@@ -55,4 +55,5 @@
 #include "corgy/models/style_transfer.h"
 #include "corgy/models/tiny_face_detector.h"
 #include "corgy/shape.h"
+#include "corgy/tensor_dims.h"
 #include "corgy/variable.h"

@@ -1,8 +1,10 @@
-// Variable: page alignment, count/capacity, ownership (move, clone, view, reshape).
+// Variable: page alignment, count/capacity, ownership (move, clone, view, reshape); TensorDims: how tensors of
+// other ranks fold into a Variable.
 #include <unistd.h>
 
 #include <cstdint>
 
+#include "corgy/tensor_dims.h"
 #include "test_util.h"
 
 namespace corgy::testing {
@@ -74,6 +76,36 @@ TEST(Variable, BadShapesThrowClearErrors) {
 TEST(Variable, OutOfMemoryIsAnError) {
   // 2^62 bytes cannot be allocated anywhere; the error must say so instead of crashing.
   EXPECT_THROW(Variable(Shape{1 << 15, 1 << 15, 1 << 15, 1 << 15}), Error);
+}
+
+TEST(TensorDims, FoldKeepsBatchAndChannels) {
+  EXPECT_EQ((TensorDims{7}.folded()), (Shape{7, 1, 1, 1}));
+  EXPECT_EQ((TensorDims{2, 1000}.folded()), (Shape{2, 1000, 1, 1}));
+  EXPECT_EQ((TensorDims{1, 84, 8400}.folded()), (Shape{1, 84, 1, 8400}));
+  EXPECT_EQ((TensorDims{1, 56, 56, 96}.folded()), (Shape{1, 56, 56, 96}));
+  EXPECT_EQ((TensorDims{1, 2, 58, 28, 28}.folded()), (Shape{1, 116, 28, 28}));
+  EXPECT_EQ((TensorDims{3, 2, 3, 4, 5, 6}.folded()), (Shape{3, 24, 5, 6}));
+  const TensorDims dims{1, 4, 16, 8400};
+  EXPECT_EQ(dims.count(), 4u * 16 * 8400);
+  EXPECT_EQ(dims.strides()[0], 4u * 16 * 8400);
+  EXPECT_EQ(dims.strides()[2], 8400u);
+  EXPECT_EQ(dims.strides()[3], 1u);
+  EXPECT_EQ(dims.matching(Shape{5, 4, 16, 8400}, "test"), (TensorDims{5, 4, 16, 8400}));
+  EXPECT_EQ(dims.str(), "(1, 4, 16, 8400)");
+}
+
+TEST(TensorDims, BadDimsThrowClearErrors) {
+  EXPECT_THROW((TensorDims{1, 0, 3}), Error);
+  EXPECT_THROW((TensorDims{1, 2, 3, 4, 5, 6, 7}), Error);
+  const std::int64_t too_large[] = {1, std::int64_t{1} << 40};
+  EXPECT_THROW((void)TensorDims::from(too_large), Error);
+  try {
+    (void)TensorDims{1, 84, 8400}.matching(Shape{1, 84, 8400, 1}, "layer 3 (transpose)");
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 3 (transpose): expects a tensor (1, 84, 8400)"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
