@@ -360,43 +360,44 @@ void CommandRecorder::record(const std::vector<HostTransfer>& uploads, const std
   check(vk_.vkEndCommandBuffer(commands), "vkEndCommandBuffer");
 }
 
-void CommandRecorder::allocate_descriptor_sets() {
-  const VkDevice device = context_.device();
-  if (descriptor_pool_ != VK_NULL_HANDLE) vk_.vkDestroyDescriptorPool(device, descriptor_pool_, nullptr);
-  descriptor_pool_ = VK_NULL_HANDLE;
-  descriptor_sets_.clear();
-  if (dispatches_.empty()) return;
+VkDescriptorPool create_descriptor_sets(const Context& context, std::span<const Dispatch> dispatches,
+                                        std::vector<VkDescriptorSet>& sets) {
+  const DeviceFunctions& vk = context.vk();
+  const VkDevice device = context.device();
   std::uint32_t descriptors = 0;
   std::vector<VkDescriptorSetLayout> layouts;
-  for (const Dispatch& d : dispatches_) {
+  for (const Dispatch& d : dispatches) {
     descriptors += d.pipeline->kernel.bindings;
     layouts.push_back(d.pipeline->set_layout);
   }
-  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
-  VkDescriptorPoolCreateInfo pool{};
-  pool.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-  pool.maxSets = static_cast<std::uint32_t>(dispatches_.size());
-  pool.poolSizeCount = 1;
-  pool.pPoolSizes = &size;
-  check(vk_.vkCreateDescriptorPool(device, &pool, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(descriptors, 1u)};
+  VkDescriptorPoolCreateInfo pool_info{};
+  pool_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+  pool_info.maxSets = static_cast<std::uint32_t>(dispatches.size());
+  pool_info.poolSizeCount = 1;
+  pool_info.pPoolSizes = &size;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  check(vk.vkCreateDescriptorPool(device, &pool_info, nullptr, &pool), "vkCreateDescriptorPool");
   VkDescriptorSetAllocateInfo allocate{};
   allocate.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
-  allocate.descriptorPool = descriptor_pool_;
+  allocate.descriptorPool = pool;
   allocate.descriptorSetCount = static_cast<std::uint32_t>(layouts.size());
   allocate.pSetLayouts = layouts.data();
-  descriptor_sets_.resize(layouts.size());
-  check(vk_.vkAllocateDescriptorSets(device, &allocate, descriptor_sets_.data()), "vkAllocateDescriptorSets");
+  sets.resize(layouts.size());
+  const VkResult allocated = vk.vkAllocateDescriptorSets(device, &allocate, sets.data());
+  if (allocated != VK_SUCCESS) vk.vkDestroyDescriptorPool(device, pool, nullptr);
+  check(allocated, "vkAllocateDescriptorSets");
 
   std::vector<VkDescriptorBufferInfo> infos;
   infos.reserve(descriptors);
   std::vector<VkWriteDescriptorSet> writes;
-  for (std::size_t i = 0; i < dispatches_.size(); ++i) {
-    for (std::size_t b = 0; b < dispatches_[i].buffers.size(); ++b) {
-      const BufferUse& use = dispatches_[i].buffers[b];
+  for (std::size_t i = 0; i < dispatches.size(); ++i) {
+    for (std::size_t b = 0; b < dispatches[i].buffers.size(); ++b) {
+      const BufferUse& use = dispatches[i].buffers[b];
       infos.push_back({use.buffer->handle(), 0, use.bytes});
       VkWriteDescriptorSet write{};
       write.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      write.dstSet = descriptor_sets_[i];
+      write.dstSet = sets[i];
       write.dstBinding = static_cast<std::uint32_t>(b);
       write.descriptorCount = 1;
       write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
@@ -404,7 +405,16 @@ void CommandRecorder::allocate_descriptor_sets() {
       writes.push_back(write);
     }
   }
-  vk_.vkUpdateDescriptorSets(device, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  vk.vkUpdateDescriptorSets(device, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  return pool;
+}
+
+void CommandRecorder::allocate_descriptor_sets() {
+  if (descriptor_pool_ != VK_NULL_HANDLE) vk_.vkDestroyDescriptorPool(context_.device(), descriptor_pool_, nullptr);
+  descriptor_pool_ = VK_NULL_HANDLE;
+  descriptor_sets_.clear();
+  if (dispatches_.empty()) return;
+  descriptor_pool_ = create_descriptor_sets(context_, dispatches_, descriptor_sets_);
 }
 
 void CommandRecorder::record_dispatches() {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -35,6 +36,11 @@ struct Dispatch {
   std::string detail;
   double flops = 0.0;
 };
+
+/// Creates a descriptor pool with one set per dispatch and writes each set's bindings with the dispatch's buffers
+/// (binding i = buffers[i]). The caller destroys the pool, which frees the sets.
+VkDescriptorPool create_descriptor_sets(const Context& context, std::span<const Dispatch> dispatches,
+                                        std::vector<VkDescriptorSet>& sets);
 
 /// The forward's scratch buffers, one per use, so that uses in one dispatch never share a buffer.
 enum class Scratch : std::uint32_t {

@@ -13,46 +13,7 @@ namespace {
 class DescriptorPool {
  public:
   DescriptorPool(const Context& context, const std::vector<Dispatch>& dispatches)
-      : vk_(context.vk()), device_(context.device()) {
-    std::uint32_t descriptors = 0;
-    std::vector<VkDescriptorSetLayout> layouts;
-    for (const Dispatch& d : dispatches) {
-      descriptors += d.pipeline->kernel.bindings;
-      layouts.push_back(d.pipeline->set_layout);
-    }
-    const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(descriptors, 1u)};
-    VkDescriptorPoolCreateInfo pool{};
-    pool.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-    pool.maxSets = static_cast<std::uint32_t>(dispatches.size());
-    pool.poolSizeCount = 1;
-    pool.pPoolSizes = &size;
-    check(vk_.vkCreateDescriptorPool(device_, &pool, nullptr, &pool_), "vkCreateDescriptorPool");
-    VkDescriptorSetAllocateInfo allocate{};
-    allocate.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
-    allocate.descriptorPool = pool_;
-    allocate.descriptorSetCount = static_cast<std::uint32_t>(layouts.size());
-    allocate.pSetLayouts = layouts.data();
-    sets.resize(layouts.size());
-    check(vk_.vkAllocateDescriptorSets(device_, &allocate, sets.data()), "vkAllocateDescriptorSets");
-    std::vector<VkDescriptorBufferInfo> infos;
-    infos.reserve(descriptors);
-    std::vector<VkWriteDescriptorSet> writes;
-    for (std::size_t i = 0; i < dispatches.size(); ++i) {
-      for (std::size_t b = 0; b < dispatches[i].buffers.size(); ++b) {
-        const BufferUse& use = dispatches[i].buffers[b];
-        infos.push_back({use.buffer->handle(), 0, use.bytes});
-        VkWriteDescriptorSet write{};
-        write.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-        write.dstSet = sets[i];
-        write.dstBinding = static_cast<std::uint32_t>(b);
-        write.descriptorCount = 1;
-        write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        write.pBufferInfo = &infos.back();
-        writes.push_back(write);
-      }
-    }
-    vk_.vkUpdateDescriptorSets(device_, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
-  }
+      : vk_(context.vk()), device_(context.device()), pool_(create_descriptor_sets(context, dispatches, sets)) {}
   ~DescriptorPool() { vk_.vkDestroyDescriptorPool(device_, pool_, nullptr); }
   DescriptorPool(const DescriptorPool&) = delete;
   DescriptorPool& operator=(const DescriptorPool&) = delete;
