@@ -568,6 +568,34 @@ std::array<std::int64_t, 2> per_axis(const Graph& g, std::string_view name, std:
   return {values[0], values[1]};
 }
 
+/// The window of a convolution (Conv, ConvTranspose) along height and width: the kernel from the weights
+/// (..., kH, kW), checked against kernel_shape, and the strides and dilations attributes.
+struct ConvWindow {
+  std::array<std::int64_t, 2> kernel{};
+  std::array<std::int64_t, 2> stride{};
+  std::array<std::int64_t, 2> dilation{};
+};
+
+/// Fails when kernel_shape disagrees with the weights or a kernel, stride or dilation is not positive.
+ConvWindow conv_window(const Graph& g, const Constant& weights) {
+  ConvWindow window;
+  window.kernel = {weights.dims[2], weights.dims[3]};
+  if (per_axis(g, "kernel_shape", window.kernel[0])[0] != window.kernel[0] ||
+      per_axis(g, "kernel_shape", window.kernel[1])[1] != window.kernel[1]) {
+    g.fail(fmt::format("kernel_shape disagrees with the weights {}", dims_text(weights.dims)));
+  }
+  window.stride = per_axis(g, "strides", 1);
+  window.dilation = per_axis(g, "dilations", 1);
+  const auto& [kernel, stride, dilation] = window;
+  for (std::size_t a = 0; a < 2; ++a) {
+    if (kernel[a] <= 0 || stride[a] <= 0 || dilation[a] <= 0) {
+      g.fail(fmt::format("kernel {} x {}, strides {} x {} and dilations {} x {} must be positive", kernel[0], kernel[1],
+                         stride[0], stride[1], dilation[0], dilation[1]));
+    }
+  }
+  return window;
+}
+
 /// ONNX's auto_pad and pads attributes for a 2-D window (kernel already dilated; height's and width's) over input
 /// `dims`: top, left, bottom, right.
 std::array<std::int64_t, 4> window_pads(const Graph& g, const Dims& dims, const std::array<std::int64_t, 2>& kernel,
@@ -648,21 +676,9 @@ void map_conv(Graph& g) {
     g.fail(fmt::format("weights {} with group {} need {} input channels, got input {}", dims_text(w.dims), groups,
                        in_channels, dims_text(x.dims)));
   }
-  const std::array<std::int64_t, 2> kernel{w.dims[2], w.dims[3]};
-  if (per_axis(g, "kernel_shape", kernel[0])[0] != kernel[0] ||
-      per_axis(g, "kernel_shape", kernel[1])[1] != kernel[1]) {
-    g.fail(fmt::format("kernel_shape disagrees with the weights {}", dims_text(w.dims)));
-  }
-  const std::array<std::int64_t, 2> stride = per_axis(g, "strides", 1);
-  const std::array<std::int64_t, 2> dilation = per_axis(g, "dilations", 1);
+  const auto [kernel, stride, dilation] = conv_window(g, w);
   std::array<std::int64_t, 2> effective{};
-  for (std::size_t a = 0; a < 2; ++a) {
-    if (kernel[a] <= 0 || stride[a] <= 0 || dilation[a] <= 0) {
-      g.fail(fmt::format("kernel {} x {}, strides {} x {} and dilations {} x {} must be positive", kernel[0], kernel[1],
-                         stride[0], stride[1], dilation[0], dilation[1]));
-    }
-    effective[a] = dilation[a] * (kernel[a] - 1) + 1;
-  }
+  for (std::size_t a = 0; a < 2; ++a) effective[a] = dilation[a] * (kernel[a] - 1) + 1;
   std::array<std::int64_t, 4> pads = window_pads(g, x.dims, effective, stride);
   constexpr std::size_t pad_top = 0, pad_left = 1, pad_bottom = 2, pad_right = 3;  // ONNX's order
   const bool square_kernel = kernel[0] == kernel[1] && stride[0] == stride[1] && dilation[0] == dilation[1];
@@ -742,13 +758,7 @@ void map_conv_transpose(Graph& g) {
     g.fail(fmt::format("weights {} have {} input channels, which do not divide by group {}", dims_text(w.dims),
                        in_channels, groups));
   }
-  const std::array<std::int64_t, 2> kernel{w.dims[2], w.dims[3]};
-  if (per_axis(g, "kernel_shape", kernel[0])[0] != kernel[0] ||
-      per_axis(g, "kernel_shape", kernel[1])[1] != kernel[1]) {
-    g.fail(fmt::format("kernel_shape disagrees with the weights {}", dims_text(w.dims)));
-  }
-  const std::array<std::int64_t, 2> stride = per_axis(g, "strides", 1);
-  const std::array<std::int64_t, 2> dilation = per_axis(g, "dilations", 1);
+  const auto [kernel, stride, dilation] = conv_window(g, w);
   const std::array<std::int64_t, 2> output_padding = per_axis(g, "output_padding", 0);
   const std::string auto_pad = g.attribute_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") {
