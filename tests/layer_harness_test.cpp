@@ -156,6 +156,10 @@ void add_pool_cases(std::vector<LayerCase>& cases) {
       {{3, 3, 13, 13}, {.kernel = 2, .stride = 1, .padding = 0, .padding_bottom_right = 1}},
       {{2, 4, 7, 9}, {.kernel = 5, .stride = 3, .padding = 2, .padding_bottom_right = 1}},
       {{3, 6, 10, 7}, {.global = true}},
+      // Global pools as the Vulkan backend splits them: 128 threads per plane (37 x 41), one per plane and more
+      // planes than a workgroup takes (300 planes of 1 x 1).
+      {{2, 3, 37, 41}, {.global = true}},
+      {{1, 300, 1, 1}, {.global = true}},
   };
   for (const auto& [input, options] : shapes) {
     const MaxPool2d max_layer(options);
@@ -447,6 +451,13 @@ void add_linear_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"linear unflattened 3136->10 no bias (2, 64, 7, 7)", {2, 64, 7, 7}, [](Sequential& m) {
                      m.add(Linear({.in_features = 3136, .out_features = 10, .bias = false}));
                    }});
+  // Either side of the Vulkan backend's switch from matrix-vector products to a tiled GEMM (batch 8).
+  cases.push_back({"linear 1280->1000 sigmoid (8, 1280, 1, 1)", {8, 1280, 1, 1}, [](Sequential& m) {
+                     m.add(Linear({.in_features = 1280, .out_features = 1000, .activation = Activation::sigmoid()}));
+                   }});
+  cases.push_back({"linear 45->33 (9, 45, 1, 1)", {9, 45, 1, 1}, [](Sequential& m) {
+                     m.add(Linear({.in_features = 45, .out_features = 33}));
+                   }});
 }
 
 // Concat and Add take their inputs from convolutions of the model input, so they see distinct tensors.
@@ -554,6 +565,10 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
       {{3, 13, 7, 9}, 5, Activation::relu(), Activation::clipped_relu(1.0f)},
       {{2, 24, 5, 5}, 6, Activation::swish(), Activation::sigmoid()},
       {{1, 40, 1, 1}, 10, Activation::relu(), Activation::sigmoid()},
+      // 112 x 112 planes (EfficientNet's first block; the pool's widest split); more squeeze channels than the
+      // Vulkan gates kernel holds (its two products then run as 1x1 convolutions).
+      {{2, 4, 112, 112}, 2, Activation::swish(), Activation::sigmoid()},
+      {{1, 12, 3, 2}, 1030, Activation::relu(), Activation::sigmoid()},
   };
   for (const auto& [input, squeeze, reduce_activation, gate] : blocks) {
     cases.push_back(

@@ -170,6 +170,23 @@ struct Pool2dParams {
   std::uint32_t count_include_pad;
 };
 
+struct GlobalPoolParams {
+  std::uint32_t planes, plane_size, threads_per_plane;
+  PoolKernelKind kind;
+};
+
+struct MatvecParams {
+  std::uint32_t images, rows, columns, has_bias, activation;
+  float slope;
+};
+
+/// Output rows of one kernels/matvec.comp workgroup (its workgroup size over its LANES).
+constexpr std::uint32_t matvec_rows_per_group = 8;
+
+struct ScaleChannelsParams {
+  std::uint32_t count, plane_size;
+};
+
 struct ActivationParams {
   std::uint32_t count, activation;
   float slope;
@@ -310,6 +327,12 @@ inline constexpr KernelInfo elementwise{"elementwise", 3, sizeof(ElementwisePara
 inline constexpr KernelInfo prelu{"prelu", 3, sizeof(PreluParams)};
 inline constexpr KernelInfo conv_transpose2d{"conv_transpose2d", 4, sizeof(ConvTransposeParams)};
 inline constexpr KernelInfo resize{"resize", 2, sizeof(ResizeParams)};
+inline constexpr KernelInfo global_pool{"global_pool", 2, sizeof(GlobalPoolParams)};
+inline constexpr KernelInfo global_pool_fp16{"global_pool_fp16", 2, sizeof(GlobalPoolParams), true};
+inline constexpr KernelInfo matvec{"matvec", 4, sizeof(MatvecParams)};
+inline constexpr KernelInfo matvec_fp16{"matvec_fp16", 4, sizeof(MatvecParams), true};
+inline constexpr KernelInfo scale_channels{"scale_channels", 3, sizeof(ScaleChannelsParams)};
+inline constexpr KernelInfo scale_channels_fp16{"scale_channels_fp16", 3, sizeof(ScaleChannelsParams), true};
 }  // namespace kernels
 
 }  // namespace corgy::vulkan

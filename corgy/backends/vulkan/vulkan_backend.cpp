@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "corgy/backends/vulkan/dispatch_math.h"
+#include "corgy/backends/vulkan/global_pool.h"
 #include "corgy/backends/vulkan/runtime.h"
 
 namespace corgy {
@@ -16,27 +17,22 @@ std::uint32_t elementwise_groups(std::size_t elements) {
   return static_cast<std::uint32_t>(std::clamp<std::size_t>(groups, 1, most));
 }
 
-}  // namespace vulkan
-
-using vulkan::elementwise_groups;
-using vulkan::u32;
-
-namespace {
-
-// Element-wise kernels that have an _fp16 variant: the variant and its constants when a binding holds fp16.
-const vulkan::Pipeline& elementwise_pipeline(vulkan::Runtime& runtime, const vulkan::KernelInfo& fp32_kernel,
-                                             const vulkan::KernelInfo& fp16_kernel, const vulkan::BufferUse& source,
-                                             const vulkan::BufferUse& result) {
-  const bool source_half = source.format == vulkan::TensorFormat::fp16;
-  const bool result_half = result.format == vulkan::TensorFormat::fp16;
+const Pipeline& elementwise_pipeline(Runtime& runtime, const KernelInfo& fp32_kernel, const KernelInfo& fp16_kernel,
+                                     const BufferUse& source, const BufferUse& result) {
+  const bool source_half = source.format == TensorFormat::fp16;
+  const bool result_half = result.format == TensorFormat::fp16;
   if (!source_half && !result_half) return runtime.pipelines.get(fp32_kernel);
-  vulkan::SpecializationConstants constants;
-  constants.set_flag(vulkan::ElementwiseFp16Constant::source_fp16, source_half)
-      .set_flag(vulkan::ElementwiseFp16Constant::result_fp16, result_half);
+  SpecializationConstants constants;
+  constants.set_flag(ElementwiseFp16Constant::source_fp16, source_half)
+      .set_flag(ElementwiseFp16Constant::result_fp16, result_half);
   return runtime.pipelines.get(fp16_kernel, constants);
 }
 
-}  // namespace
+}  // namespace vulkan
+
+using vulkan::elementwise_groups;
+using vulkan::elementwise_pipeline;
+using vulkan::u32;
 
 VulkanBackend::VulkanBackend(const VulkanOptions& options) : runtime_(std::make_unique<vulkan::Runtime>(options)) {}
 
@@ -102,6 +98,7 @@ void VulkanBackend::as_forward(const char* operation, const std::function<void()
 void VulkanBackend::pool2d(const Pool2dDesc& d, const Variable& input, Variable& output) {
   as_forward("pool2d", [&] {
     const Shape& in = input.shape();
+    if (vulkan::is_global_pool(d, in)) return vulkan::record_global_pool(*runtime_, d.kind, input, output);
     const Shape& out = output.shape();
     const vulkan::Pool2dParams params{
         u32(in.n * in.c),

@@ -8,6 +8,7 @@
 #include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/backends/vulkan/gemm_dispatch.h"
 #include "corgy/backends/vulkan/implicit_gemm_conv.h"
+#include "corgy/backends/vulkan/matvec.h"
 #include "corgy/backends/vulkan/patch_coopmat_conv.h"
 #include "corgy/backends/vulkan/runtime.h"
 #include "corgy/backends/vulkan/square_window.h"
@@ -239,37 +240,14 @@ void VulkanBackend::inverted_residual(const InvertedResidualDesc& desc, const Va
   });
 }
 
-void VulkanBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
-                                   const Variable* reduce_bias, const Variable& expand_weights,
-                                   const Variable* expand_bias, Variable& output) {
-  as_forward("squeeze_excite", [&] {
-    // The block's own layers, their small intermediates in device-only scratch tensors.
-    vulkan::Runtime& runtime = *runtime_;
-    const Shape& in = input.shape();
-    Variable means = runtime.scratch_tensor({in.n, desc.channels, 1, 1}, 0);
-    Variable squeezed = runtime.scratch_tensor({in.n, desc.squeeze_channels, 1, 1}, 1);
-    Variable gates = runtime.scratch_tensor({in.n, desc.channels, 1, 1}, 2);
-    const Pool2dDesc global{
-        .kind = PoolKind::average, .kernel_h = in.h, .kernel_w = in.w, .stride_h = in.h, .stride_w = in.w};
-    pool2d(global, input, means);
-    conv2d({.in_channels = desc.channels,
-            .out_channels = desc.squeeze_channels,
-            .kernel = 1,
-            .activation = desc.reduce_activation},
-           means, reduce_weights, reduce_bias, squeezed);
-    conv2d({.in_channels = desc.squeeze_channels,
-            .out_channels = desc.channels,
-            .kernel = 1,
-            .activation = desc.expand_activation},
-           squeezed, expand_weights, expand_bias, gates);
-    elementwise(ElementwiseOp::multiply, input, gates, output);
-  });
-}
-
 void VulkanBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
                            Variable& output) {
   as_forward("linear", [&] {
     vulkan::Runtime& runtime = *runtime_;
+    if (input.shape().n <= vulkan::matvec_max_batch) {
+      return vulkan::record_matvec(runtime, input, weights, bias, activation, weights.shape().rows(),
+                                   weights.shape().cols(), output, false);
+    }
     // output (batch x out) = input (batch x in) x weights^T, weights stored (out x in).
     const std::uint32_t batch = u32(input.shape().n);
     const std::uint32_t in_features = u32(weights.shape().cols());
