@@ -157,10 +157,13 @@ struct ConvertParams {
 };
 
 struct DepthwiseParams {
-  std::uint32_t images, in_channels, height, width, out_channels, out_height, out_width, kernel_size, stride, padding,
-      dilation, has_bias, activation;
+  std::uint32_t images, in_channels, height, width, out_channels, out_height, out_width, padding, has_bias, activation;
   float slope;
 };
+
+/// kernels/depthwise_conv2d.comp's specialization constants after the fp16 flags (ElementwiseFp16Constant): the
+/// window, and the output rows one thread computes.
+enum class DepthwiseConstant : std::uint32_t { kernel = 2, stride = 3, dilation = 4, rows = 5 };
 
 enum class PoolKernelKind : std::uint32_t { max = 0, average = 1 };
 
@@ -313,6 +316,7 @@ inline constexpr KernelInfo upsample_nearest_fp16{"upsample_nearest_fp16", 2, si
 inline constexpr KernelInfo concat_copy_fp16{"concat_copy_fp16", 2, sizeof(ConcatCopyParams), true};
 inline constexpr KernelInfo gather_channels_fp16{"gather_channels_fp16", 2, sizeof(GatherChannelsParams), true};
 inline constexpr KernelInfo depthwise_conv2d{"depthwise_conv2d", 4, sizeof(DepthwiseParams)};
+inline constexpr KernelInfo depthwise_conv2d_fp16{"depthwise_conv2d_fp16", 4, sizeof(DepthwiseParams), true};
 inline constexpr KernelInfo pool2d{"pool2d", 2, sizeof(Pool2dParams)};
 inline constexpr KernelInfo activation{"activation", 2, sizeof(ActivationParams)};
 inline constexpr KernelInfo softmax{"softmax", 2, sizeof(SoftmaxParams)};

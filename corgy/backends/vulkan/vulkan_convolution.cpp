@@ -23,32 +23,40 @@ namespace {
 
 std::uint32_t round_up_to_4(std::uint32_t value) { return (value + 3) / 4 * 4; }
 
-// A convolution whose groups each read one input channel, computed directly.
+// A convolution whose groups each read one input channel, computed directly (kernels/depthwise_conv2d.comp).
 void record_depthwise(vulkan::Runtime& runtime, const Conv2dDesc& d, const Variable& input, const Variable& weights,
                       const Variable* bias, Variable& output) {
   vulkan::require_square_window(d, "depthwise_conv2d.comp");
   const Shape& in = input.shape();
   const Shape& out = output.shape();
-  const vulkan::DepthwiseParams params{u32(in.n),
-                                       u32(in.c),
-                                       u32(in.h),
-                                       u32(in.w),
-                                       u32(out.c),
-                                       u32(out.h),
-                                       u32(out.w),
-                                       u32(d.kernel),
-                                       u32(d.stride),
-                                       u32(d.padding),
-                                       u32(d.dilation),
-                                       bias ? 1u : 0u,
-                                       vulkan::activation_kind(d.activation),
-                                       d.activation.slope};
+  const vulkan::DepthwiseParams params{
+      u32(in.n),         u32(in.c),  u32(in.h),      u32(in.w),      u32(out.c),
+      u32(out.h),        u32(out.w), u32(d.padding), bias ? 1u : 0u, vulkan::activation_kind(d.activation),
+      d.activation.slope};
+  // Output rows per thread: 4 share most of their input rows (a first guess, not tuned); fewer on small planes,
+  // where a block would mostly hang past the last row.
+  const std::uint32_t rows = out.h >= 8 ? 4 : out.h >= 2 ? 2 : 1;
   vulkan::TensorBuffers& tensors = runtime.tensors;
-  runtime.recorder.dispatch(runtime.pipelines.get(vulkan::kernels::depthwise_conv2d),
-                            {tensors.read(input), tensors.read(weights),
-                             bias ? tensors.read(*bias) : runtime.recorder.unused_binding(), tensors.write(output)},
-                            params, vulkan::elementwise_groups(output.count()));
-  runtime.recorder.describe_last("direct", 2.0 * static_cast<double>(output.count()) * d.kernel * d.kernel);
+  const vulkan::BufferUse source = tensors.read(input);
+  const vulkan::BufferUse result = tensors.write(output, true);
+  vulkan::SpecializationConstants constants;
+  constants.set(vulkan::DepthwiseConstant::kernel, u32(d.kernel))
+      .set(vulkan::DepthwiseConstant::stride, u32(d.stride))
+      .set(vulkan::DepthwiseConstant::dilation, u32(d.dilation))
+      .set(vulkan::DepthwiseConstant::rows, rows);
+  const bool half = source.format == vulkan::TensorFormat::fp16 || result.format == vulkan::TensorFormat::fp16;
+  if (half) {
+    constants.set_flag(vulkan::ElementwiseFp16Constant::source_fp16, source.format == vulkan::TensorFormat::fp16)
+        .set_flag(vulkan::ElementwiseFp16Constant::result_fp16, result.format == vulkan::TensorFormat::fp16);
+  }
+  const std::size_t threads = output.count() / out.h * ((out.h + rows - 1) / rows);
+  runtime.recorder.dispatch(
+      runtime.pipelines.get(half ? vulkan::kernels::depthwise_conv2d_fp16 : vulkan::kernels::depthwise_conv2d,
+                            constants),
+      {source, tensors.read(weights), bias ? tensors.read(*bias) : runtime.recorder.unused_binding(), result}, params,
+      vulkan::elementwise_groups(threads));
+  runtime.recorder.describe_last(runtime.recorder.profiling() ? fmt::format("direct, {} rows per thread", rows) : "",
+                                 2.0 * static_cast<double>(output.count()) * d.kernel * d.kernel);
 }
 
 // The im2col columns of every image and group in the scratch buffer; returns them as the GEMM's B operand.
