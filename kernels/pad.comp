@@ -1,10 +1,14 @@
 #version 450
 // pad: every plane grown by a border of a constant, the mirrored input (reflect) or its edge (corgy::PadDesc).
 // One thread per output value.
+#extension GL_GOOGLE_include_directive : require
+#include "tensor_storage.glsl"
+
 layout(local_size_x = 256) in;
 
-layout(binding = 0) readonly buffer Input { float input_data[]; };
-layout(binding = 1) writeonly buffer Output { float output_data[]; };
+// With fp16 precision, kernels/CMakeLists.txt also builds this as pad_fp16 (tensor_storage.glsl).
+TENSOR_INPUT(0, source, 0)
+TENSOR_OUTPUT(1, result, 1)
 
 const uint PAD_CONSTANT = 0;
 const uint PAD_REFLECT = 1;
@@ -39,6 +43,6 @@ void main() {
     const uint plane = i / (p.out_width * p.out_height);
     const int iy = source_index(int(y), int(p.pad_top), int(p.height));
     const int ix = source_index(int(x), int(p.pad_left), int(p.width));
-    output_data[i] = iy < 0 || ix < 0 ? p.value : input_data[(plane * p.height + uint(iy)) * p.width + uint(ix)];
+    store_result(i, iy < 0 || ix < 0 ? p.value : load_source((plane * p.height + uint(iy)) * p.width + uint(ix)));
   }
 }

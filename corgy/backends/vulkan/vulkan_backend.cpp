@@ -148,9 +148,12 @@ void VulkanBackend::channel_affine(const Variable& input, const Variable& scale,
     const vulkan::ChannelAffineParams params{u32(input.count()), u32(s.c), u32(s.plane_count()),
                                              vulkan::activation_kind(activation), activation.slope};
     vulkan::TensorBuffers& tensors = runtime_->tensors;
-    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::channel_affine),
-                                {tensors.read(input), tensors.read(scale), tensors.read(shift), tensors.write(output)},
-                                params, elementwise_groups(input.count()));
+    const vulkan::BufferUse source = tensors.read(input);
+    const vulkan::BufferUse result = tensors.write(output, true);
+    runtime_->recorder.dispatch(elementwise_pipeline(*runtime_, vulkan::kernels::channel_affine,
+                                                     vulkan::kernels::channel_affine_fp16, source, result),
+                                {source, tensors.read(scale), tensors.read(shift), result}, params,
+                                elementwise_groups(input.count()));
   });
 }
 

@@ -16,9 +16,11 @@ void VulkanBackend::pad(const PadDesc& desc, const Variable& input, Variable& ou
                                    static_cast<std::uint32_t>(desc.left),
                                    static_cast<std::uint32_t>(desc.mode),
                                    desc.value};
-    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::pad),
-                                {runtime_->tensors.read(input), runtime_->tensors.write(output)}, params,
-                                vulkan::elementwise_groups(output.count()));
+    const vulkan::BufferUse source = runtime_->tensors.read(input);
+    const vulkan::BufferUse result = runtime_->tensors.write(output, true);
+    runtime_->recorder.dispatch(
+        vulkan::elementwise_pipeline(*runtime_, vulkan::kernels::pad, vulkan::kernels::pad_fp16, source, result),
+        {source, result}, params, vulkan::elementwise_groups(output.count()));
   });
 }
 
