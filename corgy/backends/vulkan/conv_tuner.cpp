@@ -163,6 +163,18 @@ std::vector<VulkanConvolutionOptions> conv_candidates(const Runtime& runtime, co
   if (direct_conv_fits(conv)) add(direct);
   if (patch_coopmat_fits(runtime, conv)) add(patch);
   if (winograd_runs(runtime, conv, input)) add(winograd);
+  // With tensor cores the table rates only their tiles. On small layers (batch 1 on 14x14 and 7x7) the implicit GEMM
+  // with fp32 arithmetic on the same fp16 tensors is faster: its best-rated tiles compete too, so that fp16
+  // precision is not slower than fp32 there.
+  if (device.cooperative_matrix) {
+    VulkanConvolutionOptions plain = automatic;
+    plain.algorithm = VulkanConvAlgorithm::implicit_gemm;
+    const std::vector<ConvPlan> plain_plans =
+        ranked_convolution_plans(implicit_gemm_problem(conv, fusable, input, gemm_output), plain, device);
+    for (std::size_t i = 0; i < std::min<std::size_t>(2, plain_plans.size()); ++i) {
+      add(gemm_choice(plain_plans[i], fuse));
+    }
+  }
   for (const ConvPlan& plan : gemm_plans) add(gemm_choice(plan, fuse));
   // The best-rated tile shape without its split of K: the estimate of a split's cost is the least certain part.
   if (gemm_plans.front().splits > 1) {
