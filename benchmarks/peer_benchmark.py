@@ -9,7 +9,7 @@ One JSON object per thread count on stdout.
 
   peer_benchmark.py run --peer torch|torch-jit|opencv|darknet|torch-cuda|torch-cuda-jit|torch-cuda-graph|torch-cuda-fp16
                     --model CFG|mnist --weights W
-                    --input x.npy --reference PREFIX [--threads 1 2] [--repeat 20] [--onnx mnist.onnx]
+                    --input x.npy --reference PREFIX [--threads 1 2] [--repeat 20] [--onnx mnist.onnx] [--signs-only]
   peer_benchmark.py export-onnx --model CFG|mnist|<a model of the ImageNet zoo, torch_models.py> --weights W --batch N
                     --out model.onnx
 
@@ -77,6 +77,19 @@ def time_forwards(forward, warmup, warmup_ms, repeat, gpu_timer=None):
     return summary
 
 
+def keep_signs_only(model):
+    """Each convolution and linear weight becomes +-b with b = its layer's bound / sqrt(3), the variance of the seeded
+    uniform values: one bit a weight, so that ResNet-50 compresses to a few MB for the GPU machine. The peers on the GPU
+    machine build the same network with --signs-only, so that their outputs still agree with corgy's."""
+    import torch
+
+    with torch.no_grad():
+        for tensor in model.state_dict().values():
+            if tensor.dim() > 1 and tensor.is_floating_point():
+                tensor.copy_(torch.sign(tensor) * (tensor.abs().max() / 3 ** 0.5))
+    return model
+
+
 class TorchPeer:
     def __init__(self, args, jit, cuda, graph=False, half=False):
         import torch
@@ -85,6 +98,8 @@ class TorchPeer:
         self.torch, self.cuda, self.graph, self.half = torch, cuda, graph, half
         self.version = f"PyTorch {torch.__version__}"
         model = load_model(args.model, args.weights)
+        if args.signs_only:
+            keep_signs_only(model)
         self.x = torch.from_numpy(np.load(args.input))
         if cuda:
             torch.backends.cuda.matmul.allow_tf32 = False
@@ -272,13 +287,7 @@ def export_onnx(args):
 
     model = load_model(args.model, args.weights)
     if args.signs_only:
-        # Each convolution and linear weight becomes +-b with b = its layer's bound / sqrt(3), the variance of the
-        # seeded uniform values: one bit a weight, so that ResNet-50 compresses to a few MB for the GPU machine, where
-        # only the speed of such a model is measured (benchmarks/vulkan_tuning_device_run.sh).
-        with torch.no_grad():
-            for tensor in model.state_dict().values():
-                if tensor.dim() > 1 and tensor.is_floating_point():
-                    tensor.copy_(torch.sign(tensor) * (tensor.abs().max() / 3 ** 0.5))
+        keep_signs_only(model)
     example = torch.zeros((args.batch,) + model.input_shape)
     with torch.no_grad():
         # PRESERVE keeps batch norms as BatchNormalization nodes (eval mode: inference) instead of folding them into
@@ -305,7 +314,7 @@ def main():
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--out")
     parser.add_argument("--signs-only", action="store_true",
-                        help="export-onnx: weights of one bit each (speed measurements of large models)")
+                        help="weights of one bit each (export-onnx, and the torch peers that run such an export)")
     args = parser.parse_args()
     if args.command == "export-onnx":
         export_onnx(args)
