@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "corgy/activation.h"
+#include "corgy/tensor_math.h"
 #include "corgy/variable.h"
 
 namespace corgy {
@@ -348,6 +349,26 @@ class Backend {
   virtual void pad(const PadDesc& desc, const Variable& input, Variable& output) = 0;
   /// c = op(a) x op(b) for matrices (1, 1, rows, cols); op transposes when the flag is set.
   virtual void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) = 0;
+
+  // --- Arithmetic on tensors of any rank (corgy/tensor_math.h). The Variables hold row-major tensors whatever their
+  // 4-D shapes say (TensorDims::folded); the descriptions give the extents that matter.
+  /// output = a op b, element-wise with NumPy broadcasting: output holds desc.count() values, row-major over
+  /// desc.extent; the value at output index (i_0, ..) reads a and b at sum_k i_k * desc.a_stride[k] and
+  /// sum_k i_k * desc.b_stride[k]. a or b may be a constant (uploaded) or an activation; output is neither.
+  virtual void broadcast_binary(BinaryOp op, const BroadcastDesc& desc, const Variable& a, const Variable& b,
+                                Variable& output) = 0;
+  /// output = op(input) element-wise; the same count, and output may be input.
+  virtual void unary(UnaryOp op, const Variable& input, Variable& output) = 0;
+  /// Reduces input, read as (axis.outer, axis.length, axis.inner), along its middle axis: output (axis.outer,
+  /// axis.inner).
+  virtual void reduce_axis(ReduceOp op, const AxisExtent& axis, const Variable& input, Variable& output) = 0;
+  /// Softmax (or, with `log`, log-softmax) of input, read as (axis.outer, axis.length, axis.inner), along its middle
+  /// axis; output of the same count.
+  virtual void softmax_axis(const AxisExtent& axis, bool log, const Variable& input, Variable& output) = 0;
+  /// output[i] = a[i] x b[i] for every index i of desc.batch (BatchedMatmulDesc): a (rows x inner) and b
+  /// (inner x cols) matrices packed one after another, output (rows x cols) per batch index.
+  virtual void batched_matmul(const BatchedMatmulDesc& desc, const Variable& a, const Variable& b,
+                              Variable& output) = 0;
 };
 
 /// Names of the backends built into this library, in order of preference for "auto" (best first).

@@ -701,6 +701,129 @@ void add_general_window_conv_cases(std::vector<LayerCase>& cases) {
        }});
 }
 
+// Arithmetic on tensors of any rank (corgy/tensor_math.h): tensors of rank 3, 5 and 6 stored folded in the model's
+// 4-D input, broadcasting on either side and on both, constants on either side, reductions and softmax on the
+// first, a middle and the last axis, batched products with a broadcast batch, and a constant matrix on the last axis.
+void add_tensor_math_cases(std::vector<LayerCase>& cases) {
+  const auto values = [](std::size_t count, float low, float high) {
+    std::mt19937 rng(static_cast<unsigned>(count));
+    std::uniform_real_distribution<float> value(low, high);
+    std::vector<float> v(count);
+    for (float& x : v) x = value(rng);
+    return v;
+  };
+  const TensorDims r5{2, 3, 4, 5, 6};     // stored as (2, 12, 5, 6)
+  const TensorDims r6{2, 2, 3, 2, 3, 5};  // stored as (2, 12, 3, 5)
+  const TensorDims r3{3, 7, 11};          // stored as (3, 7, 1, 11)
+  // Two activations broadcast against each other: x minus its mean over an axis (LayerNorm's centring), and two
+  // reductions of x over different axes, each broadcast along the other's.
+  cases.push_back(
+      {"broadcast subtract rank 5 (2, 3, 4, 5, 6) - (2, 3, 4, 5, 1)", r5.folded(), [r5](Sequential& m) {
+         const int mean = m.add(ReduceAxis(ReduceOp::mean, r5, 4, 4, true));
+         m.add(BroadcastBinary(BinaryOp::subtract, r5, TensorDims{2, 3, 4, 5, 1}), {Sequential::model_input, mean});
+       }});
+  cases.push_back({"broadcast both sides rank 5 (2, 3, 4, 1, 6) / (2, 3, 1, 5, 6)", r5.folded(), [r5](Sequential& m) {
+                     const TensorDims a{2, 3, 4, 1, 6}, b{2, 3, 1, 5, 6};
+                     const int left = m.add(ReduceAxis(ReduceOp::max, r5, 3, 3, true), {Sequential::model_input});
+                     const int right = m.add(ReduceAxis(ReduceOp::sum, r5, 2, 2, true), {Sequential::model_input});
+                     m.add(BroadcastBinary(BinaryOp::maximum, a, b), {left, right});
+                   }});
+  cases.push_back(
+      {"broadcast both sides rank 6 (2, 1, 3, 2, 3, 5) - (2, 2, 3, 1, 3, 1)", r6.folded(), [r6](Sequential& m) {
+         const TensorDims a{2, 1, 3, 2, 3, 5}, b{2, 2, 3, 1, 3, 1};
+         const int left = m.add(ReduceAxis(ReduceOp::min, r6, 1, 1, true), {Sequential::model_input});
+         const int mid = m.add(ReduceAxis(ReduceOp::mean, r6, 5, 5, true), {Sequential::model_input});
+         const int right = m.add(ReduceAxis(ReduceOp::mean, TensorDims{2, 2, 3, 2, 3, 1}, 3, 3, true), {mid});
+         m.add(BroadcastBinary(BinaryOp::subtract, a, b), {left, right});
+       }});
+  struct ConstantCase {
+    BinaryOp op;
+    TensorDims x, constant;
+    bool constant_first;
+  };
+  for (const ConstantCase& c : std::vector<ConstantCase>{
+           {BinaryOp::add, r3, {11}, false},
+           {BinaryOp::subtract, r3, {7, 1}, true},
+           {BinaryOp::multiply, r5, {1, 3, 1, 5, 1}, false},
+           {BinaryOp::divide, r5, {4, 1, 6}, true},
+           {BinaryOp::minimum, r6, {3, 1, 3, 1}, false},
+           {BinaryOp::maximum, {2, 4, 6, 8}, {1}, true},
+       }) {
+    cases.push_back({fmt::format("broadcast {} {} {} constant {}", binary_op_name(c.op), c.x.str(),
+                                 c.constant_first ? "after" : "before", c.constant.str()),
+                     c.x.folded(), [c, values](Sequential& m) {
+                       // Divisors away from 0.
+                       const float low = c.op == BinaryOp::divide ? 0.5f : -2.0f;
+                       m.add(BroadcastBinary::with_constant(c.op, c.x, c.constant,
+                                                            values(c.constant.count(), low, 2.0f), c.constant_first));
+                     }});
+  }
+  // pow of |x| by exponents that broadcast (a negative base has no real power for most exponents).
+  cases.push_back({"broadcast power |x| ^ constant (3, 7, 11) ^ (7, 1)", r3.folded(), [r3, values](Sequential& m) {
+                     m.add(Unary(UnaryOp::abs));
+                     m.add(BroadcastBinary::with_constant(BinaryOp::power, r3, {7, 1}, values(7, 0.5f, 3.0f), false));
+                   }});
+  for (UnaryOp op :
+       {UnaryOp::erf, UnaryOp::exp, UnaryOp::neg, UnaryOp::abs, UnaryOp::floor, UnaryOp::ceil, UnaryOp::square}) {
+    cases.push_back({fmt::format("unary {} (3, 7, 1, 11)", unary_op_name(op)), r3.folded(),
+                     [op](Sequential& m) { m.add(Unary(op)); }});
+  }
+  // The functions of positive values, of exp(x).
+  for (UnaryOp op : {UnaryOp::sqrt, UnaryOp::log, UnaryOp::reciprocal}) {
+    cases.push_back({fmt::format("unary {} of exp (2, 12, 5, 6)", unary_op_name(op)), r5.folded(), [op](Sequential& m) {
+                       m.add(Unary(UnaryOp::exp));
+                       m.add(Unary(op));
+                     }});
+  }
+  struct ReduceCase {
+    ReduceOp op;
+    TensorDims dims;
+    int first, last;
+    bool keep;
+  };
+  for (const ReduceCase& c : std::vector<ReduceCase>{
+           {ReduceOp::mean, r5, 1, 1, true},
+           {ReduceOp::sum, r5, 2, 3, false},
+           {ReduceOp::max, r5, 4, 4, false},
+           {ReduceOp::min, r6, 3, 3, true},
+           {ReduceOp::mean, r6, 1, 5, false},
+           {ReduceOp::sum, r3, 2, 2, true},
+           {ReduceOp::max, r3, 1, 1, false},
+       }) {
+    cases.push_back({fmt::format("reduce {} {} axes {}..{}{}", reduce_op_name(c.op), c.dims.str(), c.first, c.last,
+                                 c.keep ? " keepdims" : ""),
+                     c.dims.folded(),
+                     [c](Sequential& m) { m.add(ReduceAxis(c.op, c.dims, c.first, c.last, c.keep)); }});
+  }
+  for (const auto& [dims, axis, log] : std::vector<std::tuple<TensorDims, int, bool>>{
+           {r5, 1, false}, {r5, 2, false}, {r5, 4, true}, {r3, 2, false}, {r6, 3, true}, {{2, 16, 4, 9}, 1, false}}) {
+    cases.push_back({fmt::format("{} {} axis {}", log ? "log_softmax" : "softmax", dims.str(), axis), dims.folded(),
+                     [dims, axis, log](Sequential& m) { m.add(SoftmaxAxis(dims, axis, log)); }});
+  }
+  // x @ x of square matrices with the batch axis 1 broadcast on one side, and rectangular products of rank 5.
+  cases.push_back({"batched matmul (2, 3, 4, 4) x (2, 1, 4, 4)", {2, 3, 4, 4}, [](Sequential& m) {
+                     const int b = m.add(ReduceAxis(ReduceOp::mean, {2, 3, 4, 4}, 1, 1, true));
+                     m.add(BatchedMatmul({2, 3, 4, 4}, {2, 1, 4, 4}), {Sequential::model_input, b});
+                   }});
+  cases.push_back({"batched matmul rank 5 (2, 2, 3, 6, 6) x (2, 2, 3, 6, 4)", TensorDims{2, 2, 3, 6, 4}.folded(),
+                   [values](Sequential& m) {
+                     TensorLinear projection({2, 2, 3, 6, 4}, {.in_features = 4, .out_features = 6, .bias = false});
+                     projection.linear().set_weights(values(24, -1.0f, 1.0f));
+                     const int a = m.add(std::move(projection));
+                     m.add(BatchedMatmul({2, 2, 3, 6, 6}, {2, 2, 3, 6, 4}), {a, Sequential::model_input});
+                   }});
+  for (const auto& [dims, out] : std::vector<std::pair<TensorDims, int>>{{r3, 9}, {r5, 10}, {{1, 5, 5, 48}, 96}}) {
+    cases.push_back(
+        {fmt::format("tensor linear {} -> {}", dims.str(), out), dims.folded(), [dims, out, values](Sequential& m) {
+           const int in = dims[dims.rank - 1];
+           TensorLinear linear(dims, {.in_features = in, .out_features = out, .activation = Activation::relu()});
+           linear.linear().set_weights(values(static_cast<std::size_t>(in * out), -0.5f, 0.5f));
+           linear.linear().set_bias(values(static_cast<std::size_t>(out), -0.5f, 0.5f));
+           m.add(std::move(linear));
+         }});
+  }
+}
+
 std::vector<LayerCase> all_cases() {
   std::vector<LayerCase> cases;
   add_conv_cases(cases);
@@ -719,6 +842,7 @@ std::vector<LayerCase> all_cases() {
   add_fused_block_cases(cases);
   add_inverted_residual_cases(cases);
   add_general_window_conv_cases(cases);
+  add_tensor_math_cases(cases);
   return cases;
 }
 

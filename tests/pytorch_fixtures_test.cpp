@@ -415,6 +415,45 @@ void add_net_cases(std::vector<FixtureCase>& cases) {
   }
 }
 
+/// Arithmetic on tensors of any rank (the script saves input and output in the 4-D shape corgy stores them in).
+void add_tensor_math_cases(std::vector<FixtureCase>& cases) {
+  /// A case whose model is one layer made from the case's files.
+  const auto with_files = [](std::string name, std::function<void(Sequential&, const CaseFiles&)> build) {
+    return FixtureCase{name, name, [build](Sequential& model, const CaseFiles& files) {
+                         build(model, files);
+                         return std::vector<IntermediateCheck>{};
+                       }};
+  };
+  cases.push_back(with_files("broadcast_add_rank5", [](Sequential& m, const CaseFiles& f) {
+    m.add(BroadcastBinary::with_constant(BinaryOp::add, {2, 3, 4, 5, 6}, {3, 1, 5, 1}, f.load("b").values(), false));
+  }));
+  cases.push_back(with_files("broadcast_pow_rank3", [](Sequential& m, const CaseFiles& f) {
+    m.add(BroadcastBinary::with_constant(BinaryOp::power, {3, 7, 11}, {7, 1}, f.load("exponent").values(), false));
+  }));
+  cases.push_back(with_files("broadcast_div_constant_first_rank6", [](Sequential& m, const CaseFiles& f) {
+    m.add(BroadcastBinary::with_constant(BinaryOp::divide, {2, 2, 3, 2, 3, 5}, {2, 1, 5}, f.load("c").values(), true));
+  }));
+  cases.push_back(layer_case("erf_rank3", [] { return Unary(UnaryOp::erf); }));
+  cases.push_back(layer_case("reduce_mean_axis2_rank5", [] {
+    return ReduceAxis(ReduceOp::mean, {2, 3, 4, 5, 6}, 2, 2, true);
+  }));
+  cases.push_back(layer_case("reduce_max_axis1_rank3", [] {
+    return ReduceAxis(ReduceOp::max, {3, 7, 11}, 1, 1, false);
+  }));
+  cases.push_back(layer_case("softmax_axis2", [] { return SoftmaxAxis({2, 3, 4, 5}, 2); }));
+  cases.push_back(layer_case("log_softmax_last_rank5", [] { return SoftmaxAxis({2, 3, 4, 5, 6}, 4, true); }));
+  cases.push_back(with_files("batched_matmul_broadcast", [](Sequential& m, const CaseFiles&) {
+    const int mean = m.add(ReduceAxis(ReduceOp::mean, {2, 3, 5, 5}, 1, 1, true));
+    m.add(BatchedMatmul({2, 3, 5, 5}, {2, 1, 5, 5}), {Sequential::model_input, mean});
+  }));
+  cases.push_back(with_files("tensor_linear_rank4", [](Sequential& m, const CaseFiles& f) {
+    TensorLinear layer({2, 5, 5, 8}, {.in_features = 8, .out_features = 6});
+    load_weights(layer.linear(), f, "weight");
+    layer.linear().set_bias(f.load("bias").values());
+    m.add(std::move(layer));
+  }));
+}
+
 std::vector<FixtureCase> all_cases() {
   std::vector<FixtureCase> cases;
   add_conv_cases(cases);
@@ -426,6 +465,7 @@ std::vector<FixtureCase> all_cases() {
   add_linear_cases(cases);
   add_multi_input_cases(cases);
   add_net_cases(cases);
+  add_tensor_math_cases(cases);
   return cases;
 }
 

@@ -71,10 +71,42 @@ void build_mobilenet_like(Sequential& m) {
   m.add(Softmax());
 }
 
+// ConvNeXt's LayerNorm over the last axis and GELU as ONNX exports them, on tensors of rank 4 and 3 (the arithmetic of
+// corgy/tensor_math.h: in fp16 each of its kernels runs as its _fp16 variant on half intermediates).
+void build_layernorm_gelu_like(Sequential& m) {
+  const TensorDims x{1, 8, 6, 10}, row{1, 8, 6, 1}, wide{1, 8, 6, 16};
+  const int conv = m.add(Conv2d({.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1}));
+  const int mean = m.add(ReduceAxis(ReduceOp::mean, x, 3, 3, true));
+  const int centred = m.add(BroadcastBinary(BinaryOp::subtract, x, row), {conv, mean});
+  m.add(Unary(UnaryOp::square));
+  m.add(ReduceAxis(ReduceOp::mean, x, 3, 3, true));
+  const std::vector<float> epsilon{1e-5f};
+  m.add(BroadcastBinary::with_constant(BinaryOp::add, row, {1}, epsilon, false));
+  const int deviation = m.add(Unary(UnaryOp::sqrt));
+  m.add(BroadcastBinary(BinaryOp::divide, x, row), {centred, deviation});
+  std::vector<float> gamma(10);
+  for (std::size_t i = 0; i < gamma.size(); ++i) gamma[i] = 0.5f + 0.1f * static_cast<float>(i);
+  m.add(BroadcastBinary::with_constant(BinaryOp::multiply, x, {10}, gamma, false));
+  TensorLinear projection(x, {.in_features = 10, .out_features = 16});
+  std::vector<float> weights(160);
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    weights[i] = 0.05f * static_cast<float>(static_cast<int>(i % 13) - 6);
+  projection.linear().set_weights(weights);
+  const int h = m.add(std::move(projection));
+  const std::vector<float> inverse_sqrt2{0.70710678f}, one{1.0f};
+  m.add(BroadcastBinary::with_constant(BinaryOp::multiply, wide, {1}, inverse_sqrt2, false));
+  m.add(Unary(UnaryOp::erf));
+  const int erf_plus_one = m.add(BroadcastBinary::with_constant(BinaryOp::add, wide, {1}, one, false));
+  m.add(BroadcastBinary(BinaryOp::multiply, wide, wide), {h, erf_plus_one});
+  m.add(SoftmaxAxis(wide, 2));
+  m.add(ReduceAxis(ReduceOp::sum, wide, 1, 1, false));
+}
+
 std::vector<ModelCase> all_models() {
   return {{"lenet", {1, 1, 28, 28}, build_lenet},
           {"tiny_yolo_like", {1, 3, 32, 32}, build_tiny_yolo_like},
-          {"mobilenet_like", {1, 3, 24, 24}, build_mobilenet_like}};
+          {"mobilenet_like", {1, 3, 24, 24}, build_mobilenet_like},
+          {"layernorm_gelu_like", {1, 3, 6, 10}, build_layernorm_gelu_like}};
 }
 
 class VulkanModel : public ::testing::TestWithParam<std::tuple<ModelCase, int, Precision>> {};

@@ -467,6 +467,82 @@ def pad_replicate():
     return unary_case((2, 2, 4, 3), lambda x: F.pad(x, (3, 0, 1, 2), mode="replicate"))
 
 
+# --- arithmetic on tensors of any rank -------------------------------------------------------------------------
+# corgy stores a tensor of rank r in a 4-D Variable (corgy/tensor_dims.h): rank 3 (N, C, L) as (N, C, 1, L), rank 2
+# (N, F) as (N, F, 1, 1), ranks 5 and 6 with their leading axes after the batch folded into the channels. These cases
+# compute in their own rank and save input and output reshaped to that 4-D shape (the memory is the same).
+
+def folded(tensor):
+    """The tensor reshaped to the 4-D shape corgy stores it in."""
+    s = tuple(tensor.shape)
+    if len(s) == 2:
+        return tensor.reshape(s[0], s[1], 1, 1)
+    if len(s) == 3:
+        return tensor.reshape(s[0], s[1], 1, s[2])
+    if len(s) > 4:
+        return tensor.reshape(s[0], -1, s[-2], s[-1])
+    return tensor
+
+
+def tensor_case(x, function, **parameters):
+    """input x (any rank), parameters (saved as they are), output = function(x, parameters) in float64."""
+    y = function(f64(x), {k: f64(v) for k, v in parameters.items()})
+    return {"input": folded(x), **parameters, "output": folded(y)}
+
+
+@case("input (2, 3, 4, 5, 6) + b (3, 1, 5, 1)")
+def broadcast_add_rank5():
+    return tensor_case(randn(2, 3, 4, 5, 6), lambda x, p: x + p["b"], b=randn(3, 1, 5, 1))
+
+
+@case("torch.pow(input (3, 7, 11), exponent (7, 1)), input = |randn| + 0.1")
+def broadcast_pow_rank3():
+    x = randn(3, 7, 11).abs() + 0.1
+    return tensor_case(x, lambda x, p: torch.pow(x, p["exponent"]), exponent=uniform(7, 1, low=0.5, high=3.0))
+
+
+@case("c (2, 1, 5) / input (2, 2, 3, 2, 3, 5), input uniform in [0.5, 2]")
+def broadcast_div_constant_first_rank6():
+    x = uniform(2, 2, 3, 2, 3, 5, low=0.5, high=2.0)
+    return tensor_case(x, lambda x, p: p["c"] / x, c=randn(2, 1, 5))
+
+
+@case("torch.erf(input (3, 7, 11))")
+def erf_rank3():
+    return tensor_case(randn(3, 7, 11, scale=1.5), lambda x, p: torch.erf(x))
+
+
+@case("input (2, 3, 4, 5, 6).mean(dim=2, keepdim=True)")
+def reduce_mean_axis2_rank5():
+    return tensor_case(randn(2, 3, 4, 5, 6), lambda x, p: x.mean(dim=2, keepdim=True))
+
+
+@case("input (3, 7, 11).amax(dim=1)")
+def reduce_max_axis1_rank3():
+    return tensor_case(randn(3, 7, 11), lambda x, p: x.amax(dim=1))
+
+
+@case("F.softmax(input (2, 3, 4, 5), dim=2)")
+def softmax_axis2():
+    return tensor_case(randn(2, 3, 4, 5, scale=3.0), lambda x, p: F.softmax(x, dim=2))
+
+
+@case("F.log_softmax(input (2, 3, 4, 5, 6), dim=-1)")
+def log_softmax_last_rank5():
+    return tensor_case(randn(2, 3, 4, 5, 6, scale=3.0), lambda x, p: F.log_softmax(x, dim=-1))
+
+
+@case("torch.matmul(input (2, 3, 5, 5), input.mean(dim=1, keepdim=True))")
+def batched_matmul_broadcast():
+    return tensor_case(randn(2, 3, 5, 5), lambda x, p: torch.matmul(x, x.mean(dim=1, keepdim=True)))
+
+
+@case("F.linear(input (2, 5, 5, 8), weight (6, 8), bias (6))")
+def tensor_linear_rank4():
+    return tensor_case(randn(2, 5, 5, 8), lambda x, p: F.linear(x, p["weight"], p["bias"]), weight=randn(6, 8, scale=0.4),
+                       bias=randn(6, scale=0.5))
+
+
 # --- a small network mixing the layers above --------------------------------------------------------------------
 
 class SmallNet(torch.nn.Module):

@@ -52,6 +52,13 @@ class NaiveBackend final : public Backend {
   void elementwise(ElementwiseOp op, const Variable& a, const Variable& b, Variable& output) override;
   void prelu(const Variable& input, const Variable& slope, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
+  // Arithmetic on tensors of any rank, defined in tensor_math.cpp.
+  void broadcast_binary(BinaryOp op, const BroadcastDesc& desc, const Variable& a, const Variable& b,
+                        Variable& output) override;
+  void unary(UnaryOp op, const Variable& input, Variable& output) override;
+  void reduce_axis(ReduceOp op, const AxisExtent& axis, const Variable& input, Variable& output) override;
+  void softmax_axis(const AxisExtent& axis, bool log, const Variable& input, Variable& output) override;
+  void batched_matmul(const BatchedMatmulDesc& desc, const Variable& a, const Variable& b, Variable& output) override;
 
  private:
   cpu::CpuProfiler profiler_;

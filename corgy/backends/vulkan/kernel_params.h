@@ -342,3 +342,60 @@ inline constexpr KernelInfo scale_channels_fp16{"scale_channels_fp16", 3, sizeof
 }  // namespace kernels
 
 }  // namespace corgy::vulkan
+
+// Arithmetic on tensors of any rank (vulkan_tensor_math.cpp, corgy/tensor_math.h).
+namespace corgy::vulkan {
+
+// The kernels number the operations as the enums do.
+static_assert(static_cast<int>(BinaryOp::add) == 0 && static_cast<int>(BinaryOp::subtract) == 1 &&
+              static_cast<int>(BinaryOp::multiply) == 2 && static_cast<int>(BinaryOp::divide) == 3 &&
+              static_cast<int>(BinaryOp::power) == 4 && static_cast<int>(BinaryOp::minimum) == 5 &&
+              static_cast<int>(BinaryOp::maximum) == 6);
+static_assert(static_cast<int>(UnaryOp::sqrt) == 0 && static_cast<int>(UnaryOp::erf) == 1 &&
+              static_cast<int>(UnaryOp::exp) == 2 && static_cast<int>(UnaryOp::log) == 3 &&
+              static_cast<int>(UnaryOp::neg) == 4 && static_cast<int>(UnaryOp::abs) == 5 &&
+              static_cast<int>(UnaryOp::reciprocal) == 6 && static_cast<int>(UnaryOp::floor) == 7 &&
+              static_cast<int>(UnaryOp::ceil) == 8 && static_cast<int>(UnaryOp::square) == 9);
+static_assert(static_cast<int>(ReduceOp::mean) == 0 && static_cast<int>(ReduceOp::sum) == 1 &&
+              static_cast<int>(ReduceOp::max) == 2 && static_cast<int>(ReduceOp::min) == 3);
+
+/// The _fp16 variants' constant_id values: which bindings hold fp16 (the first input and the output as
+/// ElementwiseFp16Constant numbers them, the second input of the two-input kernels).
+enum class TensorMathFp16Constant : std::uint32_t { left_fp16 = 0, result_fp16 = 1, right_fp16 = 2 };
+
+struct BroadcastBinaryParams {
+  std::uint32_t count, op, rank;
+  std::uint32_t extent[6], a_stride[6], b_stride[6];
+};
+
+struct UnaryParams {
+  std::uint32_t count, op;
+};
+
+struct ReduceAxisParams {
+  std::uint32_t outer, length, inner, op;
+};
+
+struct SoftmaxAxisParams {
+  std::uint32_t outer, length, inner, log_softmax;
+};
+
+struct BatchedMatmulParams {
+  std::uint32_t count, rows, inner, cols, rank;
+  std::uint32_t extent[6], a_stride[6], b_stride[6];
+};
+
+namespace kernels {
+inline constexpr KernelInfo broadcast_binary{"broadcast_binary", 3, sizeof(BroadcastBinaryParams)};
+inline constexpr KernelInfo broadcast_binary_fp16{"broadcast_binary_fp16", 3, sizeof(BroadcastBinaryParams), true};
+inline constexpr KernelInfo unary{"unary", 2, sizeof(UnaryParams)};
+inline constexpr KernelInfo unary_fp16{"unary_fp16", 2, sizeof(UnaryParams), true};
+inline constexpr KernelInfo reduce_axis{"reduce_axis", 2, sizeof(ReduceAxisParams)};
+inline constexpr KernelInfo reduce_axis_fp16{"reduce_axis_fp16", 2, sizeof(ReduceAxisParams), true};
+inline constexpr KernelInfo softmax_axis{"softmax_axis", 2, sizeof(SoftmaxAxisParams)};
+inline constexpr KernelInfo softmax_axis_fp16{"softmax_axis_fp16", 2, sizeof(SoftmaxAxisParams), true};
+inline constexpr KernelInfo batched_matmul{"batched_matmul", 3, sizeof(BatchedMatmulParams)};
+inline constexpr KernelInfo batched_matmul_fp16{"batched_matmul_fp16", 3, sizeof(BatchedMatmulParams), true};
+}  // namespace kernels
+
+}  // namespace corgy::vulkan

@@ -248,6 +248,13 @@ class VulkanBackend final : public Backend {
   void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
+  // Arithmetic on tensors of any rank, defined in vulkan_tensor_math.cpp.
+  void broadcast_binary(BinaryOp op, const BroadcastDesc& desc, const Variable& a, const Variable& b,
+                        Variable& output) override;
+  void unary(UnaryOp op, const Variable& input, Variable& output) override;
+  void reduce_axis(ReduceOp op, const AxisExtent& axis, const Variable& input, Variable& output) override;
+  void softmax_axis(const AxisExtent& axis, bool log, const Variable& input, Variable& output) override;
+  void batched_matmul(const BatchedMatmulDesc& desc, const Variable& a, const Variable& b, Variable& output) override;
   // Defined in files of their own (vulkan_instance_norm.cpp, vulkan_pad.cpp, vulkan_elementwise.cpp, vulkan_prelu.cpp,
   // vulkan_conv_transpose.cpp, vulkan_resize.cpp).
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,

@@ -1,0 +1,65 @@
+#version 450
+// unary: output = f(input) element-wise (corgy::Backend::unary, corgy::UnaryOp): sqrt, erf, exp, log, -x, |x|,
+// 1 / x, floor, ceil, x * x. One thread per value.
+#extension GL_GOOGLE_include_directive : require
+#include "tensor_storage.glsl"
+
+layout(local_size_x = 256) in;
+
+// With fp16 precision, kernels/CMakeLists.txt also builds this as unary_fp16 (tensor_storage.glsl).
+TENSOR_INPUT(0, source, 0)
+TENSOR_OUTPUT(1, result, 1)
+
+const uint OP_SQRT = 0;
+const uint OP_ERF = 1;
+const uint OP_EXP = 2;
+const uint OP_LOG = 3;
+const uint OP_NEG = 4;
+const uint OP_ABS = 5;
+const uint OP_RECIPROCAL = 6;
+const uint OP_FLOOR = 7;
+const uint OP_CEIL = 8;
+const uint OP_SQUARE = 9;
+
+// Mirrors corgy::vulkan::UnaryParams.
+layout(push_constant) uniform Params {
+  uint count;
+  uint op;
+} p;
+
+// GLSL has no erf: Abramowitz and Stegun 7.1.26, absolute error below 1.5e-7.
+float erf_approx(float x) {
+  const float t = 1.0 / (1.0 + 0.3275911 * abs(x));
+  const float poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  const float magnitude = 1.0 - poly * exp(-x * x);
+  return x < 0.0 ? -magnitude : magnitude;
+}
+
+void main() {
+  for (uint i = gl_GlobalInvocationID.x; i < p.count; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+    const float x = load_source(i);
+    float r;
+    if (p.op == OP_SQRT) {
+      r = sqrt(x);
+    } else if (p.op == OP_ERF) {
+      r = erf_approx(x);
+    } else if (p.op == OP_EXP) {
+      r = exp(x);
+    } else if (p.op == OP_LOG) {
+      r = log(x);
+    } else if (p.op == OP_NEG) {
+      r = -x;
+    } else if (p.op == OP_ABS) {
+      r = abs(x);
+    } else if (p.op == OP_RECIPROCAL) {
+      r = 1.0 / x;
+    } else if (p.op == OP_FLOOR) {
+      r = floor(x);
+    } else if (p.op == OP_CEIL) {
+      r = ceil(x);
+    } else {
+      r = x * x;
+    }
+    store_result(i, r);
+  }
+}
