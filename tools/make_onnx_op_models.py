@@ -4,7 +4,9 @@ torch.onnx.export does not produce for the test networks of tools/make_onnx_mode
 windows that differ between height and width,
 a batch norm without a convolution before it, Gemm's transB = 0 with alpha and beta, MatMul, HardSigmoid, PRelu,
 constant arithmetic, squeeze-and-excitation gates, every pooling variant, Reduce*, opset 18's inputs for axes,
-Resize by sizes, Pad's modes, Shape arithmetic, several outputs), and the blocks the model-level rewrites fuse.
+Resize by sizes, Pad's modes, Shape arithmetic, several outputs), the blocks the model-level rewrites fuse, and the
+arithmetic on tensors of any rank (broadcasting, element-wise functions, reductions and softmax on any axis, MatMul
+of any rank: ConvNeXt's LayerNorm and GELU, YOLOv8's box arithmetic).
 
 For each case, tests/fixtures/onnx/op_<case>/ gets model.onnx and input.npy (float32, seeded);
 tools/onnx_reference.mjs then adds ONNX Runtime's outputs. Weights are random from a seed derived from the case name.
@@ -300,6 +302,101 @@ def opset7_clip_batchnorm(b, x):
     scale = b.const(b.rng.uniform(0.5, 1.5, 4).astype(np.float32))
     y = b.node("BatchNormalization", [y, scale, b.rand(4), b.rand(4), b.const(b.rng.uniform(0.5, 2, 4).astype(np.float32))])
     b.output(b.node("Clip", [y], min=0.0, max=1.0))
+
+
+# --- tensors of any rank: broadcasting arithmetic, element-wise functions, reductions, softmax, MatMul -------------
+
+@case(13, (2, 4, 5, 6))
+def layernorm_gelu_last_axis(b, x):
+    """ConvNeXt's block as exported, on the last axis (W) of a convolution's output instead of an NHWC tensor:
+    LayerNorm as ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div / Mul / Add, a MatMul by constant weights on
+    the 4-D tensor (plus its bias), GELU as Div / Erf / Add / Mul / Mul, a second MatMul and the layer scale Mul."""
+    y = b.conv(x, 4, 8, 3, pads=[1, 1, 1, 1])
+    mean = b.node("ReduceMean", [y], axes=[-1], keepdims=1)
+    d = b.node("Sub", [y, mean])
+    var = b.node("ReduceMean", [b.node("Pow", [d, b.const(np.float32(2.0))])], axes=[-1], keepdims=1)
+    std = b.node("Sqrt", [b.node("Add", [var, b.const(np.float32(1e-6))])])
+    n = b.node("Div", [d, std])
+    n = b.node("Add", [b.node("Mul", [n, b.rand(6, scale=2.0)]), b.rand(6)])
+    h = b.node("Add", [b.node("MatMul", [n, b.rand(6, 12, scale=0.5)]), b.rand(12)])
+    e = b.node("Erf", [b.node("Div", [h, b.const(np.float32(np.sqrt(2.0)))])])
+    g = b.node("Mul", [b.node("Mul", [h, b.node("Add", [e, b.const(np.float32(1.0))])]), b.const(np.float32(0.5))])
+    o = b.node("MatMul", [g, b.rand(12, 6, scale=0.3)])
+    b.output(b.node("Add", [y, b.node("Mul", [o, b.rand(6, scale=0.5)])]))
+
+
+@case(13, (2, 16, 4, 12))
+def yolo_dist2bbox(b, x):
+    """YOLOv8's head arithmetic on (N, 16, 4, A) and (N, 4, A) tensors: softmax over the 16 bins and their expected
+    value (DFL) as ReduceSum of a product, the boxes from anchors (constant first and second), a per-channel halving
+    of a rank-3 tensor, strides broadcast along the anchors, Sigmoid, Max / Min of tensors and constants, and
+    softmax / log-softmax over the other axes."""
+    p = b.node("Softmax", [x], axis=1)
+    bins = b.const(np.arange(16, dtype=np.float32).reshape(16, 1, 1))
+    dist = b.node("ReduceSum", [b.node("Mul", [p, bins]), b.const(np.array([1], dtype=np.int64))], keepdims=0)
+    anchors = b.const((b.rng.uniform(0, 12, size=(4, 12))).astype(np.float32))
+    lo = b.node("Sub", [anchors, dist])
+    hi = b.node("Add", [dist, anchors])
+    centre = b.node("Div", [b.node("Add", [lo, hi]), b.const(np.float32(2.0))])
+    size = b.node("Sub", [hi, lo])
+    strides = b.const(np.where(np.arange(12) < 8, 8.0, 16.0).astype(np.float32).reshape(1, 12))
+    b.output(b.node("Mul", [centre, strides]), rank=3)
+    b.output(b.node("Max", [b.node("Min", [size, b.const(np.float32(9.0))]), lo]), rank=3)
+    scores = b.node("Sigmoid", [b.node("ReduceMax", [x], axes=[2], keepdims=0)])  # (N, 16, A)
+    b.output(scores, rank=3)
+    b.output(b.node("Softmax", [x], axis=2))
+    b.output(b.node("LogSoftmax", [dist], axis=-1), rank=3)
+    b.output(b.node("Softmax", [dist], axis=1), rank=3)
+
+
+@case(13, (2, 3, 4, 5))
+def unary_functions(b, x):
+    """Every element-wise function on a 4-D tensor (positive arguments where they need them), Pow by a broadcast
+    exponent and by 0.5, Max with a broadcast constant, c / x."""
+    a = b.node("Add", [b.node("Abs", [x]), b.const(np.float32(0.5))])
+    b.output(b.node("Erf", [x]))
+    b.output(b.node("Exp", [b.node("Neg", [x])]))
+    b.output(b.node("Log", [a]))
+    b.output(b.node("Sqrt", [a]))
+    b.output(b.node("Reciprocal", [a]))
+    b.output(b.node("Floor", [x]))
+    b.output(b.node("Ceil", [x]))
+    b.output(b.node("Pow", [a, b.const(b.rng.uniform(0.5, 2.5, size=(4, 1)).astype(np.float32))]))
+    b.output(b.node("Pow", [a, b.const(np.float32(0.5))]))
+    b.output(b.node("Max", [x, b.rand(3, 1, 5)]))
+    b.output(b.node("Div", [b.rand(5), a]))
+
+
+@case(18, (2, 4, 5, 6))
+def reductions_any_axes(b, x):
+    """Opset 18: reductions over axes given as inputs, adjacent and not, keepdims both ways; ReduceSum's axes are an
+    input from opset 13."""
+    axes = lambda *a: b.const(np.array(a, dtype=np.int64))
+    b.output(b.node("ReduceMin", [x, axes(1, 3)], keepdims=1))
+    b.output(b.node("ReduceSum", [x, axes(1, 2)], keepdims=0), rank=2)
+    b.output(b.node("ReduceMax", [x, axes(-1)], keepdims=0), rank=3)
+    b.output(b.node("ReduceMean", [x, axes(1)], keepdims=1))
+    b.output(b.node("ReduceMean", [x, axes(2, 3, 1)], keepdims=0), rank=1)
+
+
+@case(13, (2, 3, 4, 4))
+def batched_matmul_attention(b, x):
+    """softmax(q k) v of two 4-D activations (no transpose: q and k are x times square weights), a batch broadcast
+    against a ReduceMean over axis 1, softmax over the last axis."""
+    q = b.node("MatMul", [x, b.rand(4, 4)])
+    k = b.node("MatMul", [x, b.rand(4, 4)])
+    attention = b.node("Softmax", [b.node("MatMul", [q, k])], axis=-1)
+    v = b.node("MatMul", [x, b.rand(4, 4)])
+    b.output(b.node("MatMul", [attention, v]))
+    b.output(b.node("MatMul", [q, b.node("ReduceMean", [v], axes=[1], keepdims=1)]))
+
+
+@case(11, (2, 3, 4, 5))
+def softmax_opset11_axes(b, x):
+    """Before opset 13 Softmax and LogSoftmax normalise over every axis from `axis` on (ONNX's 2-D coercion)."""
+    b.output(b.node("Softmax", [x], axis=2))
+    b.output(b.node("LogSoftmax", [x], axis=1))
+    b.output(b.node("Softmax", [x], axis=-1))
 
 
 def build(name, opset, input_shape, function, out):

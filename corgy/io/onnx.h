@@ -56,8 +56,9 @@ struct OnnxModel {
   const Variable& output(std::string_view name) const;
   const Variable& output(std::size_t k) const;
   /// Output k of the last forward's shape as the graph declares it: (N, F) for a 2-D output (a classifier's
-  /// (1, 1000), which corgy holds as (1, 1000, 1, 1)), else (N, C, H, W). What corgy-run --output writes and
-  /// the Python binding returns.
+  /// (1, 1000), which corgy holds as (1, 1000, 1, 1)); for another rank whose dimensions after the batch are known,
+  /// the declared dims with this forward's batch (a rank-3 (N, 4, A) is held as (N, 4, 1, A)); else (N, C, H, W).
+  /// What corgy-run --output writes and the Python binding returns.
   std::vector<std::int64_t> output_dims(std::size_t k) const;
   /// Checks that `shape` fits the graph input (the same rank's corgy shape, fixed dimensions equal); throws
   /// corgy::Error naming both otherwise.

@@ -12,6 +12,7 @@
 #include "corgy/error.h"
 #include "corgy/io/onnx.h"
 #include "corgy/io/onnx_graph.h"
+#include "corgy/io/onnx_math_ops.h"
 #include "corgy/layers/activation_layer.h"
 #include "corgy/layers/add.h"
 #include "corgy/layers/avgpool2d.h"
@@ -886,10 +887,14 @@ void map_gemm(Graph& g) {
       g, x, out, in, [&](float* weights) { write_weights(b, !trans_b, out, in, alpha, weights); }, std::move(bias));
 }
 
+/// A 2-D input times a constant matrix: Linear; anything else (any rank, two tensors): onnx_math_ops.cpp.
 void map_matmul(Graph& g) {
+  if (g.input_is_constant(0) || !g.input_is_constant(1) || g.tensor_input(0).dims.size() != 2 ||
+      g.constant_input(1, "the right-hand matrix").dims.size() != 2) {
+    return matmul_tensor(g);
+  }
   const Tensor& x = g.tensor_input(0);
   const Constant& b = g.constant_input(1, "the right-hand matrix");
-  if (b.dims.size() != 2) g.fail(fmt::format("right-hand side {} is not a matrix", dims_text(b.dims)));
   const std::int64_t out = b.dims[1];
   const std::int64_t in = b.dims[0];
   add_linear(
@@ -943,8 +948,9 @@ void map_instance_normalization(Graph& g) {
 
 // --- activations ---------------------------------------------------------------------------------------------------
 
+/// Element-wise, so on tensors of any rank.
 void activation_node(Graph& g, Activation activation) {
-  const Tensor& x = feature_input(g);
+  const Tensor& x = g.tensor_input(0);
   g.set_tensor_output(g.activate(x, activation));
 }
 
@@ -1002,16 +1008,16 @@ void map_prelu(Graph& g) {
   g.add_layer(std::move(layer), {x}, x.dims);
 }
 
+/// Over the channels of a 4-D or 2-D tensor: Softmax; over any other axis (or, before opset 13, the axes from
+/// `axis` on taken as one): SoftmaxAxis (onnx_math_ops.cpp).
 void map_softmax(Graph& g) {
-  const Tensor& x = feature_input(g);
+  const Tensor& x = g.tensor_input(0);
   const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", g.opset() >= 13 ? -1 : 1), x.dims.size());
   // Before opset 13 Softmax flattens everything from `axis` on: over the channels only when H = W = 1.
   const bool channels_only =
-      axis == 1 && (x.dims.size() == 2 || g.opset() >= 13 || (x.dims.size() == 4 && x.dims[2] == 1 && x.dims[3] == 1));
-  if (!channels_only) {
-    g.fail(fmt::format("softmax over axis {} of {}; corgy computes it over the channels (axis 1)", axis,
-                       dims_text(x.dims)));
-  }
+      axis == 1 &&
+      (x.dims.size() == 2 || (x.dims.size() == 4 && (g.opset() >= 13 || (x.dims[2] == 1 && x.dims[3] == 1))));
+  if (!channels_only) return softmax_tensor(g, x, axis, false);
   g.add_layer(Softmax(), {x}, x.dims);
 }
 
@@ -1069,12 +1075,13 @@ Constant fold_binary(const Graph& g, ElementwiseOp op, const Constant& a, const 
   return c;
 }
 
-/// x op c with c one value per channel (or a scalar): a per-channel scale and shift.
+/// x op c with c one value per channel (or a scalar) of a tensor of rank 2 to 4: a per-channel scale and shift;
+/// any other constant (and c / x) with NumPy broadcasting (onnx_math_ops.cpp).
 void binary_with_constant(Graph& g, ElementwiseOp op, const Tensor& x, const Constant& c, bool constant_first) {
-  const std::optional<std::vector<float>> values = g.per_channel(c, x);
-  if (!values) {
-    g.fail(fmt::format("constant operand {} varies along other axes than the channels of {}", dims_text(c.dims),
-                       dims_text(x.dims)));
+  const bool channel_axis = x.dims.size() >= 2 && x.dims.size() <= 4 && x.dims[1] > 0;
+  const std::optional<std::vector<float>> values = channel_axis ? g.per_channel(c, x) : std::nullopt;
+  if (!values || (op == ElementwiseOp::divide && constant_first)) {
+    return broadcast_binary_node(g, static_cast<BinaryOp>(op));
   }
   const std::size_t channels = values->size();
   std::vector<float> scale(channels, 1.0f), shift(channels, 0.0f);
@@ -1088,13 +1095,19 @@ void binary_with_constant(Graph& g, ElementwiseOp op, const Tensor& x, const Con
         shift[k] = constant_first ? v : -v;
         break;
       case ElementwiseOp::divide:
-        if (constant_first) g.fail("divides a constant by a computed tensor");
         scale[k] = 1.0f / v;
+        break;
         break;
     }
   }
   g.set_tensor_output(g.channel_affine(x, scale, shift));
 }
+
+// The general path takes Elementwise's operations as BinaryOp's of the same number.
+static_assert(static_cast<int>(ElementwiseOp::add) == static_cast<int>(BinaryOp::add) &&
+              static_cast<int>(ElementwiseOp::subtract) == static_cast<int>(BinaryOp::subtract) &&
+              static_cast<int>(ElementwiseOp::multiply) == static_cast<int>(BinaryOp::multiply) &&
+              static_cast<int>(ElementwiseOp::divide) == static_cast<int>(BinaryOp::divide));
 
 void binary_node(Graph& g, ElementwiseOp op) {
   const bool a_constant = g.input_is_constant(0);
@@ -1102,25 +1115,18 @@ void binary_node(Graph& g, ElementwiseOp op) {
   if (a_constant && b_constant) {
     return g.set_constant_output(fold_binary(g, op, g.constant_input(0, "A"), g.constant_input(1, "B")));
   }
-  if (b_constant) return binary_with_constant(g, op, feature_input(g, 0), g.constant_input(1, "B"), false);
-  if (a_constant) return binary_with_constant(g, op, feature_input(g, 1), g.constant_input(0, "A"), true);
-  Tensor a = feature_input(g, 0);
-  Tensor b = feature_input(g, 1);
-  if (a.dims.size() != b.dims.size()) {
-    g.fail(fmt::format("operands {} and {} differ in rank", dims_text(a.dims), dims_text(b.dims)));
-  }
+  if (b_constant) return binary_with_constant(g, op, g.tensor_input(0), g.constant_input(1, "B"), false);
+  if (a_constant) return binary_with_constant(g, op, g.tensor_input(1), g.constant_input(0, "A"), true);
+  Tensor a = g.tensor_input(0);
+  Tensor b = g.tensor_input(1);
   const bool commutes = op == ElementwiseOp::add || op == ElementwiseOp::multiply;
   auto one_per_plane = [](const Tensor& small, const Tensor& large) {
     return small.dims.size() == 4 && small.dims[0] == large.dims[0] && small.dims[1] == large.dims[1] &&
            small.dims[2] == 1 && small.dims[3] == 1;
   };
   if (a.dims != b.dims && commutes && one_per_plane(a, b) && !one_per_plane(b, a)) std::swap(a, b);
-  if (a.dims != b.dims && !one_per_plane(b, a)) {
-    g.fail(
-        fmt::format("operands {} and {}: corgy computes equal shapes, or a second operand with one value per "
-                    "channel (N, C, 1, 1)",
-                    dims_text(a.dims), dims_text(b.dims)));
-  }
+  // Anything but equal shapes and per-plane gates: NumPy broadcasting (onnx_math_ops.cpp).
+  if (a.dims != b.dims && !one_per_plane(b, a)) return broadcast_binary_node(g, static_cast<BinaryOp>(op));
   if (op == ElementwiseOp::add && a.dims == b.dims) return g.add_layer(Add(), {a, b}, a.dims);
   g.add_layer(Elementwise(op), {a, b}, a.dims);
 }
@@ -1220,21 +1226,27 @@ void global_pool(Graph& g, PoolKind kind, bool keep_dims) {
 void map_global_average_pool(Graph& g) { global_pool(g, PoolKind::average, true); }
 void map_global_max_pool(Graph& g) { global_pool(g, PoolKind::max, true); }
 
-/// ReduceMean / ReduceMax over the two spatial axes (PyTorch's x.mean([2, 3])): a global pool.
-void reduce_node(Graph& g, PoolKind kind) {
-  const Tensor& x = image_input(g);
-  Dims axes = axes_of(g, 18);
+/// ReduceMean / ReduceMax over the two spatial axes of a 4-D tensor (PyTorch's x.mean([2, 3])): a global pool; any
+/// other reduction over axes but the batch: ReduceAxis layers (onnx_math_ops.cpp). Axes are an input from opset 18
+/// (ReduceSum: 13).
+void reduce_node(Graph& g, ReduceOp op) {
+  const Tensor& x = g.tensor_input(0);
+  Dims axes = axes_of(g, op == ReduceOp::sum ? 13 : 18);
   if (axes.empty() && g.attribute_int("noop_with_empty_axes", 0) != 0) return g.set_alias_output(0, x.dims);
-  for (std::int64_t& axis : axes) axis = normalize_axis(g, axis, 4);
-  std::sort(axes.begin(), axes.end());
-  if (axes != Dims{2, 3}) {
-    g.fail(fmt::format("reduces over axes {}; corgy reduces over the spatial axes (2, 3)", dims_text(axes)));
+  const bool keep_dims = g.attribute_int("keepdims", 1) != 0;
+  Dims spatial = axes;
+  for (std::int64_t& axis : spatial) axis = normalize_axis(g, axis, x.dims.size());
+  std::sort(spatial.begin(), spatial.end());
+  if (x.dims.size() == 4 && spatial == Dims{2, 3} && (op == ReduceOp::mean || op == ReduceOp::max)) {
+    return global_pool(g, op == ReduceOp::mean ? PoolKind::average : PoolKind::max, keep_dims);
   }
-  global_pool(g, kind, g.attribute_int("keepdims", 1) != 0);
+  reduce_tensor(g, op, x, axes, keep_dims);
 }
 
-void map_reduce_mean(Graph& g) { reduce_node(g, PoolKind::average); }
-void map_reduce_max(Graph& g) { reduce_node(g, PoolKind::max); }
+void map_reduce_mean(Graph& g) { reduce_node(g, ReduceOp::mean); }
+void map_reduce_max(Graph& g) { reduce_node(g, ReduceOp::max); }
+void map_reduce_min(Graph& g) { reduce_node(g, ReduceOp::min); }
+void map_reduce_sum(Graph& g) { reduce_node(g, ReduceOp::sum); }
 
 // --- resizing and padding ------------------------------------------------------------------------------------------
 
@@ -1447,14 +1459,17 @@ constexpr int last = onnx_max_opset;
 
 /// Sorted by op type (find_operator searches it by halves).
 constexpr OperatorMapping table[] = {
+    {"Abs", first, last, map_abs, "Unary abs (tensors of any rank); constants"},
     {"Add", first, last, map_add,
      "Add (residuals; an activation after it is fused), a per-channel scale and shift with a constant (folded into "
-     "the convolution before it), Elementwise for a second operand (N, C, 1, 1)"},
+     "the convolution before it), Elementwise for a second operand (N, C, 1, 1); any other shapes or constant with "
+     "NumPy broadcasting (BroadcastBinary, any rank)"},
     {"AveragePool", first, last, map_average_pool,
      "AvgPool2d: square kernels, equal strides, explicit or auto pads, ceil_mode, count_include_pad both ways"},
     {"BatchNormalization", first, last, map_batch_normalization,
      "folded into the convolution before it; elsewhere a per-channel scale and shift; inference mode only"},
     {"Cast", first, last, map_cast, "constants; to float on tensors (a no-op)"},
+    {"Ceil", first, last, map_ceil, "Unary ceil (tensors of any rank); constants"},
     {"Clip", first, last, map_clip, "ReLU (min 0), clipped ReLU / ReLU6 (min 0, max m), fused; other minimums fail"},
     {"Concat", first, last, map_concat, "Concat along the channels (axis 1); 1-D constants"},
     {"Constant", first, last, map_constant, "a constant (value, value_float(s), value_int(s))"},
@@ -1465,9 +1480,14 @@ constexpr OperatorMapping table[] = {
     {"ConvTranspose", first, last, map_conv_transpose,
      "ConvTranspose2d: 2-D, strides, dilations, group, pads per side, output_padding, output_shape (even total "
      "padding); auto_pad NOTSET or VALID; constant weights"},
-    {"Div", first, last, map_div, "a per-channel scale by a constant; Elementwise for tensors"},
+    {"Div", first, last, map_div,
+     "a per-channel scale by a constant; Elementwise for tensors; BroadcastBinary for the rest (NumPy broadcasting, "
+     "any rank, c / x)"},
     {"Dropout", first, last, map_identity, "nothing (inference); the mask output must be unread"},
+    {"Erf", first, last, map_erf, "Unary erf (tensors of any rank; GELU's exact form); constants"},
+    {"Exp", first, last, map_exp, "Unary exp (tensors of any rank); constants"},
     {"Flatten", first, last, map_flatten, "Flatten (axis 1)"},
+    {"Floor", first, last, map_floor, "Unary floor (tensors of any rank); constants"},
     {"Gather", first, last, map_gather, "constants only (an index into a shape)"},
     {"Gemm", first, last, map_gemm,
      "Linear: constant B (either transB), alpha and beta folded, C one value per output; transA = 0"},
@@ -1479,16 +1499,36 @@ constexpr OperatorMapping table[] = {
     {"InstanceNormalization", first, last, map_instance_normalization,
      "InstanceNorm (an activation after it is fused)"},
     {"LeakyRelu", first, last, map_leaky_relu, "leaky ReLU activation, fused"},
-    {"MatMul", first, last, map_matmul, "Linear without bias: a 2-D input times a constant 2-D matrix"},
+    {"Log", first, last, map_log, "Unary log (tensors of any rank); constants"},
+    {"LogSoftmax", first, last, map_log_softmax,
+     "SoftmaxAxis with the logarithm: any axis but the batch (before opset 13 the axes from `axis` on as one)"},
+    {"MatMul", first, last, map_matmul,
+     "Linear without bias: a 2-D input times a constant 2-D matrix; TensorLinear for a rank 3-6 input (the GEMM over "
+     "its rows); BatchedMatmul for two tensors of one rank (batch axes broadcast)"},
+    {"Max", first, last, map_max, "BroadcastBinary maximum (NumPy broadcasting, any rank), one or two inputs"},
     {"MaxPool", first, last, map_max_pool,
      "MaxPool2d: square kernels, equal strides, explicit or auto pads, ceil_mode; no dilations, Indices unread"},
+    {"Min", first, last, map_min, "BroadcastBinary minimum (NumPy broadcasting, any rank), one or two inputs"},
     {"Mul", first, last, map_mul,
      "a per-channel scale by a constant (folded into the convolution before it); Elementwise for tensors, the second "
-     "equal in shape or (N, C, 1, 1)"},
+     "equal in shape or (N, C, 1, 1); BroadcastBinary for the rest (NumPy broadcasting, any rank)"},
+    {"Neg", first, last, map_neg, "Unary neg (tensors of any rank); constants"},
     {"PRelu", first, last, map_prelu, "PReLU with a slope per channel; leaky ReLU for one slope"},
     {"Pad", first, last, map_pad, "Pad: constant (with its value), reflect, edge; height and width only, no cropping"},
-    {"ReduceMax", first, last, map_reduce_max, "a global max pool: axes (2, 3), keepdims either way"},
-    {"ReduceMean", first, last, map_reduce_mean, "a global average pool: axes (2, 3), keepdims either way"},
+    {"Pow", first, last, map_pow,
+     "Unary square / sqrt for a constant exponent 2 / 0.5, else BroadcastBinary power (NumPy broadcasting, any "
+     "rank); constants"},
+    {"Reciprocal", first, last, map_reciprocal, "Unary reciprocal (tensors of any rank); constants"},
+    {"ReduceMax", first, last, map_reduce_max,
+     "a global max pool for axes (2, 3) of a 4-D tensor; ReduceAxis over any other axes but the batch, "
+     "keepdims either way"},
+    {"ReduceMean", first, last, map_reduce_mean,
+     "a global average pool for axes (2, 3) of a 4-D tensor; ReduceAxis over any other axes but the "
+     "batch, keepdims either way"},
+    {"ReduceMin", first, last, map_reduce_min,
+     "ReduceAxis min over any axes but the batch (one layer per run of adjacent axes), keepdims either way"},
+    {"ReduceSum", first, last, map_reduce_sum,
+     "ReduceAxis sum over any axes but the batch (one layer per run of adjacent axes), keepdims either way"},
     {"Relu", first, last, map_relu, "ReLU activation, fused into the layer before"},
     {"Reshape", first, last, map_reshape,
      "a view when only axes of size 1 change, a Flatten for (N, C, H, W) to (N, C*H*W); constants"},
@@ -1500,10 +1540,15 @@ constexpr OperatorMapping table[] = {
     {"Sigmoid", first, last, map_sigmoid, "sigmoid activation, fused"},
     {"Slice", first, last, map_slice,
      "a range of channels of a tensor (ChannelSlice; other axes whole, positive step); any slice of a constant"},
-    {"Softmax", first, last, map_softmax, "Softmax over the channels (axis 1)"},
+    {"Softmax", first, last, map_softmax,
+     "Softmax over the channels (axis 1) of a 4-D or 2-D tensor; SoftmaxAxis over any other axis but the batch (before "
+     "opset 13 the axes from `axis` on as one)"},
     {"Split", first, last, map_split, "channel ranges of a tensor (a ChannelSlice per output)"},
+    {"Sqrt", first, last, map_sqrt, "Unary sqrt (tensors of any rank); constants"},
     {"Squeeze", first, last, map_squeeze, "a view (axes of size 1 after the channels); constants"},
-    {"Sub", first, last, map_sub, "a per-channel shift by a constant (x - c, c - x); Elementwise for tensors"},
+    {"Sub", first, last, map_sub,
+     "a per-channel shift by a constant (x - c, c - x); Elementwise for tensors; BroadcastBinary for the rest (NumPy "
+     "broadcasting, any rank)"},
     {"Tanh", first, last, map_tanh, "tanh activation, fused"},
     {"Transpose", first, last, map_transpose,
      "a channel shuffle, (N, g, C/g, H, W) with perm (0, 2, 1, 3, 4) (ChannelShuffle); any transpose of a constant"},
