@@ -369,6 +369,12 @@ class Backend {
   /// (inner x cols) matrices packed one after another, output (rows x cols) per batch index.
   virtual void batched_matmul(const BatchedMatmulDesc& desc, const Variable& a, const Variable& b,
                               Variable& output) = 0;
+  /// Layer normalisation of input, read as (axis.outer, axis.length, axis.inner), along its middle axis: each line of
+  /// `length` values is normalised by its own mean and biased variance, output = (x - mean) / sqrt(variance +
+  /// epsilon) * scale[l] + shift[l] at position l of the line; scale and shift hold `length` values. ConvNeXt's
+  /// LayerNorm over the last axis (inner 1) and over the channels of (N, C, H, W) (inner H * W).
+  virtual void layer_norm(const AxisExtent& axis, float epsilon, const Variable& scale, const Variable& shift,
+                          const Variable& input, Variable& output) = 0;
 };
 
 /// Names of the backends built into this library, in order of preference for "auto" (best first).

@@ -38,6 +38,7 @@
 #include "corgy/layers/fused_conv2d.h"
 #include "corgy/layers/instance_norm.h"
 #include "corgy/layers/inverted_residual.h"
+#include "corgy/layers/layer_norm.h"
 #include "corgy/layers/leaky_relu.h"
 #include "corgy/layers/linear.h"
 #include "corgy/layers/maxpool2d.h"

@@ -49,6 +49,8 @@ std::string_view unary_op_name(UnaryOp op) {
     case UnaryOp::floor: return "floor";
     case UnaryOp::ceil: return "ceil";
     case UnaryOp::square: return "square";
+    case UnaryOp::gelu: return "gelu";
+    case UnaryOp::gelu_tanh: return "gelu_tanh";
   }
   return "?";
 }
@@ -184,6 +186,10 @@ TensorDims BatchedMatmulDesc::output_dims(const TensorDims& a, const TensorDims&
   return out;
 }
 
+float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+
+float gelu_tanh(float x) { return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x))); }
+
 float apply(BinaryOp op, float a, float b) {
   switch (op) {
     case BinaryOp::add: return a + b;
@@ -209,6 +215,8 @@ float apply(UnaryOp op, float x) {
     case UnaryOp::floor: return std::floor(x);
     case UnaryOp::ceil: return std::ceil(x);
     case UnaryOp::square: return x * x;
+    case UnaryOp::gelu: return gelu(x);
+    case UnaryOp::gelu_tanh: return gelu_tanh(x);
   }
   return 0.0f;
 }

@@ -16,8 +16,10 @@ namespace corgy {
 /// The arithmetic of Backend::broadcast_binary: a + b, a - b, a * b, a / b, pow(a, b), min(a, b), max(a, b).
 enum class BinaryOp { add, subtract, multiply, divide, power, minimum, maximum };
 
-/// The functions of Backend::unary: sqrt, erf, exp, natural log, -x, |x|, 1 / x, floor, ceil, x * x.
-enum class UnaryOp { sqrt, erf, exp, log, neg, abs, reciprocal, floor, ceil, square };
+/// The functions of Backend::unary: sqrt, erf, exp, natural log, -x, |x|, 1 / x, floor, ceil, x * x, and GELU
+/// (Hendrycks and Gimpel 2016) exact, x / 2 * (1 + erf(x / sqrt(2))), and in its tanh form,
+/// x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) (PyTorch's approximate='tanh').
+enum class UnaryOp { sqrt, erf, exp, log, neg, abs, reciprocal, floor, ceil, square, gelu, gelu_tanh };
 
 /// The reductions of Backend::reduce_axis.
 enum class ReduceOp { mean, sum, max, min };
@@ -84,5 +86,8 @@ struct BatchedMatmulDesc {
 /// The element-wise value of each operation in float, as the naive backend and the tests compute it.
 float apply(BinaryOp op, float a, float b);
 float apply(UnaryOp op, float x);
+/// GELU exact and in its tanh form (UnaryOp::gelu, gelu_tanh).
+float gelu(float x);
+float gelu_tanh(float x);
 
 }  // namespace corgy

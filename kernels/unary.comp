@@ -1,6 +1,6 @@
 #version 450
 // unary: output = f(input) element-wise (corgy::Backend::unary, corgy::UnaryOp): sqrt, erf, exp, log, -x, |x|,
-// 1 / x, floor, ceil, x * x. One thread per value.
+// 1 / x, floor, ceil, x * x, GELU exact and in its tanh form. One thread per value.
 #extension GL_GOOGLE_include_directive : require
 #include "tensor_storage.glsl"
 
@@ -20,6 +20,8 @@ const uint OP_RECIPROCAL = 6;
 const uint OP_FLOOR = 7;
 const uint OP_CEIL = 8;
 const uint OP_SQUARE = 9;
+const uint OP_GELU = 10;
+const uint OP_GELU_TANH = 11;
 
 // Mirrors corgy::vulkan::UnaryParams.
 layout(push_constant) uniform Params {
@@ -57,8 +59,14 @@ void main() {
       r = floor(x);
     } else if (p.op == OP_CEIL) {
       r = ceil(x);
-    } else {
+    } else if (p.op == OP_SQUARE) {
       r = x * x;
+    } else if (p.op == OP_GELU) {
+      r = 0.5 * x * (1.0 + erf_approx(x * 0.70710678));
+    } else {
+      // tanh(u) = 1 - 2 / (exp(2u) + 1), with u clamped: exp overflows past |u| ~ 44, where tanh is +-1 in float.
+      const float u = clamp(0.79788456 * (x + 0.044715 * x * x * x), -20.0, 20.0);
+      r = 0.5 * x * (2.0 - 2.0 / (exp(2.0 * u) + 1.0));
     }
     store_result(i, r);
   }

@@ -350,6 +350,89 @@ TEST_P(FusionOnBackend, EveryRewriteAgreesWithTheUnfusedLayers) {
   for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
 }
 
+/// ConvNeXt's LayerNorm over the last axis (scale and shift as broadcast constants), GELU (its scalar steps as
+/// ChannelAffine layers) and the channels-first LayerNorm (scale and shift as one ChannelAffine), as the ONNX loader
+/// maps the exported chains; the ChannelAffine constants are set by set_gelu_and_norm_constants().
+Sequential gelu_and_layer_norms() {
+  const TensorDims d{2, 8, 5, 6}, rows{2, 8, 5, 1}, planes{2, 1, 5, 6};
+  Sequential model;
+  const int c = model.add(Conv2d({.in_channels = 4, .out_channels = 8, .kernel = 3, .padding = 1}));      // 0
+  const int mean = model.add(ReduceAxis(ReduceOp::mean, d, 3, 3, true));                                  // 1
+  const int centred = model.add(BroadcastBinary(BinaryOp::subtract, d, rows), {c, mean});                 // 2
+  model.add(Unary(UnaryOp::square));                                                                      // 3
+  model.add(ReduceAxis(ReduceOp::mean, d, 3, 3, true));                                                   // 4
+  model.add(BroadcastBinary::with_constant(BinaryOp::add, rows, {1}, std::vector<float>{1e-5f}, false));  // 5
+  const int deviation = model.add(Unary(UnaryOp::sqrt));                                                  // 6
+  model.add(BroadcastBinary(BinaryOp::divide, d, rows), {centred, deviation});                            // 7
+  const std::vector<float> gamma{0.5f, 1.5f, -1.0f, 2.0f, 0.25f, 1.0f};
+  const std::vector<float> beta{0.1f, -0.2f, 0.3f, 0.0f, 0.5f, -1.0f};
+  model.add(BroadcastBinary::with_constant(BinaryOp::multiply, d, {6}, gamma, false));                  // 8
+  const int h = model.add(BroadcastBinary::with_constant(BinaryOp::add, d, {1, 1, 1, 6}, beta, true));  // 9
+  model.add(ChannelAffine(8), {h});                                               // 10: x / sqrt(2)
+  model.add(Unary(UnaryOp::erf));                                                 // 11
+  const int plus_one = model.add(ChannelAffine(8));                               // 12: + 1
+  model.add(Elementwise(ElementwiseOp::multiply), {h, plus_one});                 // 13
+  const int g = model.add(ChannelAffine(8));                                      // 14: * 0.5
+  const int channel_mean = model.add(ReduceAxis(ReduceOp::mean, d, 1, 1, true));  // 15
+  const int channel_centred = model.add(BroadcastBinary(BinaryOp::subtract, d, planes), {g, channel_mean});  // 16
+  model.add(Unary(UnaryOp::square));                                                                         // 17
+  model.add(ReduceAxis(ReduceOp::mean, d, 1, 1, true));                                                      // 18
+  model.add(ChannelAffine(1));                                                                    // 19: + 1e-6
+  const int channel_deviation = model.add(Unary(UnaryOp::sqrt));                                  // 20
+  model.add(BroadcastBinary(BinaryOp::divide, d, planes), {channel_centred, channel_deviation});  // 21
+  model.add(ChannelAffine(8));                                                                    // 22: scale, shift
+  model.add(Conv2d({.in_channels = 8, .out_channels = 4, .kernel = 1}));                          // 23
+  return model;
+}
+
+void set_gelu_and_norm_constants(Sequential& model) {
+  const auto set = [&](int layer, int channels, float scale, float shift) {
+    dynamic_cast<ChannelAffine&>(model.layer(layer))
+        .set_parameters(std::vector<float>(static_cast<std::size_t>(channels), scale),
+                        std::vector<float>(static_cast<std::size_t>(channels), shift));
+  };
+  set(10, 8, 1.0f / std::sqrt(2.0f), 0.0f);
+  set(12, 8, 1.0f, 1.0f);
+  set(14, 8, 0.5f, 0.0f);
+  set(19, 1, 1.0f, 1e-6f);
+  std::vector<float> scale(8), shift(8);
+  for (std::size_t k = 0; k < 8; ++k) {
+    scale[k] = 0.5f + 0.25f * static_cast<float>(k);
+    shift[k] = 0.1f * static_cast<float>(k) - 0.3f;
+  }
+  dynamic_cast<ChannelAffine&>(model.layer(22)).set_parameters(scale, shift);
+}
+
+TEST(Fusion, TurnsExportedGeluAndLayerNormsIntoOneLayerEach) {
+  Sequential model = gelu_and_layer_norms();
+  set_gelu_and_norm_constants(model);
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18, 19, 20, 21}));
+  EXPECT_EQ(graph.nodes[9].layer->describe(), "layer_norm (2, 8, 5, 6) axis 3 eps 1e-05");
+  EXPECT_EQ(graph.nodes[9].inputs, std::vector<int>{0});
+  EXPECT_EQ(graph.nodes[14].layer->describe(), "unary gelu");
+  EXPECT_EQ(graph.nodes[14].inputs, std::vector<int>{9});
+  EXPECT_EQ(graph.nodes[22].layer->describe(), "layer_norm (2, 8, 5, 6) axis 1 eps 1e-06");
+  EXPECT_EQ(graph.nodes[22].inputs, std::vector<int>{14});
+  // The scale and shift came along: the channels-first norm's from the ChannelAffine, the other's from the constants.
+  const auto& channels_first = dynamic_cast<const LayerNorm&>(*graph.nodes[22].layer);
+  EXPECT_FLOAT_EQ(channels_first.scale().data()[3], 1.25f);
+  EXPECT_FLOAT_EQ(channels_first.shift().data()[3], 0.0f);
+  const auto& last_axis = dynamic_cast<const LayerNorm&>(*graph.nodes[9].layer);
+  EXPECT_FLOAT_EQ(last_axis.scale().data()[2], -1.0f);
+  EXPECT_FLOAT_EQ(last_axis.shift().data()[4], 0.5f);
+
+  // A GELU whose x / sqrt(2) is another constant stays as it is, and so does a norm whose centred value is kept.
+  dynamic_cast<ChannelAffine&>(model.layer(10))
+      .set_parameters(std::vector<float>(8, 0.7f), std::vector<float>(8, 0.0f));
+  std::vector<FusionNode> nodes = nodes_of(model);
+  nodes[2].keep = true;
+  const FusedGraph kept = fuse_layers(std::move(nodes));
+  EXPECT_EQ(kept.nodes[14].layer->type(), "channel_affine");
+  EXPECT_EQ(kept.nodes[9].layer->type(), "broadcast_binary");
+  EXPECT_EQ(kept.nodes[22].layer->type(), "layer_norm");
+}
+
 TEST_P(FusionOnBackend, HardSwishRewriteAgreesWithTheUnfusedLayers) {
   std::mt19937 rng(23);
   Sequential model = hard_swish_block();
@@ -365,6 +448,25 @@ TEST_P(FusionOnBackend, HardSwishRewriteAgreesWithTheUnfusedLayers) {
   const Variable unfused = model.forward(input).clone();
   model.set_fusion(true);
   for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+}
+
+TEST_P(FusionOnBackend, GeluAndLayerNormRewritesAgreeWithTheUnfusedLayers) {
+  std::mt19937 rng(29);
+  Sequential model = gelu_and_layer_norms();
+  randomize_parameters(model, rng);
+  set_gelu_and_norm_constants(model);  // randomize_parameters also randomizes the affine steps
+  const Variable input = random_variable({2, 4, 5, 6}, rng, 2.0f);
+  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_fusion(false);
+  const Variable unfused = model.forward(input).clone();
+  model.set_fusion(true);
+  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+  // A batch of 3: the layers of any rank take it from their input.
+  const Variable three = random_variable({3, 4, 5, 6}, rng, 2.0f);
+  model.set_fusion(false);
+  const Variable unfused_three = model.forward(three).clone();
+  model.set_fusion(true);
+  EXPECT_TRUE(outputs_match(model.forward(three), unfused_three));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryBackend, FusionOnBackend, ::testing::ValuesIn(all_backends()),

@@ -763,8 +763,8 @@ void add_tensor_math_cases(std::vector<LayerCase>& cases) {
                      m.add(Unary(UnaryOp::abs));
                      m.add(BroadcastBinary::with_constant(BinaryOp::power, r3, {7, 1}, values(7, 0.5f, 3.0f), false));
                    }});
-  for (UnaryOp op :
-       {UnaryOp::erf, UnaryOp::exp, UnaryOp::neg, UnaryOp::abs, UnaryOp::floor, UnaryOp::ceil, UnaryOp::square}) {
+  for (UnaryOp op : {UnaryOp::erf, UnaryOp::exp, UnaryOp::neg, UnaryOp::abs, UnaryOp::floor, UnaryOp::ceil,
+                     UnaryOp::square, UnaryOp::gelu, UnaryOp::gelu_tanh}) {
     cases.push_back({fmt::format("unary {} (3, 7, 1, 11)", unary_op_name(op)), r3.folded(),
                      [op](Sequential& m) { m.add(Unary(op)); }});
   }
@@ -799,6 +799,19 @@ void add_tensor_math_cases(std::vector<LayerCase>& cases) {
            {r5, 1, false}, {r5, 2, false}, {r5, 4, true}, {r3, 2, false}, {r6, 3, true}, {{2, 16, 4, 9}, 1, false}}) {
     cases.push_back({fmt::format("{} {} axis {}", log ? "log_softmax" : "softmax", dims.str(), axis), dims.folded(),
                      [dims, axis, log](Sequential& m) { m.add(SoftmaxAxis(dims, axis, log)); }});
+  }
+  // LayerNorm over the last axis, the channels (inner H * W) and a middle axis of a rank-5 tensor.
+  for (const auto& [dims, axis] :
+       std::vector<std::pair<TensorDims, int>>{{r3, 2}, {{2, 8, 5, 6}, 1}, {r5, 2}, {{1, 5, 5, 48}, 3}}) {
+    cases.push_back(
+        {fmt::format("layer_norm {} axis {}", dims.str(), axis), dims.folded(), [dims, axis, values](Sequential& m) {
+           LayerNorm norm(dims, axis, 1e-5f);
+           const auto length = static_cast<std::size_t>(dims[axis]);
+           std::vector<float> shift = values(length + 1, -0.5f, 0.5f);  // another seed than the scale's
+           shift.pop_back();
+           norm.set_parameters(values(length, 0.5f, 1.5f), shift);
+           m.add(std::move(norm));
+         }});
   }
   // x @ x of square matrices with the batch axis 1 broadcast on one side, and rectangular products of rank 5.
   cases.push_back({"batched matmul (2, 3, 4, 4) x (2, 1, 4, 4)", {2, 3, 4, 4}, [](Sequential& m) {

@@ -7,6 +7,7 @@
 // case loads, runs on each backend and must match every output within 1e-4 of its largest magnitude. The error cases
 // build broken models with the ONNX protobuf classes themselves.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "corgy/model/fusion.h"
 #include "test_util.h"
 
 namespace corgy::testing {
@@ -101,6 +103,25 @@ TEST(OnnxModels, ShuffleNetUnitsBecomeChannelShufflesAndSlices) {
   }
   EXPECT_EQ(shuffles, 2);
   EXPECT_EQ(slices, 2 + 3);
+}
+
+TEST(OnnxModels, ConvNeXtStyleBlockFusesIntoLayerNormAndGelu) {
+  // The exported LayerNorm (ReduceMean ... Add) and GELU (Div, Erf, Add, Mul, Mul) map to layers of any rank that the
+  // model-level rewrites turn into one LayerNorm and one GELU; MatMul by weights on the 4-D tensor, TensorLinear.
+  OnnxModel net = load_onnx(fixture_path("onnx/op_layernorm_gelu_last_axis/model.onnx"));
+  std::vector<FusionNode> nodes;
+  for (int i = 0; i < net.model.size(); ++i) {
+    nodes.push_back({&net.model.layer(i), net.model.inputs_of(i), i + 1 == net.model.size()});
+  }
+  std::vector<std::string> computed;
+  const FusedGraph graph = fuse_layers(std::move(nodes));
+  for (const FusionNode& node : graph.nodes) {
+    if (!node.absorbed) computed.push_back(std::string(node.layer->type()));
+  }
+  EXPECT_EQ(std::count(computed.begin(), computed.end(), "layer_norm"), 1)
+      << fmt::format("{}", fmt::join(computed, ", "));
+  EXPECT_EQ(std::count(computed.begin(), computed.end(), "unary"), 1) << fmt::format("{}", fmt::join(computed, ", "));
+  EXPECT_EQ(std::count(computed.begin(), computed.end(), "tensor_linear"), 2);
 }
 
 TEST(OnnxModels, RunAnyBatchButCheckFixedDimensions) {

@@ -446,6 +446,19 @@ void add_tensor_math_cases(std::vector<FixtureCase>& cases) {
     const int mean = m.add(ReduceAxis(ReduceOp::mean, {2, 3, 5, 5}, 1, 1, true));
     m.add(BatchedMatmul({2, 3, 5, 5}, {2, 1, 5, 5}), {Sequential::model_input, mean});
   }));
+  cases.push_back(with_files("gelu_exact_and_tanh_rank3", [](Sequential& m, const CaseFiles&) {
+    const int exact = m.add(Unary(UnaryOp::gelu), {Sequential::model_input});
+    const int tanh_form = m.add(Unary(UnaryOp::gelu_tanh), {Sequential::model_input});
+    m.add(Concat(), {exact, tanh_form});
+  }));
+  for (const auto& [name, dims, axis, epsilon] : std::vector<std::tuple<std::string, TensorDims, int, float>>{
+           {"layer_norm_last_axis", {2, 3, 5, 6}, 3, 1e-5f}, {"layer_norm_channels_first", {2, 5, 4, 3}, 1, 1e-6f}}) {
+    cases.push_back(with_files(name, [dims, axis, epsilon](Sequential& m, const CaseFiles& f) {
+      LayerNorm norm(dims, axis, epsilon);
+      norm.set_parameters(f.load("weight").values(), f.load("bias").values());
+      m.add(std::move(norm));
+    }));
+  }
   cases.push_back(with_files("tensor_linear_rank4", [](Sequential& m, const CaseFiles& f) {
     TensorLinear layer({2, 5, 5, 8}, {.in_features = 8, .out_features = 6});
     load_weights(layer.linear(), f, "weight");

@@ -543,6 +543,28 @@ def tensor_linear_rank4():
                        bias=randn(6, scale=0.5))
 
 
+@case("F.gelu(input (3, 7, 11)) and F.gelu(input, approximate='tanh') concatenated along dim 1")
+def gelu_exact_and_tanh_rank3():
+    return tensor_case(randn(3, 7, 11, scale=2.0),
+                       lambda x, p: torch.cat([F.gelu(x), F.gelu(x, approximate="tanh")], dim=1))
+
+
+@case("F.layer_norm(input (2, 3, 5, 6), (6,), weight (6), bias (6), eps=1e-5)")
+def layer_norm_last_axis():
+    return tensor_case(randn(2, 3, 5, 6, scale=2.0), lambda x, p: F.layer_norm(x, (6,), p["weight"], p["bias"], 1e-5),
+                       weight=uniform(6, low=0.5, high=1.5), bias=randn(6, scale=0.5))
+
+
+@case("ConvNeXt's channels-first LayerNorm of input (2, 5, 4, 3): (x - u) / sqrt(s + 1e-6) * weight[:, None, None] + "
+      "bias[:, None, None], u and s the mean and biased variance over dim 1")
+def layer_norm_channels_first():
+    def norm(x, p):
+        u = x.mean(1, keepdim=True)
+        s = (x - u).pow(2).mean(1, keepdim=True)
+        return (x - u) / torch.sqrt(s + 1e-6) * p["weight"][:, None, None] + p["bias"][:, None, None]
+    return tensor_case(randn(2, 5, 4, 3, scale=2.0), norm, weight=uniform(5, low=0.5, high=1.5), bias=randn(5, scale=0.5))
+
+
 # --- a small network mixing the layers above --------------------------------------------------------------------
 
 class SmallNet(torch.nn.Module):

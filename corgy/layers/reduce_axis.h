@@ -24,6 +24,10 @@ class ReduceAxis final : public Layer {
   /// The output's dims for the graph's batch.
   TensorDims output_dims() const { return output_dims_; }
   ReduceOp op() const { return op_; }
+  const TensorDims& input_dims() const { return dims_; }
+  int first_axis() const { return first_; }
+  int last_axis() const { return last_; }
+  bool keeps_dims() const { return output_dims_.rank == dims_.rank; }
 
  private:
   ReduceOp op_;

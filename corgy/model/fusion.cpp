@@ -7,14 +7,18 @@
 #include "corgy/layers/activation_layer.h"
 #include "corgy/layers/add.h"
 #include "corgy/layers/avgpool2d.h"
+#include "corgy/layers/broadcast_binary.h"
 #include "corgy/layers/channel_affine.h"
 #include "corgy/layers/conv2d.h"
 #include "corgy/layers/conv2d_maxpool.h"
 #include "corgy/layers/elementwise.h"
 #include "corgy/layers/fused_conv2d.h"
 #include "corgy/layers/inverted_residual.h"
+#include "corgy/layers/layer_norm.h"
 #include "corgy/layers/maxpool2d.h"
+#include "corgy/layers/reduce_axis.h"
 #include "corgy/layers/squeeze_excite.h"
+#include "corgy/layers/unary.h"
 
 namespace corgy {
 
@@ -37,6 +41,7 @@ class Rewriter {
   explicit Rewriter(FusedGraph& graph) : graph_(graph), readers_(count_readers(graph.nodes)) {}
 
   FusionNode& node(int i) { return graph_.nodes[i]; }
+  const FusionNode& graph_node(int i) const { return graph_.nodes[i]; }
   int size() const { return static_cast<int>(graph_.nodes.size()); }
 
   /// Node i is a live layer of type L (null when it is not, or it is the model input).
@@ -271,13 +276,175 @@ void fuse_inverted_residuals(Rewriter& r) {
   }
 }
 
+/// y = x * scale + shift with one scale and one shift for every value: a ChannelAffine without activation whose
+/// values are all equal, or a BroadcastBinary add, subtract, multiply or divide by a one-value constant (how an
+/// exported graph's `x / 1.4142`, `+ 1`, `* 0.5`, `+ 1e-5` arrive). The pair, or nullopt.
+std::optional<std::pair<float, float>> scalar_affine(const Rewriter& r, int i) {
+  if (const auto* affine = r.as<ChannelAffine>(i); affine && affine->activation().kind == ActivationKind::none) {
+    const std::span<const float> scale = affine->scale().values();
+    const std::span<const float> shift = affine->shift().values();
+    if (std::all_of(scale.begin(), scale.end(), [&](float s) { return s == scale[0]; }) &&
+        std::all_of(shift.begin(), shift.end(), [&](float t) { return t == shift[0]; })) {
+      return std::pair{scale[0], shift[0]};
+    }
+    return std::nullopt;
+  }
+  const auto* binary = r.as<BroadcastBinary>(i);
+  if (!binary || !binary->constant() || binary->constant()->count() != 1) return std::nullopt;
+  const float c = binary->constant()->data()[0];
+  switch (binary->op()) {
+    case BinaryOp::add: return std::pair{1.0f, c};
+    case BinaryOp::subtract: return binary->constant_first() ? std::pair{-1.0f, c} : std::pair{1.0f, -c};
+    case BinaryOp::multiply: return std::pair{c, 0.0f};
+    case BinaryOp::divide:
+      if (binary->constant_first()) return std::nullopt;
+      return std::pair{1.0f / c, 0.0f};
+    default: return std::nullopt;
+  }
+}
+
+/// Node i is a product of two tensors of one shape (Elementwise multiply, or BroadcastBinary multiply of equal dims).
+bool is_product_of_equals(const Rewriter& r, int i) {
+  if (const auto* e = r.as<Elementwise>(i))
+    return e->op() == ElementwiseOp::multiply && r.graph_node(i).inputs.size() == 2;
+  const auto* b = r.as<BroadcastBinary>(i);
+  return b && b->op() == BinaryOp::multiply && !b->constant() && b->a_dims() == b->b_dims();
+}
+
+/// Node i's only input, or -2 when it has another count or i is not a node.(or i is not a node).
+int only_input(const Rewriter& r, int i) {
+  if (i < 0) return -2;
+  const std::vector<int>& inputs = r.graph_node(i).inputs;
+  return inputs.size() == 1 ? inputs[0] : -2;
+}
+
+// 7a. x * (erf(x / sqrt(2)) + 1) * 0.5 -> gelu(x).
+void fuse_gelu(Rewriter& r) {
+  constexpr float inverse_sqrt2 = 0.70710678118654752f;
+  const auto is = [](std::optional<std::pair<float, float>> affine, float scale, float shift) {
+    return affine && std::abs(affine->first - scale) <= 1e-6f * std::abs(scale) && affine->second == shift;
+  };
+  for (int m = 0; m < r.size(); ++m) {
+    if (!is(scalar_affine(r, m), 0.5f, 0.0f)) continue;
+    const int p = only_input(r, m);
+    if (!is_product_of_equals(r, p) || !r.private_to_pattern(p)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int q = r.node(p).inputs[side];
+      const int x = r.node(p).inputs[1 - side];
+      if (!is(scalar_affine(r, q), 1.0f, 1.0f) || !r.private_to_pattern(q)) continue;
+      const int e = only_input(r, q);
+      const auto* erf = r.as<Unary>(e);
+      if (!erf || erf->op() != UnaryOp::erf || !r.private_to_pattern(e)) continue;
+      const int d = only_input(r, e);
+      if (!is(scalar_affine(r, d), inverse_sqrt2, 0.0f) || !r.private_to_pattern(d) || only_input(r, d) != x) continue;
+      r.rewrite(m, std::make_unique<Unary>(UnaryOp::gelu), {x}, {p, q, e, d});
+      break;
+    }
+  }
+}
+
+/// A BroadcastBinary `op` by a constant that varies only along `axis` of `dims` (or not at all): its values along
+/// that axis (dims[axis] of them), else nullopt.
+std::optional<std::vector<float>> along_axis(const Rewriter& r, int i, BinaryOp op, const TensorDims& dims, int axis) {
+  const auto* binary = r.as<BroadcastBinary>(i);
+  if (!binary || binary->op() != op || !binary->constant()) return std::nullopt;
+  const TensorDims& c = binary->constant_first() ? binary->a_dims() : binary->b_dims();
+  const TensorDims& x = binary->constant_first() ? binary->b_dims() : binary->a_dims();
+  if (!(x == dims)) return std::nullopt;
+  for (int k = 0; k < c.rank; ++k) {
+    const int position = k + dims.rank - c.rank;
+    if (c[k] != 1 && position != axis) return std::nullopt;
+  }
+  const std::span<const float> values = binary->constant()->values();
+  const auto length = static_cast<std::size_t>(dims[axis]);
+  if (values.size() == 1) return std::vector<float>(length, values[0]);
+  if (values.size() != length) return std::nullopt;
+  return std::vector<float>(values.begin(), values.end());
+}
+
+// 7b. (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* scale + shift] along one axis -> LayerNorm.
+void fuse_layer_norms(Rewriter& r) {
+  for (int n = 0; n < r.size(); ++n) {
+    const auto* divide = r.as<BroadcastBinary>(n);
+    if (!divide || divide->op() != BinaryOp::divide || divide->constant()) continue;
+    const int d = r.node(n).inputs[0];
+    const int deviation = r.node(n).inputs[1];
+    const auto* subtract = r.as<BroadcastBinary>(d);
+    if (!subtract || subtract->op() != BinaryOp::subtract || subtract->constant() || !r.private_to_pattern(d, 2)) {
+      continue;
+    }
+    const int x = r.node(d).inputs[0];
+    const int m = r.node(d).inputs[1];
+    const auto* mean = r.as<ReduceAxis>(m);
+    if (!mean || mean->op() != ReduceOp::mean || !mean->keeps_dims() || mean->first_axis() != mean->last_axis() ||
+        only_input(r, m) != x || !r.private_to_pattern(m)) {
+      continue;
+    }
+    const TensorDims dims = mean->input_dims();
+    const int axis = mean->first_axis();
+    if (!(subtract->a_dims() == dims) || !(divide->a_dims() == dims)) continue;
+    const auto* root = r.as<Unary>(deviation);
+    const int shifted = only_input(r, deviation);
+    const std::optional<std::pair<float, float>> epsilon = scalar_affine(r, shifted);
+    if (!root || root->op() != UnaryOp::sqrt || !r.private_to_pattern(deviation) || !epsilon ||
+        epsilon->first != 1.0f || !(epsilon->second >= 0.0f) || !r.private_to_pattern(shifted)) {
+      continue;
+    }
+    const int v = only_input(r, shifted);
+    const auto* variance = r.as<ReduceAxis>(v);
+    if (!variance || variance->op() != ReduceOp::mean || !variance->keeps_dims() || !(variance->input_dims() == dims) ||
+        variance->first_axis() != axis || variance->last_axis() != axis || !r.private_to_pattern(v)) {
+      continue;
+    }
+    const int s = only_input(r, v);
+    const auto* square = r.as<Unary>(s);
+    if (!square || square->op() != UnaryOp::square || only_input(r, s) != d || !r.private_to_pattern(s)) continue;
+    std::vector<int> absorbed{d, m, deviation, shifted, v, s};
+    int last = n;
+    const auto length = static_cast<std::size_t>(dims[axis]);
+    std::vector<float> scale(length, 1.0f), shift(length, 0.0f);
+    // The scale and shift after it, when only the pattern reads what they read.
+    const auto next = [&](int i) {
+      for (int j = i + 1; j < r.size(); ++j) {
+        if (!r.graph_node(j).absorbed && only_input(r, j) == i) return r.private_to_pattern(i) ? j : -1;
+      }
+      return -1;
+    };
+    if (const int g = next(last); g >= 0) {
+      const auto* affine = r.as<ChannelAffine>(g);
+      if (affine && affine->activation().kind == ActivationKind::none && axis == 1 && dims.rank <= 4 &&
+          static_cast<std::size_t>(affine->channels()) == length) {
+        std::copy(affine->scale().values().begin(), affine->scale().values().end(), scale.begin());
+        std::copy(affine->shift().values().begin(), affine->shift().values().end(), shift.begin());
+        absorbed.push_back(last);
+        last = g;
+      } else if (std::optional<std::vector<float>> gamma = along_axis(r, g, BinaryOp::multiply, dims, axis)) {
+        scale = *gamma;
+        absorbed.push_back(last);
+        last = g;
+        if (const int b = next(last); b >= 0) {
+          if (std::optional<std::vector<float>> beta = along_axis(r, b, BinaryOp::add, dims, axis)) {
+            shift = *beta;
+            absorbed.push_back(last);
+            last = b;
+          }
+        }
+      }
+    }
+    auto norm = std::make_unique<LayerNorm>(dims, axis, epsilon->second);
+    norm->set_parameters(scale, shift);
+    r.rewrite(last, std::move(norm), {x}, absorbed);
+  }
+}
+
 }  // namespace
 
 FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   FusedGraph graph{std::move(nodes), {}};
   // Each rewrite sees the graph as the ones before left it (counts of readers included).
-  for (void (*rewrite)(Rewriter&) : {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds,
-                                     fuse_conv_maxpool, fuse_squeeze_excite, fuse_inverted_residuals}) {
+  for (void (*rewrite)(Rewriter&) :
+       {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite,
+        fuse_inverted_residuals, fuse_gelu, fuse_layer_norms}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

@@ -42,6 +42,11 @@ struct FusedGraph {
 ///     3) becomes an InvertedResidual (MobileNetV2's blocks); then a 1x1 convolution -> a depthwise convolution
 ///     whose output something else reads becomes one without the projection (MobileNetV3's and EfficientNet's
 ///     blocks, whose squeeze-and-excitation sits before the projection).
+///  7. GELU as exporters write it, x * (erf(x / sqrt(2)) + 1) * 0.5 (the scalar steps as ChannelAffine or
+///     BroadcastBinary layers), becomes one Unary gelu; and LayerNorm as ReduceMean / Sub / Pow / ReduceMean / Add /
+///     Sqrt / Div along one axis (ReduceAxis, BroadcastBinary, Unary square, a scalar shift, Unary sqrt,
+///     BroadcastBinary), with the scale and shift after it (BroadcastBinary constants along that axis, or a
+///     ChannelAffine when the axis is the channels), becomes one LayerNorm (ConvNeXt's blocks).
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 

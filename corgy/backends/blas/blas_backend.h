@@ -88,14 +88,16 @@ class BlasBackend final : public Backend {
   void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
-  // Arithmetic on tensors of any rank, defined in broadcast_binary.cpp, unary.cpp, reduce_axis.cpp, softmax_axis.cpp
-  // and batched_matmul.cpp.
+  // Arithmetic on tensors of any rank, defined in broadcast_binary.cpp, unary.cpp, reduce_axis.cpp, softmax_axis.cpp,
+  // batched_matmul.cpp and layer_norm.cpp.
   void broadcast_binary(BinaryOp op, const BroadcastDesc& desc, const Variable& a, const Variable& b,
                         Variable& output) override;
   void unary(UnaryOp op, const Variable& input, Variable& output) override;
   void reduce_axis(ReduceOp op, const AxisExtent& axis, const Variable& input, Variable& output) override;
   void softmax_axis(const AxisExtent& axis, bool log, const Variable& input, Variable& output) override;
   void batched_matmul(const BatchedMatmulDesc& desc, const Variable& a, const Variable& b, Variable& output) override;
+  void layer_norm(const AxisExtent& axis, float epsilon, const Variable& scale, const Variable& shift,
+                  const Variable& input, Variable& output) override;
   /// One GEMM per image and group (the weights transposed times the input), then col2im (im2col.h) into the output.
   void conv_transpose2d(const ConvTranspose2dDesc& desc, const Variable& input, const Variable& weights,
                         const Variable* bias, Variable& output) override;

@@ -22,6 +22,8 @@ void with_unary(UnaryOp op, const Body& body) {
     case UnaryOp::floor: return body([](float x) { return std::floor(x); });
     case UnaryOp::ceil: return body([](float x) { return std::ceil(x); });
     case UnaryOp::square: return body([](float x) { return x * x; });
+    case UnaryOp::gelu: return body([](float x) { return gelu(x); });
+    case UnaryOp::gelu_tanh: return body([](float x) { return gelu_tanh(x); });
   }
 }
 

@@ -59,6 +59,8 @@ class NaiveBackend final : public Backend {
   void reduce_axis(ReduceOp op, const AxisExtent& axis, const Variable& input, Variable& output) override;
   void softmax_axis(const AxisExtent& axis, bool log, const Variable& input, Variable& output) override;
   void batched_matmul(const BatchedMatmulDesc& desc, const Variable& a, const Variable& b, Variable& output) override;
+  void layer_norm(const AxisExtent& axis, float epsilon, const Variable& scale, const Variable& shift,
+                  const Variable& input, Variable& output) override;
 
  private:
   cpu::CpuProfiler profiler_;

@@ -101,4 +101,28 @@ void NaiveBackend::batched_matmul(const BatchedMatmulDesc& desc, const Variable&
   }
 }
 
+void NaiveBackend::layer_norm(const AxisExtent& axis, float epsilon, const Variable& scale, const Variable& shift,
+                              const Variable& input, Variable& output) {
+  for (std::size_t o = 0; o < axis.outer; ++o) {
+    for (std::size_t i = 0; i < axis.inner; ++i) {
+      const std::size_t first = o * axis.length * axis.inner + i;
+      const float* in = input.data() + first;
+      float* out = output.data() + first;
+      double sum = 0.0;
+      for (std::size_t l = 0; l < axis.length; ++l) sum += in[l * axis.inner];
+      const double mean = sum / static_cast<double>(axis.length);
+      double squares = 0.0;
+      for (std::size_t l = 0; l < axis.length; ++l) {
+        const double d = in[l * axis.inner] - mean;
+        squares += d * d;
+      }
+      const double inverse = 1.0 / std::sqrt(squares / static_cast<double>(axis.length) + epsilon);
+      for (std::size_t l = 0; l < axis.length; ++l) {
+        out[l * axis.inner] =
+            static_cast<float>((in[l * axis.inner] - mean) * inverse * scale.data()[l] + shift.data()[l]);
+      }
+    }
+  }
+}
+
 }  // namespace corgy

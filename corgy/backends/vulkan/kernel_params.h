@@ -355,7 +355,8 @@ static_assert(static_cast<int>(UnaryOp::sqrt) == 0 && static_cast<int>(UnaryOp::
               static_cast<int>(UnaryOp::exp) == 2 && static_cast<int>(UnaryOp::log) == 3 &&
               static_cast<int>(UnaryOp::neg) == 4 && static_cast<int>(UnaryOp::abs) == 5 &&
               static_cast<int>(UnaryOp::reciprocal) == 6 && static_cast<int>(UnaryOp::floor) == 7 &&
-              static_cast<int>(UnaryOp::ceil) == 8 && static_cast<int>(UnaryOp::square) == 9);
+              static_cast<int>(UnaryOp::ceil) == 8 && static_cast<int>(UnaryOp::square) == 9 &&
+              static_cast<int>(UnaryOp::gelu) == 10 && static_cast<int>(UnaryOp::gelu_tanh) == 11);
 static_assert(static_cast<int>(ReduceOp::mean) == 0 && static_cast<int>(ReduceOp::sum) == 1 &&
               static_cast<int>(ReduceOp::max) == 2 && static_cast<int>(ReduceOp::min) == 3);
 
@@ -385,6 +386,11 @@ struct BatchedMatmulParams {
   std::uint32_t extent[6], a_stride[6], b_stride[6];
 };
 
+struct LayerNormParams {
+  std::uint32_t outer, length, inner;
+  float epsilon;
+};
+
 namespace kernels {
 inline constexpr KernelInfo broadcast_binary{"broadcast_binary", 3, sizeof(BroadcastBinaryParams)};
 inline constexpr KernelInfo broadcast_binary_fp16{"broadcast_binary_fp16", 3, sizeof(BroadcastBinaryParams), true};
@@ -396,6 +402,8 @@ inline constexpr KernelInfo softmax_axis{"softmax_axis", 2, sizeof(SoftmaxAxisPa
 inline constexpr KernelInfo softmax_axis_fp16{"softmax_axis_fp16", 2, sizeof(SoftmaxAxisParams), true};
 inline constexpr KernelInfo batched_matmul{"batched_matmul", 3, sizeof(BatchedMatmulParams)};
 inline constexpr KernelInfo batched_matmul_fp16{"batched_matmul_fp16", 3, sizeof(BatchedMatmulParams), true};
+inline constexpr KernelInfo layer_norm{"layer_norm", 4, sizeof(LayerNormParams)};
+inline constexpr KernelInfo layer_norm_fp16{"layer_norm_fp16", 4, sizeof(LayerNormParams), true};
 }  // namespace kernels
 
 }  // namespace corgy::vulkan

@@ -255,6 +255,8 @@ class VulkanBackend final : public Backend {
   void reduce_axis(ReduceOp op, const AxisExtent& axis, const Variable& input, Variable& output) override;
   void softmax_axis(const AxisExtent& axis, bool log, const Variable& input, Variable& output) override;
   void batched_matmul(const BatchedMatmulDesc& desc, const Variable& a, const Variable& b, Variable& output) override;
+  void layer_norm(const AxisExtent& axis, float epsilon, const Variable& scale, const Variable& shift,
+                  const Variable& input, Variable& output) override;
   // Defined in files of their own (vulkan_instance_norm.cpp, vulkan_pad.cpp, vulkan_elementwise.cpp, vulkan_prelu.cpp,
   // vulkan_conv_transpose.cpp, vulkan_resize.cpp).
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,

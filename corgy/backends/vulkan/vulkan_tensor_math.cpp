@@ -1,5 +1,6 @@
 // VulkanBackend's arithmetic on tensors of any rank: one dispatch each of kernels/broadcast_binary.comp, unary.comp,
-// reduce_axis.comp, softmax_axis.comp and batched_matmul.comp, a thread per output value (per line for softmax).
+// reduce_axis.comp, softmax_axis.comp, batched_matmul.comp and layer_norm.comp, a thread per output value (per line
+// for softmax and the layer norm).
 // With fp16 precision the _fp16 variants read and write device-only intermediates in fp16 and compute in fp32.
 #include <algorithm>
 #include <initializer_list>
@@ -125,6 +126,21 @@ void VulkanBackend::batched_matmul(const BatchedMatmulDesc& desc, const Variable
     runtime.recorder.dispatch(math_pipeline(runtime, vulkan::kernels::batched_matmul,
                                             vulkan::kernels::batched_matmul_fp16, left, &right, result),
                               {left, right, result}, params, elementwise_groups(output.count()));
+  });
+}
+
+void VulkanBackend::layer_norm(const AxisExtent& axis, float epsilon, const Variable& scale, const Variable& shift,
+                               const Variable& input, Variable& output) {
+  as_forward("layer_norm", [&] {
+    vulkan::Runtime& runtime = *runtime_;
+    check_fits(runtime, "layer norm", {&input, &output});
+    const vulkan::LayerNormParams params{u32(axis.outer), u32(axis.length), u32(axis.inner), epsilon};
+    const vulkan::BufferUse source = runtime.tensors.read(input);
+    const vulkan::BufferUse result = runtime.tensors.write(output, true);
+    runtime.recorder.dispatch(
+        math_pipeline(runtime, vulkan::kernels::layer_norm, vulkan::kernels::layer_norm_fp16, source, nullptr, result),
+        {source, runtime.tensors.read(scale), runtime.tensors.read(shift), result}, params,
+        elementwise_groups(axis.outer * axis.inner));
   });
 }
 
