@@ -433,6 +433,53 @@ TEST(Fusion, TurnsExportedGeluAndLayerNormsIntoOneLayerEach) {
   EXPECT_EQ(kept.nodes[22].layer->type(), "layer_norm");
 }
 
+/// GELU's tanh form as the loader maps PyTorch's export: x * x, x * that, * 0.044715, + x, * sqrt(2 / pi) with the
+/// Tanh fused into that scaling, + 1, * x, * 0.5 (constants set by set_gelu_tanh_constants()).
+Sequential gelu_tanh_block() {
+  Sequential model;
+  const int x = model.add(Conv2d({.in_channels = 4, .out_channels = 8, .kernel = 3, .padding = 1}));  // 0
+  const int square = model.add(Elementwise(ElementwiseOp::multiply), {x, x});                         // 1
+  model.add(Elementwise(ElementwiseOp::multiply), {x, square});                                       // 2
+  const int k = model.add(ChannelAffine(8));                                                          // 3: * 0.044715
+  model.add(Add(), {k, x});                                                                           // 4
+  model.add(ChannelAffine(8, Activation::tanh()));                                                    // 5: tanh(beta *)
+  const int o = model.add(ChannelAffine(8));                                                          // 6: + 1
+  model.add(Elementwise(ElementwiseOp::multiply), {x, o});                                            // 7
+  model.add(ChannelAffine(8));                                                                        // 8: * 0.5
+  model.add(Conv2d({.in_channels = 8, .out_channels = 4, .kernel = 1}));                              // 9
+  return model;
+}
+
+void set_gelu_tanh_constants(Sequential& model) {
+  for (const auto& [layer, scale, shift] : std::vector<std::tuple<int, float, float>>{
+           {3, 0.044715f, 0.0f}, {5, std::sqrt(2.0f / 3.14159265f), 0.0f}, {6, 1.0f, 1.0f}, {8, 0.5f, 0.0f}}) {
+    dynamic_cast<ChannelAffine&>(model.layer(layer))
+        .set_parameters(std::vector<float>(8, scale), std::vector<float>(8, shift));
+  }
+}
+
+TEST(Fusion, TurnsTheTanhFormOfGeluIntoOneUnary) {
+  Sequential model = gelu_tanh_block();
+  set_gelu_tanh_constants(model);
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(graph.nodes[8].layer->describe(), "unary gelu_tanh");
+  EXPECT_EQ(graph.nodes[8].inputs, std::vector<int>{0});
+}
+
+TEST_P(FusionOnBackend, GeluTanhRewriteAgreesWithTheUnfusedLayers) {
+  std::mt19937 rng(31);
+  Sequential model = gelu_tanh_block();
+  randomize_parameters(model, rng);
+  set_gelu_tanh_constants(model);
+  const Variable input = random_variable({2, 4, 5, 6}, rng, 2.0f);
+  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_fusion(false);
+  const Variable unfused = model.forward(input).clone();
+  model.set_fusion(true);
+  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+}
+
 TEST_P(FusionOnBackend, HardSwishRewriteAgreesWithTheUnfusedLayers) {
   std::mt19937 rng(23);
   Sequential model = hard_swish_block();

@@ -122,6 +122,16 @@ TEST(OnnxModels, ConvNeXtStyleBlockFusesIntoLayerNormAndGelu) {
       << fmt::format("{}", fmt::join(computed, ", "));
   EXPECT_EQ(std::count(computed.begin(), computed.end(), "unary"), 1) << fmt::format("{}", fmt::join(computed, ", "));
   EXPECT_EQ(std::count(computed.begin(), computed.end(), "tensor_linear"), 2);
+
+  // GELU's tanh form as PyTorch exports it: one Unary gelu_tanh reading the input.
+  OnnxModel tanh_form = load_onnx(fixture_path("onnx/op_gelu_tanh_export/model.onnx"));
+  std::vector<FusionNode> tanh_nodes;
+  for (int i = 0; i < tanh_form.model.size(); ++i) {
+    tanh_nodes.push_back({&tanh_form.model.layer(i), tanh_form.model.inputs_of(i), i + 1 == tanh_form.model.size()});
+  }
+  const FusedGraph tanh_graph = fuse_layers(std::move(tanh_nodes));
+  EXPECT_EQ(tanh_graph.nodes.back().layer->describe(), "unary gelu_tanh");
+  EXPECT_EQ(tanh_graph.nodes.back().inputs, std::vector<int>{Sequential::model_input});
 }
 
 TEST(OnnxModels, RunAnyBatchButCheckFixedDimensions) {

@@ -367,6 +367,17 @@ def unary_functions(b, x):
     b.output(b.node("Div", [b.rand(5), a]))
 
 
+@case(13, (2, 3, 4, 5))
+def gelu_tanh_export(b, x):
+    """F.gelu(x, approximate='tanh') as torch.onnx.export writes it before opset 20 (symbolic_opset9.gelu):
+    0.5 * (x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * (x * (x * x))))))."""
+    cube = b.node("Mul", [x, b.node("Mul", [x, x])])
+    inner = b.node("Add", [x, b.node("Mul", [b.const(np.float32(0.044715)), cube])])
+    t = b.node("Tanh", [b.node("Mul", [b.const(np.float32(np.sqrt(2 / np.pi))), inner])])
+    y = b.node("Mul", [x, b.node("Add", [b.const(np.float32(1.0)), t])])
+    b.output(b.node("Mul", [b.const(np.float32(0.5)), y]))
+
+
 @case(18, (2, 4, 5, 6))
 def reductions_any_axes(b, x):
     """Opset 18: reductions over axes given as inputs, adjacent and not, keepdims both ways; ReduceSum's axes are an

@@ -410,8 +410,9 @@ std::vector<std::int64_t> OnnxModel::output_dims(std::size_t k) const {
   const Shape& s = output(k).shape();
   const std::vector<std::int64_t>& declared = outputs[k].dims;
   if (declared.size() == 2) return {s.n, static_cast<std::int64_t>(s.image_count())};
-  // Tensors of other ranks (corgy/tensor_dims.h) keep their dims; the Variable holds them folded.
-  if (declared.size() != 4 && !declared.empty() &&
+  // Ranks 1 and 3 (corgy/tensor_dims.h) keep their dims; the Variable holds them folded. Ranks 5 and 6 stay the
+  // folded 4-D shape, which .npy writers (save_npy: ranks 1 to 4) and the Python binding take.
+  if (declared.size() < 4 && !declared.empty() &&
       std::all_of(declared.begin() + 1, declared.end(), [](std::int64_t d) { return d > 0; })) {
     std::vector<std::int64_t> dims = declared;
     dims[0] = s.n;

@@ -56,7 +56,7 @@ struct OnnxModel {
   const Variable& output(std::string_view name) const;
   const Variable& output(std::size_t k) const;
   /// Output k of the last forward's shape as the graph declares it: (N, F) for a 2-D output (a classifier's
-  /// (1, 1000), which corgy holds as (1, 1000, 1, 1)); for another rank whose dimensions after the batch are known,
+  /// (1, 1000), which corgy holds as (1, 1000, 1, 1)); for rank 1 or 3 with the dimensions after the batch known,
   /// the declared dims with this forward's batch (a rank-3 (N, 4, A) is held as (N, 4, 1, A)); else (N, C, H, W).
   /// What corgy-run --output writes and the Python binding returns.
   std::vector<std::int64_t> output_dims(std::size_t k) const;

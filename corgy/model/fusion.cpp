@@ -343,6 +343,73 @@ void fuse_gelu(Rewriter& r) {
   }
 }
 
+/// Node i computes tanh(beta * x) for a scalar beta: a ChannelAffine with all scales beta, shifts 0 and the tanh
+/// activation (the loader fuses the Tanh into the scaling before it), or a tanh ActivationLayer after a scalar
+/// scaling that only it reads. Returns x's node, or -2.
+int scaled_tanh(const Rewriter& r, int i, float beta) {
+  const auto near = [](float value, float wanted) { return std::abs(value - wanted) <= 1e-6f * std::abs(wanted); };
+  if (const auto* affine = r.as<ChannelAffine>(i); affine && affine->activation().kind == ActivationKind::tanh) {
+    const std::span<const float> scale = affine->scale().values();
+    const std::span<const float> shift = affine->shift().values();
+    const bool uniform = std::all_of(scale.begin(), scale.end(), [&](float s) { return near(s, beta); }) &&
+                         std::all_of(shift.begin(), shift.end(), [](float t) { return t == 0.0f; });
+    return uniform ? only_input(r, i) : -2;
+  }
+  const auto* tanh = r.as<ActivationLayer>(i);
+  if (!tanh || tanh->activation().kind != ActivationKind::tanh) return -2;
+  const int s = only_input(r, i);
+  const std::optional<std::pair<float, float>> scaling = scalar_affine(r, s);
+  if (!scaling || !near(scaling->first, beta) || scaling->second != 0.0f || !r.private_to_pattern(s)) return -2;
+  return only_input(r, s);
+}
+
+/// The other input of a two-input node i when one of its inputs is `x`, else -2.
+int other_input(const Rewriter& r, int i, int x) {
+  if (i < 0) return -2;
+  const std::vector<int>& inputs = r.graph_node(i).inputs;
+  if (inputs.size() != 2) return -2;
+  if (inputs[0] == x) return inputs[1];
+  return inputs[1] == x ? inputs[0] : -2;
+}
+
+// 7a'. x * (tanh(sqrt(2 / pi) * (x + 0.044715 * x * (x * x))) + 1) * 0.5 -> gelu_tanh(x), as PyTorch exports
+// F.gelu(x, approximate='tanh') before opset 20.
+void fuse_gelu_tanh(Rewriter& r) {
+  constexpr float beta = 0.79788456080286536f;  // sqrt(2 / pi)
+  constexpr float kappa = 0.044715f;
+  const auto is = [](std::optional<std::pair<float, float>> affine, float scale, float shift) {
+    return affine && std::abs(affine->first - scale) <= 1e-6f * std::abs(scale) && affine->second == shift;
+  };
+  for (int m = 0; m < r.size(); ++m) {
+    if (!is(scalar_affine(r, m), 0.5f, 0.0f)) continue;
+    const int p = only_input(r, m);
+    if (!is_product_of_equals(r, p) || !r.private_to_pattern(p)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int o = r.node(p).inputs[side];
+      const int x = r.node(p).inputs[1 - side];
+      if (!is(scalar_affine(r, o), 1.0f, 1.0f) || !r.private_to_pattern(o)) continue;
+      const int t = only_input(r, o);
+      if (!r.private_to_pattern(t)) continue;
+      const int s = scaled_tanh(r, t, beta);
+      const auto* sum = r.as<Add>(s);
+      if (!sum || sum->activation().kind != ActivationKind::none || !r.private_to_pattern(s)) continue;
+      const int k = other_input(r, s, x);
+      if (!is(scalar_affine(r, k), kappa, 0.0f) || !r.private_to_pattern(k)) continue;
+      const int cube = only_input(r, k);
+      if (!is_product_of_equals(r, cube) || !r.private_to_pattern(cube)) continue;
+      const int square = other_input(r, cube, x);
+      if (!is_product_of_equals(r, square) || !r.private_to_pattern(square) ||
+          r.graph_node(square).inputs != std::vector<int>{x, x}) {
+        continue;
+      }
+      std::vector<int> absorbed{p, o, t, s, k, cube, square};
+      if (r.as<ActivationLayer>(t)) absorbed.push_back(only_input(r, t));  // the scaling before the tanh layer
+      r.rewrite(m, std::make_unique<Unary>(UnaryOp::gelu_tanh), {x}, absorbed);
+      break;
+    }
+  }
+}
+
 /// A BroadcastBinary `op` by a constant that varies only along `axis` of `dims` (or not at all): its values along
 /// that axis (dims[axis] of them), else nullopt.
 std::optional<std::vector<float>> along_axis(const Rewriter& r, int i, BinaryOp op, const TensorDims& dims, int axis) {
@@ -444,7 +511,7 @@ FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   // Each rewrite sees the graph as the ones before left it (counts of readers included).
   for (void (*rewrite)(Rewriter&) :
        {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite,
-        fuse_inverted_residuals, fuse_gelu, fuse_layer_norms}) {
+        fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

@@ -43,7 +43,8 @@ struct FusedGraph {
 ///     whose output something else reads becomes one without the projection (MobileNetV3's and EfficientNet's
 ///     blocks, whose squeeze-and-excitation sits before the projection).
 ///  7. GELU as exporters write it, x * (erf(x / sqrt(2)) + 1) * 0.5 (the scalar steps as ChannelAffine or
-///     BroadcastBinary layers), becomes one Unary gelu; and LayerNorm as ReduceMean / Sub / Pow / ReduceMean / Add /
+///     BroadcastBinary layers), becomes one Unary gelu, its tanh form x * (tanh(sqrt(2 / pi) * (x + 0.044715 *
+///     x * (x * x))) + 1) * 0.5 one Unary gelu_tanh; and LayerNorm as ReduceMean / Sub / Pow / ReduceMean / Add /
 ///     Sqrt / Div along one axis (ReduceAxis, BroadcastBinary, Unary square, a scalar shift, Unary sqrt,
 ///     BroadcastBinary), with the scale and shift after it (BroadcastBinary constants along that axis, or a
 ///     ChannelAffine when the axis is the channels), becomes one LayerNorm (ConvNeXt's blocks).
