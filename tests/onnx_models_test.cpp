@@ -556,6 +556,51 @@ TEST(OnnxErrors, ResizeScalesAndModesAreChecked) {
   EXPECT_TRUE(contains(load_error(both), "needs either scales or sizes")) << load_error(both);
 }
 
+TEST(OnnxErrors, ArithmeticOfAnyRankNamesTheNodeAndShapes) {
+  // The input x is (1, 2, 4, 4).
+  std::string error = load_error(one_node_model("Add", {"c"}, {{"c", {3, 1, 1}, {1, 2, 3}}}));
+  EXPECT_TRUE(contains(error,
+                       "broken.onnx: node 'n' (Add, opset 13): (1, 2, 4, 4) add (3, 1, 1): tensors (1, 2, 4, "
+                       "4) and (3, 1, 1) do not broadcast"))
+      << error;
+  error = load_error(one_node_model("Mul", {"c"}, {{"c", {2, 1, 1, 1}, {1, 2}}}));
+  EXPECT_TRUE(contains(error, "node 'n' (Mul, opset 13): (1, 2, 4, 4) multiply (2, 1, 1, 1): ")) << error;
+  EXPECT_TRUE(contains(error, "must keep its batch axis first in the result (2, 2, 4, 4)")) << error;
+  error = load_error(one_node_model("Pow", {"c"}, {{"c", {1, 1, 1, 1, 1, 1, 2}, {1, 2}}}));
+  EXPECT_TRUE(contains(error, "node 'n' (Pow, opset 13): constant operand (1, 1, 1, 1, 1, 1, 2): ")) << error;
+  onnx::ModelProto softmax = one_node_model("Softmax", {}, {});
+  onnx::AttributeProto& axis = *softmax.mutable_graph()->mutable_node(0)->add_attribute();
+  axis.set_name("axis");
+  axis.set_type(onnx::AttributeProto::INT);
+  axis.set_i(0);
+  error = load_error(softmax);
+  EXPECT_TRUE(contains(error, "node 'n' (Softmax, opset 13): normalises over axis 0 of (1, 2, 4, 4) (the batch)"))
+      << error;
+  error = load_error(one_node_model("ReduceSum", {"axes"}, {{"axes", {1}, {0}, true}}));
+  EXPECT_TRUE(contains(error, "node 'n' (ReduceSum, opset 13): reduces the batch axis of (1, 2, 4, 4)")) << error;
+  // No axes: every axis, which corgy computes for a graph batch of 1 only (per image).
+  OnnxModel all_axes = load_onnx_from_memory(bytes_of(one_node_model("ReduceMin", {}, {})), "min.onnx");
+  EXPECT_EQ(all_axes.model.layer(0).describe(), "reduce_axis min (1, 2, 4, 4) axes 1..3 -> (1, 1, 1, 1)");
+  onnx::ModelProto batch_of_two = one_node_model("ReduceMin", {}, {});
+  batch_of_two.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_value(2);
+  error = load_error(batch_of_two);
+  EXPECT_TRUE(contains(error, "node 'n' (ReduceMin, opset 13): reduces every axis of (2, 2, 4, 4), the batch too"))
+      << error;
+  error = load_error(one_node_model("MatMul", {"w"}, {{"w", {5, 3}, std::vector<float>(15, 0.5f)}}));
+  EXPECT_TRUE(contains(error,
+                       "node 'n' (MatMul, opset 13): weights (5, 3) do not take the 4 features of the "
+                       "input (1, 2, 4, 4)"))
+      << error;
+  OnnxModel erf = load_onnx_from_memory(bytes_of(one_node_model("Erf", {}, {})), "erf.onnx");
+  EXPECT_EQ(erf.model.layer(0).describe(), "unary erf");
+}
+
 TEST(OnnxErrors, ConvTransposeWeightsAndPadsAreChecked) {
   auto deconv = [](std::vector<std::int64_t> weight_dims) {
     std::int64_t count = 1;

@@ -175,8 +175,15 @@ void reduce_tensor(Graph& g, ReduceOp op, const Tensor& x, Dims axes, bool keep_
   TensorDims dims = known_dims(g, x);
   const auto rank = static_cast<std::int64_t>(x.dims.size());
   if (axes.empty()) {
+    // ONNX reduces every axis, the batch too: the same as every other axis where the graph's batch is 1, which is
+    // what corgy computes per image at any batch.
+    if (x.dims[0] != 1 || rank < 2) {
+      g.fail(
+          fmt::format("reduces every axis of {}, the batch too; corgy keeps images apart (a batch of 1 is "
+                      "reduced over its other axes)",
+                      dims_text(x.dims)));
+    }
     for (std::int64_t a = 1; a < rank; ++a) axes.push_back(a);
-    if (axes.empty()) g.fail(fmt::format("reduces every axis of {}, the batch too", dims_text(x.dims)));
   }
   for (std::int64_t& axis : axes) {
     if (axis < -rank || axis >= rank) g.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));

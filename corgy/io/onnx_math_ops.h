@@ -20,8 +20,8 @@ TensorDims known_dims(const Graph& g, const Tensor& x);
 /// Output 0 = input 0 op input 1 with NumPy broadcasting (BroadcastBinary), either input a constant or both
 /// tensors; both constants are folded.
 void broadcast_binary_node(Graph& g, BinaryOp op);
-/// Output 0 = reduction of tensor x over `axes` (ONNX's, negative allowed; empty: all but the batch), by
-/// ReduceAxis layers, one per run of adjacent axes.
+/// Output 0 = reduction of tensor x over `axes` (ONNX's, negative allowed; empty: every axis, which corgy computes
+/// only for a graph batch of 1, as every axis but the batch), by ReduceAxis layers, one per run of adjacent axes.
 void reduce_tensor(Graph& g, ReduceOp op, const Tensor& x, std::vector<std::int64_t> axes, bool keep_dims);
 /// Output 0 = softmax (log-softmax) of x along axes [axis, rank) before opset 13 (ONNX's 2-D coercion), along
 /// `axis` from opset 13 on.
