@@ -1094,10 +1094,7 @@ void binary_with_constant(Graph& g, ElementwiseOp op, const Tensor& x, const Con
         scale[k] = constant_first ? -1.0f : 1.0f;  // c - x or x - c
         shift[k] = constant_first ? v : -v;
         break;
-      case ElementwiseOp::divide:
-        scale[k] = 1.0f / v;
-        break;
-        break;
+      case ElementwiseOp::divide: scale[k] = 1.0f / v; break;
     }
   }
   g.set_tensor_output(g.channel_affine(x, scale, shift));
