@@ -276,7 +276,8 @@ TEST(VulkanConvolution, Fp16PrecisionKeepsIntermediatesInHalfAndStaysClose) {
   model.add(MaxPool2d({.kernel = 2}));
   model.add(Conv2d({.in_channels = 16, .out_channels = 32, .kernel = 3, .padding = 1, .activation = leaky}));
   model.add(MaxPool2d::darknet(2, 1));
-  model.add(BatchNorm(32));  // channel_affine reads fp32 only: its input is converted
+  model.add(BatchNorm(32));  // channel_affine reads and writes fp16
+  model.add(PReLU(32));      // prelu reads fp32 only: its input is converted
   model.add(Conv2d({.in_channels = 32, .out_channels = 8, .kernel = 1}));
   randomize_parameters(model, rng);
   const Variable input = random_variable({2, 3, 20, 20}, rng);
@@ -298,10 +299,11 @@ TEST(VulkanConvolution, Fp16PrecisionKeepsIntermediatesInHalfAndStaysClose) {
   // 16 input channels on tensor cores: the patch kernel.
   const std::string conv_kernel = coopmat ? "conv2d_patch_coopmat_fp16" : "conv2d_implicit_gemm_fp16";
   // Sequential fuses each convolution with its pool: the 2x2/2 pool into the first convolution's output (fp32
-  // input, fp16 output; the direct kernel, K = 27), the darknet 2/1 pool as a second dispatch; a conversion for
-  // the batch norm, which reads fp32 only; the last convolution (1x1, K = 32: direct too) reads and writes fp32.
-  const std::vector<std::string> wanted = {"conv2d_direct_fp16",  conv_kernel,      "pool2d_fp16",
-                                           "tensor_convert_fp16", "channel_affine", "conv2d_direct"};
+  // input, fp16 output; the direct kernel, K = 27), the darknet 2/1 pool as a second dispatch; the batch
+  // norm in fp16; a conversion for the PReLU, which reads fp32 only; the last convolution (1x1, K = 32: direct too)
+  // reads and writes fp32.
+  const std::vector<std::string> wanted = {"conv2d_direct_fp16",  conv_kernel, "pool2d_fp16",  "channel_affine_fp16",
+                                           "tensor_convert_fp16", "prelu",     "conv2d_direct"};
   EXPECT_EQ(kernels, wanted);
 }
 
