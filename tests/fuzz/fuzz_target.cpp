@@ -53,7 +53,7 @@ const std::string& scratch_folder() {
   return folder;
 }
 
-void check_backends_agree(const Variable& reference, const Variable& actual) {
+void check_backends_agree(const Variable& reference, const Variable& actual, float largest_intermediate) {
   if (reference.shape() != actual.shape()) std::abort();
   float magnitude = 0.0f;
   for (float v : reference.values()) {
@@ -63,7 +63,7 @@ void check_backends_agree(const Variable& reference, const Variable& actual) {
     const float r = reference.data()[i];
     const float a = actual.data()[i];
     if (!std::isfinite(r) || !std::isfinite(a)) continue;  // overflowed in both or either: nothing to compare
-    if (std::fabs(r - a) > 1e-3f * magnitude + 1e-5f) {
+    if (std::fabs(r - a) > 1e-3f * magnitude + 1e-5f * largest_intermediate + 1e-5f) {
       std::fprintf(stderr, "naive and blas disagree at %zu of %s: %g vs %g (magnitude %g)\n", i,
                    reference.shape().str().c_str(), static_cast<double>(r), static_cast<double>(a),
                    static_cast<double>(magnitude));
