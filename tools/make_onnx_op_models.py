@@ -325,6 +325,16 @@ def layernorm_gelu_last_axis(b, x):
     b.output(b.node("Add", [y, b.node("Mul", [o, b.rand(6, scale=0.5)])]))
 
 
+@case(17, (2, 4, 5, 6))
+def layer_normalization_opset17(b, x):
+    """Opset 17's LayerNormalization as exporters write PyTorch's LayerNorm from then on: over the last axis (with
+    and without bias), over axis 1 of a tensor whose later axes have size 1, and with epsilon 1e-3."""
+    b.output(b.node("LayerNormalization", [x, b.rand(6, scale=2.0), b.rand(6)], axis=-1, epsilon=1e-6))
+    b.output(b.node("LayerNormalization", [x, b.rand(6)], axis=3, epsilon=1e-3))
+    pooled = b.node("GlobalAveragePool", [x])  # (N, 4, 1, 1)
+    b.output(b.node("LayerNormalization", [pooled, b.rand(4, 1, 1), b.rand(4, 1, 1)], axis=1))
+
+
 @case(13, (2, 16, 4, 12))
 def yolo_dist2bbox(b, x):
     """YOLOv8's head arithmetic on (N, 16, 4, A) and (N, 4, A) tensors: softmax over the 16 bins and their expected

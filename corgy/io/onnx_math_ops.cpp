@@ -11,6 +11,7 @@
 #include "corgy/error.h"
 #include "corgy/layers/batched_matmul.h"
 #include "corgy/layers/broadcast_binary.h"
+#include "corgy/layers/layer_norm.h"
 #include "corgy/layers/reduce_axis.h"
 #include "corgy/layers/softmax_axis.h"
 #include "corgy/layers/tensor_linear.h"
@@ -284,6 +285,54 @@ void map_log_softmax(Graph& g) {
   }
   if (axis < 0) axis += static_cast<std::int64_t>(rank);
   softmax_tensor(g, x, axis, true);
+}
+
+/// LayerNormalization (opset 17): LayerNorm along `axis` when the axes it normalises over together (axis to the
+/// last) hold one of size > 1; ONNX's normalisation over several such axes at once is refused.
+void map_layer_normalization(Graph& g) {
+  g.require_unused_outputs_from(1);  // Mean and InvStdDev, training outputs
+  const Tensor& x = g.tensor_input(0);
+  const auto rank = static_cast<std::int64_t>(x.dims.size());
+  std::int64_t axis = g.attribute_int("axis", -1);
+  if (axis < -rank || axis >= rank) g.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  if (axis < 0) axis += rank;
+  const TensorDims dims = known_dims(g, x);
+  // The one axis of the normalised ones that is longer than 1 (the last when all are 1).
+  std::int64_t line_axis = rank - 1;
+  int long_axes = 0;
+  for (std::int64_t a = axis; a < rank; ++a) {
+    if (dims[static_cast<int>(a)] > 1) {
+      line_axis = a;
+      ++long_axes;
+    }
+  }
+  if (long_axes > 1) {
+    g.fail(fmt::format("normalises over axes {} to {} of {} together; corgy's LayerNorm takes one axis", axis, rank - 1,
+                       dims_text(x.dims)));
+  }
+  if (line_axis == 0) g.fail(fmt::format("normalises along the batch axis of {}", dims_text(x.dims)));
+  const float epsilon = g.attribute_float("epsilon", 1e-5f);
+  const auto length = static_cast<std::size_t>(dims[static_cast<int>(line_axis)]);
+  const Constant& scale = g.constant_input(1, "the scale");
+  if (scale.count() != length) {
+    g.fail(fmt::format("scale has {} values for {} positions along axis {}", scale.count(), length, line_axis));
+  }
+  std::vector<float> shift(length, 0.0f);
+  if (g.has_input(2)) {
+    const Constant& bias = g.constant_input(2, "the bias");
+    if (bias.count() != length) {
+      g.fail(fmt::format("bias has {} values for {} positions along axis {}", bias.count(), length, line_axis));
+    }
+    shift = bias.as_floats();
+  }
+  std::unique_ptr<LayerNorm> layer;
+  try {
+    layer = std::make_unique<LayerNorm>(dims, static_cast<int>(line_axis), epsilon);
+    layer->set_parameters(scale.as_floats(), shift);
+  } catch (const Error& e) {
+    g.fail(e.what());
+  }
+  g.add_layer(std::move(layer), {x}, x.dims);
 }
 
 }  // namespace corgy::onnx_import

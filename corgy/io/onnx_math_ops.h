@@ -44,5 +44,6 @@ void map_reciprocal(Graph& g);
 void map_floor(Graph& g);
 void map_ceil(Graph& g);
 void map_log_softmax(Graph& g);
+void map_layer_normalization(Graph& g);
 
 }  // namespace corgy::onnx_import

@@ -1495,6 +1495,8 @@ constexpr OperatorMapping table[] = {
     {"Identity", first, last, map_identity, "nothing"},
     {"InstanceNormalization", first, last, map_instance_normalization,
      "InstanceNorm (an activation after it is fused)"},
+    {"LayerNormalization", 17, last, map_layer_normalization,
+     "LayerNorm along one axis (the normalised axes hold one longer than 1), any rank"},
     {"LeakyRelu", first, last, map_leaky_relu, "leaky ReLU activation, fused"},
     {"Log", first, last, map_log, "Unary log (tensors of any rank); constants"},
     {"LogSoftmax", first, last, map_log_softmax,
