@@ -1,6 +1,8 @@
 // Backend: the operations every backend implements. Layers call these and nothing backend-specific.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -236,11 +238,40 @@ struct ChannelGatherDesc {
   int source_channel(int k) const { return first + (k / inner) * outer_stride + (k % inner) * inner_stride; }
 };
 
+/// A box of elements copied from one row-major tensor to another (Backend::copy_strided): for every index
+/// (i_0, ..., i_{rank-1}) with 0 <= i_k < extent[k],
+///   output[output_offset + sum_k i_k * output_stride[k]] = input[input_offset + sum_k i_k * input_stride[k]].
+/// Offsets and strides count elements of the Variables' memory. An input stride may be 0 (the same value broadcast
+/// along that axis: Expand) or negative (a reversed slice); the output's addresses must be distinct. One operation
+/// does the data movement of tensors of any rank (TensorDims): Transpose (input strides permuted), Slice with steps,
+/// Split, Concat along any axis (one copy per input into its part of the output), Expand, Gather of one index. The
+/// caller keeps every address inside the two Variables.
+struct StridedCopyDesc {
+  static constexpr int max_rank = 6;
+
+  int rank = 0;
+  std::array<int, max_rank> extent{};
+  std::int64_t input_offset = 0;
+  std::array<std::int64_t, max_rank> input_stride{};
+  std::int64_t output_offset = 0;
+  std::array<std::int64_t, max_rank> output_stride{};
+
+  /// Elements copied: the product of the extents (1 for rank 0).
+  std::size_t count() const;
+  /// The same copy with as few axes as it takes: axes of extent 1 dropped, and each axis merged into the one before
+  /// it where both tensors step over it contiguously (input_stride[k - 1] = input_stride[k] * extent[k], the same for
+  /// the output). A plain copy of n elements becomes rank 1, extent n, strides 1. Backends run this form.
+  StridedCopyDesc simplified() const;
+  /// True when every address lies inside an input of `input_count` and an output of `output_count` elements, the
+  /// rank is 0..max_rank and every extent >= 1 (what a layer checks before calling copy_strided).
+  bool fits(std::size_t input_count, std::size_t output_count) const;
+};
+
 /// The arithmetic of Backend::elementwise.
 enum class ElementwiseOp { add, subtract, multiply, divide };
 
 /// The operations a backend implements. Shapes are validated by the layers before these are called;
-/// a backend may assume them consistent. Each call writes all of `output`.
+/// a backend may assume them consistent. Each call writes all of `output` (copy_strided only what its desc names).
 ///
 /// A CPU backend runs each call as it comes. A GPU backend may record calls between begin_forward() and
 /// end_forward() and run them in one submission, so no call may read results on the host before
@@ -334,6 +365,10 @@ class Backend {
   /// Copies whole channel planes: output (N, C_out, H, W) channel k is input (N, C_in, H, W) channel
   /// desc.source_channel(k), which the caller keeps inside [0, C_in).
   virtual void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) = 0;
+  /// Copies a box of elements from input to output as `desc` says (StridedCopyDesc): the data movement of tensors of
+  /// any rank (Transpose, Slice, Split, Concat, Expand, Gather). Unlike the other operations it writes only the
+  /// addresses the desc names, so several calls may fill one output (a Concat along any axis).
+  virtual void copy_strided(const StridedCopyDesc& desc, const Variable& input, Variable& output) = 0;
   /// output = activation(a + b), all the same shape.
   virtual void add(const Variable& a, const Variable& b, Activation activation, Variable& output) = 0;
   /// Instance normalisation: each plane (n, c) is normalised by its own mean and biased variance over (H, W),

@@ -86,6 +86,8 @@ class BlasBackend final : public Backend {
   void upsample_nearest(int scale, const Variable& input, Variable& output) override;
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) override;
+  /// Runs along the last axis as memcpy, fill or strided loops, split among the team (strided_copy.cpp).
+  void copy_strided(const StridedCopyDesc& desc, const Variable& input, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void matmul(const Variable& a, bool transpose_a, const Variable& b, bool transpose_b, Variable& c) override;
   // Arithmetic on tensors of any rank, defined in broadcast_binary.cpp, unary.cpp, reduce_axis.cpp, softmax_axis.cpp,

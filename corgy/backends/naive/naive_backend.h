@@ -45,6 +45,8 @@ class NaiveBackend final : public Backend {
   void resize(const ResizeDesc& desc, const Variable& input, Variable& output) override;
   void concat_channels(std::span<const Variable* const> inputs, Variable& output) override;
   void gather_channels(const ChannelGatherDesc& desc, const Variable& input, Variable& output) override;
+  /// The definition, one element at a time (strided_copy.cpp).
+  void copy_strided(const StridedCopyDesc& desc, const Variable& input, Variable& output) override;
   void add(const Variable& a, const Variable& b, Activation activation, Variable& output) override;
   void instance_norm(const Variable& input, const Variable& scale, const Variable& shift, float epsilon,
                      Activation activation, Variable& output) override;

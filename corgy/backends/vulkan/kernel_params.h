@@ -272,6 +272,14 @@ struct ResizeParams {
   float scale_h, scale_w, cubic_a;
 };
 
+/// Mirrors kernels/copy_strided.comp: a simplified StridedCopyDesc, axes past the rank of extent 1.
+struct CopyStridedParams {
+  std::uint32_t count, rank;
+  std::int32_t input_offset, output_offset;
+  std::uint32_t extent[6];
+  std::int32_t input_stride[6], output_stride[6];
+};
+
 /// Threads per workgroup of the element-wise kernels (their local_size_x).
 constexpr std::uint32_t elementwise_workgroup = 256;
 
@@ -339,6 +347,8 @@ inline constexpr KernelInfo matvec{"matvec", 4, sizeof(MatvecParams)};
 inline constexpr KernelInfo matvec_fp16{"matvec_fp16", 4, sizeof(MatvecParams), true};
 inline constexpr KernelInfo scale_channels{"scale_channels", 3, sizeof(ScaleChannelsParams)};
 inline constexpr KernelInfo scale_channels_fp16{"scale_channels_fp16", 3, sizeof(ScaleChannelsParams), true};
+inline constexpr KernelInfo copy_strided{"copy_strided", 2, sizeof(CopyStridedParams)};
+inline constexpr KernelInfo copy_strided_fp16{"copy_strided_fp16", 2, sizeof(CopyStridedParams), true};
 }  // namespace kernels
 
 }  // namespace corgy::vulkan
