@@ -837,6 +837,86 @@ void add_tensor_math_cases(std::vector<LayerCase>& cases) {
   }
 }
 
+// Data movement of tensors of rank 1 to 6 (Backend::copy_strided): transposes, slices with steps (reversed too),
+// concatenations along any axis, broadcasts and reshapes, at ranks 3 to 6; the model input is each tensor's fold
+// (TensorDims::folded). Some feed a convolution or come from one, so that the copies read and write intermediates;
+// the large ones run long runs and many runs on the blas backend's team.
+void add_tensor_movement_cases(std::vector<LayerCase>& cases) {
+  const auto folded = [](std::initializer_list<int> dims) { return TensorDims(dims).folded(); };
+  cases.push_back(
+      {"transpose (0, 2, 3, 1) to NHWC and back around a conv (2, 6, 5, 7)", {2, 6, 5, 7}, [](Sequential& m) {
+         m.add(Transpose({2, 6, 5, 7}, {0, 2, 3, 1}));
+         m.add(Transpose({2, 5, 7, 6}, {0, 3, 1, 2}));
+         m.add(Conv2d({.in_channels = 6, .out_channels = 4, .kernel = 3, .padding = 1}));
+         m.add(Transpose({2, 4, 5, 7}, {0, 3, 2, 1}));
+       }});
+  cases.push_back({"transpose (0, 2, 1) of (3, 6, 11)", folded({3, 6, 11}), [](Sequential& m) {
+                     m.add(Transpose({3, 6, 11}, {0, 2, 1}));
+                   }});
+  cases.push_back({"transpose (0, 3, 1, 4, 2) of (2, 3, 4, 5, 6)", folded({2, 3, 4, 5, 6}), [](Sequential& m) {
+                     m.add(Transpose({2, 3, 4, 5, 6}, {0, 3, 1, 4, 2}));
+                   }});
+  cases.push_back({"transpose (0, 5, 3, 1, 4, 2) of (2, 2, 3, 2, 4, 3)", folded({2, 2, 3, 2, 4, 3}), [](Sequential& m) {
+                     m.add(Transpose({2, 2, 3, 2, 4, 3}, {0, 5, 3, 1, 4, 2}));
+                   }});
+  cases.push_back({"transpose (0, 2, 3, 1) of (1, 64, 56, 56)", {1, 64, 56, 56}, [](Sequential& m) {
+                     m.add(Transpose({1, 64, 56, 56}, {0, 2, 3, 1}));
+                   }});
+  // YOLOv8's DFL: (N, 64, A) viewed as (N, 4, 16, A), the 16 bins moved to the channels.
+  cases.push_back(
+      {"reshape (2, 64, 9) to (2, 4, 16, 9), transpose (0, 2, 1, 3)", folded({2, 64, 9}), [](Sequential& m) {
+         m.add(Reshape({2, 64, 9}, {2, 4, 16, 9}));
+         m.add(Transpose({2, 4, 16, 9}, {0, 2, 1, 3}));
+       }});
+  cases.push_back({"tensor_slice of (2, 6, 11) axis 2 [1, 11) step 3, axis 1 [4, -1) step -2", folded({2, 6, 11}),
+                   [](Sequential& m) {
+                     m.add(TensorSlice({2, 6, 11}, {{.axis = 2, .start = 1, .stop = 11, .step = 3},
+                                                    {.axis = 1, .start = 4, .stop = -1, .step = -2}}));
+                   }});
+  cases.push_back(
+      {"tensor_slice of (3, 4, 5, 6, 7) reversed axis 4, axis 2 [1, 4)", folded({3, 4, 5, 6, 7}), [](Sequential& m) {
+         m.add(TensorSlice({3, 4, 5, 6, 7},
+                           {{.axis = 4, .start = 6, .stop = -1, .step = -1}, {.axis = 2, .start = 1, .stop = 4}}));
+       }});
+  cases.push_back({"tensor_slice of (2, 3, 4, 3, 5, 4) axes 1, 3, 5", folded({2, 3, 4, 3, 5, 4}), [](Sequential& m) {
+                     m.add(TensorSlice({2, 3, 4, 3, 5, 4}, {{.axis = 1, .start = 1, .stop = 3},
+                                                            {.axis = 3, .start = 2, .stop = 0, .step = -2},
+                                                            {.axis = 5, .start = 0, .stop = 4, .step = 2}}));
+                   }});
+  cases.push_back({"tensor_slice of (1, 4, 20000) axis 1 [1, 3) (long runs)", folded({1, 4, 20000}), [](Sequential& m) {
+                     m.add(TensorSlice({1, 4, 20000}, {{.axis = 1, .start = 1, .stop = 3}}));
+                   }});
+  cases.push_back({"tensor_concat axis 2 of (2, 5, 12), its slice and a conv", folded({2, 5, 12}), [](Sequential& m) {
+                     const int part = m.add(TensorSlice({2, 5, 12}, {{.axis = 2, .start = 11, .stop = 3, .step = -2}}),
+                                            {Sequential::model_input});
+                     const int conv =
+                         m.add(Conv2d({.in_channels = 5, .out_channels = 5, .kernel = 1}), {Sequential::model_input});
+                     m.add(TensorConcat({{2, 5, 12}, {2, 5, 4}, {2, 5, 12}}, 2), {Sequential::model_input, part, conv});
+                     m.add(Conv2d({.in_channels = 5, .out_channels = 3, .kernel = 1}));
+                   }});
+  cases.push_back({"tensor_concat axis 3 of (3, 4, 6, 5) and (3, 4, 6, 2)", {3, 4, 6, 5}, [](Sequential& m) {
+                     const int part = m.add(TensorSlice({3, 4, 6, 5}, {{.axis = 3, .start = 1, .stop = 3}}),
+                                            {Sequential::model_input});
+                     m.add(TensorConcat({{3, 4, 6, 5}, {3, 4, 6, 2}}, 3), {Sequential::model_input, part});
+                   }});
+  cases.push_back({"tensor_concat axis 2 of rank 5 (2, 3, 4, 2, 3) x 3", folded({2, 3, 4, 2, 3}), [](Sequential& m) {
+                     const int part =
+                         m.add(TensorSlice({2, 3, 4, 2, 3}, {{.axis = 2, .start = 3, .stop = 1, .step = -1}}),
+                               {Sequential::model_input});
+                     m.add(TensorConcat({{2, 3, 4, 2, 3}, {2, 3, 2, 2, 3}, {2, 3, 4, 2, 3}}, 2),
+                           {Sequential::model_input, part, Sequential::model_input});
+                   }});
+  cases.push_back({"expand (2, 3, 1, 5) to (2, 3, 4, 5)", {2, 3, 1, 5}, [](Sequential& m) {
+                     m.add(Expand({2, 3, 1, 5}, {1, 3, 4, 5}));
+                   }});
+  cases.push_back({"expand (2, 1, 7) to (2, 6, 7)", folded({2, 1, 7}), [](Sequential& m) {
+                     m.add(Expand({2, 1, 7}, {2, 6, 1}));
+                   }});
+  cases.push_back({"expand (2, 1, 3, 1, 2, 1) to (2, 2, 3, 4, 2, 3)", folded({2, 1, 3, 1, 2, 1}), [](Sequential& m) {
+                     m.add(Expand({2, 1, 3, 1, 2, 1}, {1, 2, 3, 4, 2, 3}));
+                   }});
+}
+
 std::vector<LayerCase> all_cases() {
   std::vector<LayerCase> cases;
   add_conv_cases(cases);
@@ -856,6 +936,7 @@ std::vector<LayerCase> all_cases() {
   add_inverted_residual_cases(cases);
   add_general_window_conv_cases(cases);
   add_tensor_math_cases(cases);
+  add_tensor_movement_cases(cases);
   return cases;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <optional>
 #include <tuple>
 
 #include "test_util.h"
@@ -49,6 +50,9 @@ struct FixtureCase {
   /// PyTorch's input / output are (N, features) matrices.
   bool vector_input = false;
   bool vector_output = false;
+  /// Tensors of another rank than 4: the dims of PyTorch's input and output, read into their fold.
+  std::optional<TensorDims> input_dims{};
+  std::optional<TensorDims> output_dims{};
 };
 
 void PrintTo(const FixtureCase& fixture, std::ostream* os) { *os << fixture.name; }
@@ -467,6 +471,51 @@ void add_tensor_math_cases(std::vector<FixtureCase>& cases) {
   }));
 }
 
+// Data movement of tensors of rank 3 to 5 (Transpose, TensorSlice, TensorConcat, Expand, Reshape) against PyTorch's
+// permute, slicing with steps and flips, cat and expand.
+void add_tensor_movement_cases(std::vector<FixtureCase>& cases) {
+  const auto tensor_case = [&cases](std::string name, TensorDims input, TensorDims output,
+                                    std::function<void(Sequential&)> build) {
+    cases.push_back({name, name,
+                     [build](Sequential& model, const CaseFiles&) {
+                       build(model);
+                       return std::vector<IntermediateCheck>{};
+                     },
+                     false, false, input, output});
+  };
+  tensor_case("permute_0231", {2, 6, 5, 7}, {2, 5, 7, 6}, [](Sequential& m) {
+    m.add(Transpose({2, 6, 5, 7}, {0, 2, 3, 1}));
+  });
+  tensor_case("permute_5d", {2, 3, 4, 5, 6}, {2, 5, 3, 6, 4}, [](Sequential& m) {
+    m.add(Transpose({2, 3, 4, 5, 6}, {0, 3, 1, 4, 2}));
+  });
+  tensor_case("view_transpose_dfl", {2, 64, 9}, {2, 16, 4, 9}, [](Sequential& m) {
+    m.add(Reshape({2, 64, 9}, {2, 4, 16, 9}));
+    m.add(Transpose({2, 4, 16, 9}, {0, 2, 1, 3}));
+  });
+  tensor_case("slice_steps_3d", {2, 6, 11}, {2, 3, 4}, [](Sequential& m) {
+    m.add(TensorSlice(
+        {2, 6, 11}, {{.axis = 1, .start = 4, .stop = -1, .step = -2}, {.axis = 2, .start = 1, .stop = 11, .step = 3}}));
+  });
+  tensor_case("slice_5d", {2, 3, 6, 4, 5}, {2, 3, 4, 4, 5}, [](Sequential& m) {
+    m.add(TensorSlice({2, 3, 6, 4, 5},
+                      {{.axis = 2, .start = 1, .stop = 5}, {.axis = 4, .start = 4, .stop = -1, .step = -1}}));
+  });
+  tensor_case("cat_axis2_3d", {2, 5, 12}, {2, 5, 17}, [](Sequential& m) {
+    const int part = m.add(TensorSlice({2, 5, 12}, {{.axis = 2, .start = 3, .stop = 8}}), {Sequential::model_input});
+    m.add(TensorConcat({{2, 5, 12}, {2, 5, 5}}, 2), {Sequential::model_input, part});
+  });
+  tensor_case("cat_axis3", {3, 4, 6, 5}, {3, 4, 6, 10}, [](Sequential& m) {
+    const int flipped =
+        m.add(TensorSlice({3, 4, 6, 5}, {{.axis = 3, .start = 4, .stop = -1, .step = -1}}), {Sequential::model_input});
+    m.add(TensorConcat({{3, 4, 6, 5}, {3, 4, 6, 5}}, 3), {Sequential::model_input, flipped});
+  });
+  tensor_case("expand_4d", {2, 3, 1, 5}, {2, 3, 4, 5}, [](Sequential& m) {
+    m.add(Expand({2, 3, 1, 5}, {2, 3, 4, 5}));
+  });
+  tensor_case("expand_3d", {2, 1, 7}, {2, 6, 7}, [](Sequential& m) { m.add(Expand({2, 1, 7}, {2, 6, 7})); });
+}
+
 std::vector<FixtureCase> all_cases() {
   std::vector<FixtureCase> cases;
   add_conv_cases(cases);
@@ -479,6 +528,7 @@ std::vector<FixtureCase> all_cases() {
   add_multi_input_cases(cases);
   add_net_cases(cases);
   add_tensor_math_cases(cases);
+  add_tensor_movement_cases(cases);
   return cases;
 }
 
@@ -490,8 +540,10 @@ TEST_P(PyTorchFixture, MatchesPyTorch) {
   Sequential model;
   const std::vector<IntermediateCheck> checks = fixture.build(model, files);
   model.set_backend(backend);
-  const Variable input = fixture.vector_input ? files.load_vectors("input") : files.load("input");
-  const Variable expected = fixture.vector_output ? files.load_vectors("output") : files.load("output");
+  Variable input = fixture.vector_input ? files.load_vectors("input") : files.load("input");
+  Variable expected = fixture.vector_output ? files.load_vectors("output") : files.load("output");
+  if (fixture.input_dims) input.reshape(fixture.input_dims->folded());
+  if (fixture.output_dims) expected.reshape(fixture.output_dims->folded());
   EXPECT_TRUE(outputs_match(model.forward(input), expected)) << fixture.name << " on " << backend;
   for (const IntermediateCheck& check : checks) {
     const Variable expected_layer = check.vectors ? files.load_vectors(check.file) : files.load(check.file);

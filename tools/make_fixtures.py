@@ -565,6 +565,55 @@ def layer_norm_channels_first():
     return tensor_case(randn(2, 5, 4, 3, scale=2.0), norm, weight=uniform(5, low=0.5, high=1.5), bias=randn(5, scale=0.5))
 
 
+# --- data movement of tensors of rank 1 to 6 (Transpose, TensorSlice, TensorConcat, Expand, Reshape) ---------
+# corgy's .npy reader takes 1-D to 4-D arrays: a 5-D or 6-D tensor is saved with its middle axes folded into one
+# ((N, a, b, H, W) as (N, a * b, H, W), the memory unchanged; save() does it), as corgy stores it.
+
+@case("input.permute(0, 2, 3, 1) (NCHW to NHWC, as ConvNeXt does)")
+def permute_0231():
+    return unary_case((2, 6, 5, 7), lambda x: x.permute(0, 2, 3, 1))
+
+
+@case("input.permute(0, 3, 1, 4, 2) of a 5-D tensor")
+def permute_5d():
+    return unary_case((2, 3, 4, 5, 6), lambda x: x.permute(0, 3, 1, 4, 2))
+
+
+@case("input.view(2, 4, 16, 9).transpose(1, 2) (YOLOv8's DFL: (N, 64, A) as (N, 16, 4, A))")
+def view_transpose_dfl():
+    return unary_case((2, 64, 9), lambda x: x.view(2, 4, 16, 9).transpose(1, 2))
+
+
+@case("input.flip(1)[:, 1::2, 1::3] of a 3-D tensor (channels 4, 2, 0: a negative step)")
+def slice_steps_3d():
+    return unary_case((2, 6, 11), lambda x: x.flip(1)[:, 1::2, 1::3])
+
+
+@case("input[:, :, 1:5].flip(4) of a 5-D tensor (axis 4 reversed)")
+def slice_5d():
+    return unary_case((2, 3, 6, 4, 5), lambda x: x[:, :, 1:5].flip(4))
+
+
+@case("torch.cat([input, input[:, :, 3:8]], dim=2) of a 3-D tensor")
+def cat_axis2_3d():
+    return unary_case((2, 5, 12), lambda x: torch.cat([x, x[:, :, 3:8]], dim=2))
+
+
+@case("torch.cat([input, input.flip(3)], dim=3)")
+def cat_axis3():
+    return unary_case((3, 4, 6, 5), lambda x: torch.cat([x, x.flip(3)], dim=3))
+
+
+@case("input.expand(2, 3, 4, 5) of (2, 3, 1, 5)")
+def expand_4d():
+    return unary_case((2, 3, 1, 5), lambda x: x.expand(2, 3, 4, 5))
+
+
+@case("input.expand(2, 6, 7) of (2, 1, 7)")
+def expand_3d():
+    return unary_case((2, 1, 7), lambda x: x.expand(2, 6, 7))
+
+
 # --- a small network mixing the layers above --------------------------------------------------------------------
 
 class SmallNet(torch.nn.Module):
@@ -617,6 +666,8 @@ def net():
 
 def save(path, tensor):
     array = np.ascontiguousarray(tensor.detach().numpy().astype(np.float32))
+    if array.ndim > 4:  # corgy's fold of a 5-D or 6-D tensor: the axes between the batch and the last two as one
+        array = array.reshape(array.shape[0], -1, *array.shape[-2:])
     np.save(path, array)
 
 
