@@ -425,7 +425,7 @@ void set_attribute(onnx::ModelProto& model, const std::string& name, const std::
   for (std::int64_t v : values) a.add_ints(v);
 }
 
-TEST(OnnxErrors, TensorSlicesSplitsAndTransposesAreChannelOperationsOnly) {
+TEST(OnnxErrors, TensorSlicesSplitsAndTransposesKeepTheBatch) {
   const auto slice = [](std::int64_t start, std::int64_t end, std::int64_t axis, std::int64_t step) {
     return load_error(one_node_model("Slice", {"starts", "ends", "axes", "steps"},
                                      {{"starts", {1}, {static_cast<float>(start)}, true},
@@ -433,15 +433,23 @@ TEST(OnnxErrors, TensorSlicesSplitsAndTransposesAreChannelOperationsOnly) {
                                       {"axes", {1}, {static_cast<float>(axis)}, true},
                                       {"steps", {1}, {static_cast<float>(step)}, true}}));
   };
-  EXPECT_TRUE(contains(slice(0, 2, 2, 1), "slices axis 2 of (1, 2, 4, 4); corgy slices tensors along the channels"));
-  EXPECT_TRUE(contains(slice(1, 0, 1, -1), "slices the channels of (1, 2, 4, 4) backwards (step -1)"));
-  EXPECT_TRUE(contains(slice(1, 1, 1, 1), "takes no channel of (1, 2, 4, 4)"));
+  EXPECT_EQ(slice(0, 2, 2, 1), "(no error)");   // a TensorSlice
+  EXPECT_EQ(slice(1, 0, 1, -1), "(no error)");  // channels backwards
+  // The batch's one element, backwards: the whole axis, so the output is the input itself (no layer).
+  EXPECT_TRUE(contains(slice(0, -1000, 0, -1), "graph output 'y' is the graph input itself"));
+  EXPECT_TRUE(contains(slice(0, 1, 0, -1), "takes no element of axis 0"));
+  EXPECT_TRUE(contains(slice(1, 1, 1, 1), "takes no element of axis 1 of (1, 2, 4, 4)"));
   EXPECT_EQ(slice(1, 100, 1, 1), "(no error)");  // ends past the end clamp, as ONNX says
 
-  onnx::ModelProto transpose = one_node_model("Transpose", {}, {});
-  set_attribute(transpose, "perm", std::vector<std::int64_t>{0, 1, 3, 2});
-  EXPECT_TRUE(contains(load_error(transpose), "corgy transposes tensors only as a channel shuffle"))
-      << load_error(transpose);
+  const auto transpose = [](std::vector<std::int64_t> perm) {
+    onnx::ModelProto model = one_node_model("Transpose", {}, {});
+    set_attribute(model, "perm", perm);
+    return load_error(model);
+  };
+  EXPECT_EQ(transpose({0, 1, 3, 2}), "(no error)");
+  EXPECT_TRUE(contains(transpose({1, 0, 2, 3}), "which moves axis 0; corgy keeps axis 0 as the batch"))
+      << transpose({1, 0, 2, 3});
+  EXPECT_TRUE(contains(transpose({0, 1, 1, 2}), "perm (0, 1, 1, 2) is not a permutation of the axes of (1, 2, 4, 4)"));
 
   const auto split = [](std::int64_t axis, std::vector<float> sizes) {
     onnx::ModelProto model =
@@ -454,10 +462,47 @@ TEST(OnnxErrors, TensorSlicesSplitsAndTransposesAreChannelOperationsOnly) {
       model.mutable_graph()->mutable_node(0)->add_output(fmt::format("z{}", k));
     return load_error(model);
   };
-  EXPECT_TRUE(contains(split(2, {2, 2}), "splits axis 2 of (1, 2, 4, 4)"));
+  EXPECT_EQ(split(2, {1, 3}), "(no error)");
+  EXPECT_TRUE(contains(split(0, {1}), "splits axis 0 of (1, 2, 4, 4)"));
   EXPECT_TRUE(contains(split(1, {1, 2}), "split sizes (1, 2) add up to 3, not the 2 channels"));
   EXPECT_TRUE(contains(split(1, {0, 2}), "has a part of 0 channels"));
   EXPECT_EQ(split(1, {1, 1}), "(no error)");
+
+  const auto reshape = [](std::vector<float> shape) {
+    return load_error(
+        one_node_model("Reshape", {"shape"}, {{"shape", {static_cast<std::int64_t>(shape.size())}, shape, true}}));
+  };
+  EXPECT_EQ(reshape({1, 8, 4}), "(no error)");
+  EXPECT_EQ(reshape({0, 2, 2, 2, -1}), "(no error)");
+  EXPECT_TRUE(contains(reshape({2, 16}), "reshapes (1, 2, 4, 4) to (2, 16); corgy keeps axis 0 as the batch"))
+      << reshape({2, 16});
+  EXPECT_TRUE(contains(reshape({1, 2, 2, 2, 2, 1, 1}), "has a tensor (1, 2, 2, 2, 2, 1, 1) of rank 7"))
+      << reshape({1, 2, 2, 2, 2, 1, 1});
+
+  const auto gather = [](std::vector<std::int64_t> dims, std::vector<float> indices, std::int64_t axis) {
+    onnx::ModelProto model = one_node_model("Gather", {"i"}, {{"i", dims, indices, true}});
+    onnx::AttributeProto& a = *model.mutable_graph()->mutable_node(0)->add_attribute();
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(axis);
+    return load_error(model);
+  };
+  EXPECT_EQ(gather({}, {3}, 2), "(no error)");
+  EXPECT_EQ(gather({2}, {3, 1}, -1), "(no error)");
+  EXPECT_TRUE(contains(gather({3}, {0, 3, 1}, 2),
+                       "gathers indices (0, 3, 1) of axis 2; corgy gathers indices in "
+                       "arithmetic progression"))
+      << gather({3}, {0, 3, 1}, 2);
+  EXPECT_TRUE(contains(gather({}, {0}, 0), "gathers along axis 0 of (1, 2, 4, 4)"));
+  EXPECT_TRUE(contains(gather({}, {4}, 3), "index 4 is out of range for axis 3 of (1, 2, 4, 4)"));
+  EXPECT_TRUE(contains(gather({2, 1}, {0, 1}, 1), "gathers with indices of shape (2, 1)"));
+
+  const auto expand = [](std::vector<float> shape) {
+    return load_error(
+        one_node_model("Expand", {"shape"}, {{"shape", {static_cast<std::int64_t>(shape.size())}, shape, true}}));
+  };
+  EXPECT_TRUE(contains(expand({1, 1, 2, 4, 4}), "adds axes before the batch"));
+  EXPECT_TRUE(contains(expand({1, 3, 4, 4}), "cannot broadcast (1, 2, 4, 4) to (1, 3, 4, 4): axis 1 is 2 and 3"));
 }
 
 TEST(OnnxErrors, OperatorLimitsNameTheNode) {

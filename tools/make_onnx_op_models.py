@@ -418,6 +418,80 @@ def softmax_opset11_axes(b, x):
     b.output(b.node("Softmax", [x], axis=2))
     b.output(b.node("LogSoftmax", [x], axis=1))
     b.output(b.node("Softmax", [x], axis=-1))
+# --- tensors of rank 1 to 6: Reshape, Transpose, Slice, Split, Concat, Gather, Expand, Flatten, (Un)Squeeze -----------
+
+def ints(*values):
+    return np.array(values, dtype=np.int64)
+
+
+@case(13, (1, 64, 2, 4))
+def tensor_dfl_head(b, x):
+    """YOLOv8's DFL head piece: (N, 64, A) viewed as (N, 4, 16, A), the 16 bins moved to axis 1, a softmax over them,
+    their expectation (a 1x1 convolution with weights 0..15), back to (N, 4, A); the boxes concatenated with the
+    scores along axis 1 and the anchors of two scales along axis 2, as the detector's output (N, 4 + classes, A)."""
+    a = b.node("Reshape", [x, b.const(ints(1, 64, 8))])
+    bins = b.node("Transpose", [b.node("Reshape", [a, b.const(ints(1, 4, 16, 8))])], perm=[0, 2, 1, 3])
+    soft = b.node("Softmax", [bins], axis=1)
+    weights = b.const(np.arange(16, dtype=np.float32).reshape(1, 16, 1, 1))
+    boxes = b.node("Reshape", [b.node("Conv", [soft, weights], kernel_shape=[1, 1]), b.const(ints(1, 4, 8))])
+    scores = b.node("Slice", [a, b.const(ints(60)), b.const(ints(63)), b.const(ints(1))])
+    head = b.node("Concat", [boxes, scores], axis=1)
+    b.output(head, rank=3)
+    b.output(b.node("Concat", [head, b.node("Slice", [head, b.const(ints(1)), b.const(ints(7)), b.const(ints(2)),
+                                                      b.const(ints(2))])], axis=2), rank=3)
+
+
+@case(13, (1, 8, 5, 6))
+def tensor_nhwc_round_trip(b, x):
+    """ConvNeXt's layout changes: a convolution's output to NHWC (Transpose (0, 2, 3, 1)) and back
+    ((0, 3, 1, 2)) into another convolution; the NHWC tensor and a 5-D transpose of it (viewed as 4-D) are outputs
+    too."""
+    y = b.conv(x, 8, 8, 3, pads=[1, 1, 1, 1])
+    nhwc = b.node("Transpose", [y], perm=[0, 2, 3, 1])
+    b.output(nhwc)
+    back = b.node("Transpose", [nhwc], perm=[0, 3, 1, 2])
+    b.output(b.conv(back, 8, 4, 1))
+    five = b.node("Reshape", [nhwc, b.const(ints(1, 5, 3, 2, 8))])
+    b.output(b.node("Reshape", [b.node("Transpose", [five], perm=[0, 4, 2, 1, 3]), b.const(ints(1, 8, 3, 10))]))
+
+
+@case(13, (2, 6, 4, 5))
+def tensor_split_concat_axis2(b, x):
+    """Split and Concat along axis 2 of 3-D tensors (a free-standing split with sizes as an input), Split along the
+    last axis of a 4-D tensor, Flatten at axis 1 of a 3-D tensor."""
+    flat = b.node("Reshape", [x, b.const(ints(0, 6, 20))])
+    first, second = b.node("Split", [flat, b.const(ints(8, 12))], outputs=2, axis=2)
+    b.output(b.node("Concat", [second, first, second], axis=2), rank=3)
+    left, right = b.node("Split", [x, b.const(ints(2, 3))], outputs=2, axis=-1)
+    b.output(b.node("Concat", [right, left], axis=3))
+    b.output(b.node("Flatten", [second], axis=1), rank=2)
+
+
+@case(18, (1, 4, 7, 7))
+def tensor_split_num_outputs_opset18(b, x):
+    """Opset 18's Split by num_outputs (a smaller last part) along axis 2, and Slice with negative steps and
+    out-of-range ends on axes 3 and 2."""
+    parts = b.node("Split", [x], outputs=3, axis=2, num_outputs=3)
+    for part in parts:
+        b.output(part)
+    b.output(b.node("Slice", [x, b.const(ints(-1, 4)), b.const(ints(-1000, 0)), b.const(ints(3, 2)),
+                              b.const(ints(-2, -1))]))
+
+
+@case(13, (1, 4, 3, 5))
+def tensor_gather_expand(b, x):
+    """Gather of one index (the axis dropped) and of an arithmetic progression (reversed too), Unsqueeze and
+    Squeeze of computed tensors, Expand of the gathered row back to every row, and with a shorter shape."""
+    row = b.node("Gather", [x, b.const(np.array(2, dtype=np.int64))], axis=2)
+    b.output(row, rank=3)
+    b.output(b.node("Gather", [x, b.const(ints(4, 2, 0))], axis=3))
+    b.output(b.node("Gather", [x, b.const(ints(0, 2))], axis=-3))
+    lifted = b.node("Unsqueeze", [row, b.const(ints(2))])
+    b.output(b.node("Expand", [lifted, b.const(ints(1, 4, 3, 5))]))
+    b.output(b.node("Expand", [lifted, b.const(ints(6, 1))]))
+    column = b.node("Gather", [x, b.const(np.array(-1, dtype=np.int64))], axis=3)
+    b.output(b.node("Squeeze", [b.node("Slice", [column, b.const(ints(1)), b.const(ints(2)), b.const(ints(2))]),
+                                b.const(ints(2))]), rank=2)
 
 
 def build(name, opset, input_shape, function, out):

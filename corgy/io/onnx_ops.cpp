@@ -13,6 +13,7 @@
 #include "corgy/io/onnx.h"
 #include "corgy/io/onnx_graph.h"
 #include "corgy/io/onnx_math_ops.h"
+#include "corgy/io/onnx_shape_ops.h"
 #include "corgy/layers/activation_layer.h"
 #include "corgy/layers/add.h"
 #include "corgy/layers/avgpool2d.h"
@@ -88,7 +89,8 @@ std::optional<Dims> corgy_layout(const Dims& dims) {
 }
 
 /// Output 0 = input 0 with dims `result`: an alias when corgy's layout is unchanged, a Flatten for (N, C, H, W) to
-/// (N, C*H*W); anything else fails.
+/// (N, C*H*W); anything else as a tensor of any rank (onnx_shape_ops.h: a Reshape view, or an error when the batch
+/// would change).
 void reshape_to(Graph& g, const Dims& result) {
   const Tensor& x = g.tensor_input(0);
   const std::optional<Dims> from = corgy_layout(x.dims);
@@ -98,10 +100,7 @@ void reshape_to(Graph& g, const Dims& result) {
       (result[1] == product(std::span(x.dims).subspan(1)) || result[1] == unknown)) {
     return g.add_layer(Flatten(), {x}, Dims{x.dims[0], product(std::span(x.dims).subspan(1))});
   }
-  g.fail(
-      fmt::format("reshapes {} to {}; corgy runs reshapes that only flatten (N, C, H, W) to (N, C*H*W), add or "
-                  "drop axes of size 1 after the channels, or view the channels in groups (N, g, C/g, H, W)",
-                  dims_text(x.dims), dims_text(result)));
+  reshape_tensor(g, result);
 }
 
 // --- constants and no-ops -----------------------------------------------------------------------------------------
@@ -176,8 +175,9 @@ void map_shape(Graph& g) {
   g.set_constant_output(std::move(c));
 }
 
-/// Gather on constants (the index of a shape: shape[0]).
+/// Gather on constants (the index of a shape: shape[0]); on a tensor, a slice (onnx_shape_ops.h).
 void map_gather(Graph& g) {
+  if (!g.input_is_constant(0)) return gather_tensor(g);
   const Constant& data = g.constant_input(0, "data");
   const Constant& indices = g.constant_input(1, "indices");
   if (data.dims.size() != 1) g.fail("gathers from a constant that is not 1-D");
@@ -291,18 +291,16 @@ SliceSelection slice_selection(const Graph& g, const Dims& dims) {
   return selection;
 }
 
-/// Slice of a tensor: a range of channels (ChannelSlice), the other axes whole.
+/// Slice of a tensor: a range of channels of a 4-D tensor (ChannelSlice), the other axes whole; any other slice as a
+/// tensor of any rank (onnx_shape_ops.h).
 void slice_channels(Graph& g) {
-  const Tensor& x = image_input(g);
+  const Tensor& x = g.tensor_input(0);
   const SliceSelection s = slice_selection(g, x.dims);
+  bool channels_only = x.dims.size() == 4 && s.step[1] > 0 && s.count[1] > 0;
   for (std::size_t a : {std::size_t{0}, std::size_t{2}, std::size_t{3}}) {
-    if (s.first[a] != 0 || s.step[a] != 1 || s.count[a] != x.dims[a]) {
-      g.fail(fmt::format("slices axis {} of {}; corgy slices tensors along the channels (axis 1) only", a,
-                         dims_text(x.dims)));
-    }
+    channels_only = channels_only && s.first[a] == 0 && s.step[a] == 1 && s.count[a] == x.dims[a];
   }
-  if (s.step[1] < 0) g.fail(fmt::format("slices the channels of {} backwards (step {})", dims_text(x.dims), s.step[1]));
-  if (s.count[1] == 0) g.fail(fmt::format("takes no channel of {}", dims_text(x.dims)));
+  if (!channels_only) return slice_tensor(g, s.first, s.step, s.count);
   const auto start = static_cast<int>(s.first[1]);
   const auto step = static_cast<int>(s.step[1]);
   const int stop = start + (static_cast<int>(s.count[1]) - 1) * step + 1;
@@ -332,13 +330,15 @@ void map_slice(Graph& g) {
   g.set_constant_output(gathered(data, from, count));
 }
 
-/// Split of a tensor along the channels: one ChannelSlice per output (YOLOv8's C2f blocks, ShuffleNet's branches).
+/// Split of a tensor: along the channels of a 4-D tensor, one ChannelSlice per output (YOLOv8's C2f blocks,
+/// ShuffleNet's branches); along another axis or of another rank, a TensorSlice per output (onnx_shape_ops.h).
 void map_split(Graph& g) {
-  const Tensor& x = image_input(g);
+  const Tensor& x = g.tensor_input(0);
   const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", 0), x.dims.size());
-  if (axis != 1)
-    g.fail(fmt::format("splits axis {} of {}; corgy splits along the channels (axis 1)", axis, dims_text(x.dims)));
-  const int channels = channels_of(g, x);
+  const auto along = static_cast<std::size_t>(axis);
+  if (x.dims[along] <= 0) g.fail(fmt::format("splits axis {} of {}, whose size is not known", axis, dims_text(x.dims)));
+  if (x.dims[along] > std::numeric_limits<int>::max()) g.fail(fmt::format("splits a tensor {}", dims_text(x.dims)));
+  const auto channels = static_cast<int>(x.dims[along]);
   const int outputs = g.node().output_size();
   Dims sizes = g.opset() >= 13 ? (g.has_input(1) ? g.constant_input(1, "split").as_integers() : Dims{})
                                : g.attribute_ints("split");
@@ -361,6 +361,7 @@ void map_split(Graph& g) {
   }
   if (total != channels)
     g.fail(fmt::format("split sizes {} add up to {}, not the {} channels", dims_text(sizes), total, channels));
+  if (axis != 1 || x.dims.size() != 4) return split_tensor(g, axis, sizes);
   int start = 0;
   for (int k = 0; k < outputs; ++k) {
     const auto size = static_cast<int>(sizes[static_cast<std::size_t>(k)]);
@@ -373,16 +374,25 @@ void map_split(Graph& g) {
   }
 }
 
-/// Transpose of a tensor: only ShuffleNet's channel shuffle, (N, g, C/g, H, W) with perm (0, 2, 1, 3, 4), on the
-/// 5-D view of an (N, C, H, W) tensor that reshape_to makes.
+/// Transpose of a tensor: ShuffleNet's channel shuffle, (N, g, C/g, H, W) with perm (0, 2, 1, 3, 4), on the 5-D view
+/// of an (N, C, H, W) tensor that reshape_to makes, as a ChannelShuffle; any other as a Transpose layer
+/// (onnx_shape_ops.h).
 void transpose_channel_groups(Graph& g) {
   const Tensor& x = g.tensor_input(0);
-  const Dims perm = g.attribute_ints("perm");
+  Dims perm = g.attribute_ints("perm");
   if (x.dims.size() != 5 || perm != Dims{0, 2, 1, 3, 4} || x.dims[1] <= 0 || x.dims[2] <= 0) {
-    g.fail(
-        fmt::format("transposes {} with perm {}; corgy transposes tensors only as a channel shuffle, (N, g, C/g, H, "
-                    "W) with perm (0, 2, 1, 3, 4)",
-                    dims_text(x.dims), dims_text(perm)));
+    // Any other transpose: the axes reversed when perm is absent, as ONNX says.
+    if (perm.empty()) {
+      for (std::size_t a = x.dims.size(); a-- > 0;) perm.push_back(static_cast<std::int64_t>(a));
+    }
+    Dims sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t a = 0; a < std::max(sorted.size(), x.dims.size()); ++a) {
+      if (sorted.size() != x.dims.size() || sorted[a] != static_cast<std::int64_t>(a)) {
+        g.fail(fmt::format("perm {} is not a permutation of the axes of {}", dims_text(perm), dims_text(x.dims)));
+      }
+    }
+    return transpose_tensor(g, perm);
   }
   g.add_layer(ChannelShuffle(static_cast<int>(x.dims[1])), {x},
               Dims{x.dims[0], x.dims[2], x.dims[1], x.dims[3], x.dims[4]});
@@ -471,11 +481,28 @@ void map_unsqueeze(Graph& g) {
   reshape_to(g, result);
 }
 
+/// Flatten at any axis: (d0 * ... * d(axis-1), d(axis) * ...). Axis 1 of a 4-D tensor is the Flatten layer; other
+/// axes keep the batch only where the axes before `axis` after it are all 1 (axis 0: a batch of 1).
 void map_flatten(Graph& g) {
-  const Tensor& x = feature_input(g);
-  const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", 1), x.dims.size());
-  if (axis != 1) g.fail(fmt::format("flattens from axis {}; corgy flattens from axis 1 (after the batch)", axis));
-  reshape_to(g, {x.dims[0], product(std::span(x.dims).subspan(1))});
+  const Tensor& x = g.tensor_input(0);
+  const auto rank = static_cast<std::int64_t>(x.dims.size());
+  if (rank == 0) g.fail("flattens a tensor of rank 0");
+  // Flatten's axis ranges over [-rank, rank]: axis rank gives (all, 1).
+  const std::int64_t axis_attr = g.attribute_int("axis", 1);
+  if (axis_attr < -rank || axis_attr > rank)
+    g.fail(fmt::format("axis {} is out of range for rank {}", axis_attr, rank));
+  const auto axis = static_cast<std::size_t>(axis_attr < 0 ? axis_attr + rank : axis_attr);
+  const std::span<const std::int64_t> dims(x.dims);
+  if (axis == 0) {
+    if (x.dims[0] != 1) g.fail(fmt::format("flattens {} from axis 0, which moves the batch", dims_text(x.dims)));
+    return reshape_to(g, {1, product(dims)});
+  }
+  const std::int64_t between = product(dims.subspan(1, axis - 1));
+  if (between != 1) {
+    g.fail(fmt::format("flattens {} from axis {}, which folds axes into the batch; corgy keeps axis 0 as the batch",
+                       dims_text(x.dims), axis));
+  }
+  reshape_to(g, {x.dims[0], product(dims.subspan(axis))});
 }
 
 void map_reshape(Graph& g) {
@@ -540,10 +567,16 @@ void map_concat(Graph& g) {
     c.dims = {static_cast<std::int64_t>(c.integers.size())};
     return g.set_constant_output(std::move(c));
   }
+  const Dims& first_dims = g.input_is_constant(0) ? g.constant_input(0, "input").dims : g.tensor_input(0).dims;
+  const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", 1), first_dims.size());
+  // Channels of 4-D or 2-D tensors: the Concat layer (one operation); any other axis or rank: a TensorConcat.
+  bool channels = axis == 1 && (first_dims.size() == 4 || first_dims.size() == 2);
+  for (int i = 0; i < count; ++i) {
+    channels = channels && !g.input_is_constant(i) && g.tensor_input(i).dims.size() == first_dims.size();
+  }
+  if (!channels) return concat_tensors(g, axis);
   std::vector<Tensor> inputs;
   for (int i = 0; i < count; ++i) inputs.push_back(feature_input(g, i));
-  const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", 1), inputs[0].dims.size());
-  if (axis != 1) g.fail(fmt::format("concatenates along axis {}; corgy concatenates channels (axis 1)", axis));
   Dims dims = inputs[0].dims;
   dims[1] = 0;
   for (const Tensor& input : inputs) {
@@ -1468,7 +1501,9 @@ constexpr OperatorMapping table[] = {
     {"Cast", first, last, map_cast, "constants; to float on tensors (a no-op)"},
     {"Ceil", first, last, map_ceil, "Unary ceil (tensors of any rank); constants"},
     {"Clip", first, last, map_clip, "ReLU (min 0), clipped ReLU / ReLU6 (min 0, max m), fused; other minimums fail"},
-    {"Concat", first, last, map_concat, "Concat along the channels (axis 1); 1-D constants"},
+    {"Concat", first, last, map_concat,
+     "Concat along the channels (axis 1) of 4-D and 2-D tensors; TensorConcat along any other axis but the batch, "
+     "rank 1 to 6; 1-D constants"},
     {"Constant", first, last, map_constant, "a constant (value, value_float(s), value_int(s))"},
     {"ConstantOfShape", 9, last, map_constant_of_shape, "a constant"},
     {"Conv", first, last, map_conv,
@@ -1483,9 +1518,13 @@ constexpr OperatorMapping table[] = {
     {"Dropout", first, last, map_identity, "nothing (inference); the mask output must be unread"},
     {"Erf", first, last, map_erf, "Unary erf (tensors of any rank; GELU's exact form); constants"},
     {"Exp", first, last, map_exp, "Unary exp (tensors of any rank); constants"},
-    {"Flatten", first, last, map_flatten, "Flatten (axis 1)"},
+    {"Expand", 8, last, map_expand, "Expand: numpy broadcast to a constant shape of the same rank (not the batch)"},
+    {"Flatten", first, last, map_flatten,
+     "Flatten (axis 1 of 4-D); a Reshape view at any axis that keeps the batch first"},
     {"Floor", first, last, map_floor, "Unary floor (tensors of any rank); constants"},
-    {"Gather", first, last, map_gather, "constants only (an index into a shape)"},
+    {"Gather", first, last, map_gather,
+     "constants; on a tensor, constant indices along an axis but the batch: one index (TensorSlice + a view) or a "
+     "1-D list in arithmetic progression (TensorSlice)"},
     {"Gemm", first, last, map_gemm,
      "Linear: constant B (either transB), alpha and beta folded, C one value per output; transA = 0"},
     {"GlobalAveragePool", first, last, map_global_average_pool, "AvgPool2d::global()"},
@@ -1530,7 +1569,8 @@ constexpr OperatorMapping table[] = {
      "ReduceAxis sum over any axes but the batch (one layer per run of adjacent axes), keepdims either way"},
     {"Relu", first, last, map_relu, "ReLU activation, fused into the layer before"},
     {"Reshape", first, last, map_reshape,
-     "a view when only axes of size 1 change, a Flatten for (N, C, H, W) to (N, C*H*W); constants"},
+     "a view: aliased when the stored (N, C, H, W) shape is unchanged, a Flatten for (N, C, H, W) to (N, C*H*W), "
+     "else a Reshape view of any rank 1 to 6 (0 and -1 in the shape; the batch stays axis 0); constants"},
     {"Resize", 10, last, map_resize,
      "Resize: nearest (every nearest_mode), linear, cubic (cubic_coeff_a, exclude_outside); half_pixel, "
      "pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn; constant scales or sizes of height and "
@@ -1538,20 +1578,24 @@ constexpr OperatorMapping table[] = {
     {"Shape", first, last, map_shape, "a constant, when the dimensions are known at load time"},
     {"Sigmoid", first, last, map_sigmoid, "sigmoid activation, fused"},
     {"Slice", first, last, map_slice,
-     "a range of channels of a tensor (ChannelSlice; other axes whole, positive step); any slice of a constant"},
+     "a range of channels of a 4-D tensor (ChannelSlice); any other slice of a tensor of rank 1 to 6 with constant "
+     "starts, ends, axes and steps (TensorSlice; negative steps, not the batch); any slice of a constant"},
     {"Softmax", first, last, map_softmax,
      "Softmax over the channels (axis 1) of a 4-D or 2-D tensor; SoftmaxAxis over any other axis but the batch (before "
      "opset 13 the axes from `axis` on as one)"},
-    {"Split", first, last, map_split, "channel ranges of a tensor (a ChannelSlice per output)"},
+    {"Split", first, last, map_split,
+     "channel ranges of a 4-D tensor (a ChannelSlice per output); parts along any other axis but the batch, rank 1 "
+     "to 6 (a TensorSlice per output); sizes as attribute, input or num_outputs"},
     {"Sqrt", first, last, map_sqrt, "Unary sqrt (tensors of any rank); constants"},
-    {"Squeeze", first, last, map_squeeze, "a view (axes of size 1 after the channels); constants"},
+    {"Squeeze", first, last, map_squeeze, "a view (any axes of size 1 but the batch); constants"},
     {"Sub", first, last, map_sub,
      "a per-channel shift by a constant (x - c, c - x); Elementwise for tensors; BroadcastBinary for the rest (NumPy "
      "broadcasting, any rank)"},
     {"Tanh", first, last, map_tanh, "tanh activation, fused"},
     {"Transpose", first, last, map_transpose,
-     "a channel shuffle, (N, g, C/g, H, W) with perm (0, 2, 1, 3, 4) (ChannelShuffle); any transpose of a constant"},
-    {"Unsqueeze", first, last, map_unsqueeze, "a view (axes of size 1 after the channels); constants"},
+     "a channel shuffle, (N, g, C/g, H, W) with perm (0, 2, 1, 3, 4) (ChannelShuffle); Transpose of any perm that "
+     "keeps the batch first, rank 1 to 6; any transpose of a constant"},
+    {"Unsqueeze", first, last, map_unsqueeze, "a view (axes of size 1 after the batch); constants"},
     {"Upsample", first, 9, map_upsample,
      "Resize: nearest (enlarging) or linear, asymmetric coordinates, height and width; Upsample for one integer "
      "factor"},
