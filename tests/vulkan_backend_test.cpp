@@ -226,6 +226,52 @@ TEST(VulkanBackend, IndependentDispatchesShareABarrier) {
   EXPECT_EQ(stats.last_barriers, 1);
 }
 
+TEST(VulkanBackend, StridedCopiesIntoDisjointPartsShareABarrier) {
+  // A TensorConcat along axis 1 is one copy_strided per input, each declaring only the region it writes: as for
+  // Concat, one barrier (convolutions -> copies) suffices.
+  std::mt19937 rng(6);
+  Sequential model;
+  const int a = model.add(Conv2d({.in_channels = 4, .out_channels = 3, .kernel = 1}), {Sequential::model_input});
+  const int b = model.add(Conv2d({.in_channels = 4, .out_channels = 5, .kernel = 1}), {Sequential::model_input});
+  model.add(TensorConcat({{1, 3, 6, 6}, {1, 5, 6, 6}}, 1), {a, b});
+  randomize_parameters(model, rng);
+  const Variable input = random_variable({1, 4, 6, 6}, rng);
+  const Variable expected = expected_output(model, input);
+  auto owned = std::make_unique<VulkanBackend>(validated_vulkan_options());
+  const VulkanStats& stats = owned->stats();
+  model.set_backend(std::move(owned));
+  EXPECT_TRUE(outputs_match(model.forward(input), expected));
+  EXPECT_EQ(stats.last_dispatches, 4);
+  EXPECT_EQ(stats.last_barriers, 1);
+}
+
+TEST(VulkanBackend, StridedCopiesKeepFp16IntermediatesInHalf) {
+  // NCHW -> NHWC -> NCHW between convolutions (ConvNeXt's permutes) and a reversed slice, in fp16 precision: the
+  // copies read and write device-only intermediates as halves (copy_strided_fp16), the output stays fp32.
+  std::mt19937 rng(7);
+  Sequential model;
+  model.add(Conv2d({.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1}));
+  model.add(Transpose({2, 8, 7, 9}, {0, 2, 3, 1}));
+  model.add(TensorSlice({2, 7, 9, 8}, {{.axis = 2, .start = 8, .stop = -1, .step = -1}}));
+  model.add(Transpose({2, 7, 9, 8}, {0, 3, 1, 2}));
+  model.add(Conv2d({.in_channels = 8, .out_channels = 4, .kernel = 1}));
+  randomize_parameters(model, rng);
+  const Variable input = random_variable({2, 3, 7, 9}, rng);
+  const Variable expected = expected_output(model, input);
+  VulkanOptions options = validated_vulkan_options();
+  options.precision = Precision::fp16;
+  auto owned = std::make_unique<VulkanBackend>(options);
+  VulkanBackend& vulkan = *owned;
+  model.set_backend(std::move(owned));
+  EXPECT_TRUE(outputs_match(model.forward(input), expected, 2e-2));
+  if (vulkan.precision() != Precision::fp16) GTEST_SKIP() << "the device has no 16-bit storage: fp32 ran";
+  vulkan.set_profiling(true);
+  model.forward(input);
+  int half_copies = 0;
+  for (const VulkanDispatchProfile& d : vulkan.dispatch_profile()) half_copies += d.kernel == "copy_strided_fp16";
+  EXPECT_EQ(half_copies, 3);
+}
+
 TEST(VulkanBackend, ChangedWeightsAreUploadedAgain) {
   std::mt19937 rng(2);
   Sequential model = small_chain(rng);
