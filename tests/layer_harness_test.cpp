@@ -862,6 +862,10 @@ void add_tensor_movement_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"transpose (0, 2, 3, 1) of (1, 64, 56, 56)", {1, 64, 56, 56}, [](Sequential& m) {
                      m.add(Transpose({1, 64, 56, 56}, {0, 2, 3, 1}));
                    }});
+  // Blocks of runs that start inside the outer axes and carry from one image to the next.
+  cases.push_back({"transpose (0, 3, 1, 2) of (2, 40, 30, 24)", {2, 40, 30, 24}, [](Sequential& m) {
+                     m.add(Transpose({2, 40, 30, 24}, {0, 3, 1, 2}));
+                   }});
   // YOLOv8's DFL: (N, 64, A) viewed as (N, 4, 16, A), the 16 bins moved to the channels.
   cases.push_back(
       {"reshape (2, 64, 9) to (2, 4, 16, 9), transpose (0, 2, 1, 3)", folded({2, 64, 9}), [](Sequential& m) {

@@ -22,6 +22,8 @@ void copy_run(const float* from, std::int64_t from_stride, float* to, std::int64
     std::memcpy(to, from, length * sizeof(float));
   } else if (from_stride == 0 && to_stride == 1) {
     std::fill(to, to + length, *from);
+  } else if (to_stride == 1) {  // a transpose's gather: contiguous writes
+    for (std::size_t i = 0; i < length; ++i) to[i] = from[static_cast<std::int64_t>(i) * from_stride];
   } else {
     for (std::size_t i = 0; i < length; ++i) {
       to[static_cast<std::int64_t>(i) * to_stride] = from[static_cast<std::int64_t>(i) * from_stride];
@@ -68,13 +70,29 @@ void BlasBackend::copy_strided(const StridedCopyDesc& desc, const Variable& inpu
     });
     return;
   }
-  // Short runs: each task copies a block of whole runs.
+  // Short runs: each task copies a block of whole runs, the offsets of each next run stepped from the last's.
   const std::size_t block = std::max<std::size_t>(1, kElementsPerTask / run);
+  const int outer_axes = s.rank - 1;
   parallel_for(threads_for(s.count()), (runs + block - 1) / block, [&](std::size_t task) {
-    const std::size_t end = std::min(runs, (task + 1) * block);
-    for (std::size_t row = task * block; row < end; ++row) {
-      const auto [from, to] = run_offsets(s, row);
+    const std::size_t begin = task * block;
+    const std::size_t end = std::min(runs, begin + block);
+    auto [from, to] = run_offsets(s, begin);
+    std::array<int, StridedCopyDesc::max_rank> index{};
+    for (std::size_t rest = begin, k = static_cast<std::size_t>(outer_axes); k-- > 0;) {
+      index[k] = static_cast<int>(rest % static_cast<std::size_t>(s.extent[k]));
+      rest /= static_cast<std::size_t>(s.extent[k]);
+    }
+    for (std::size_t row = begin; row < end; ++row) {
       copy_run(source + from, from_stride, target + to, to_stride, run);
+      for (int k = outer_axes; k-- > 0;) {
+        const auto a = static_cast<std::size_t>(k);
+        from += s.input_stride[a];
+        to += s.output_stride[a];
+        if (++index[a] < s.extent[a]) break;
+        from -= s.input_stride[a] * s.extent[a];
+        to -= s.output_stride[a] * s.extent[a];
+        index[a] = 0;
+      }
     }
   });
 }
