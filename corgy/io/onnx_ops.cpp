@@ -84,7 +84,9 @@ std::optional<Dims> corgy_layout(const Dims& dims) {
   if (dims.size() == 4) return dims;
   if (dims.size() == 2) return Dims{dims[0], dims[1], 1, 1};
   // (N, g, C/g, H, W): the channels in groups, as a channel shuffle's Reshape views them.
-  if (dims.size() == 5 && dims[1] > 0 && dims[2] > 0) return Dims{dims[0], dims[1] * dims[2], dims[3], dims[4]};
+  // product() saturates instead of overflowing: a fuzzed reshape target of huge groups matches no layout.
+  if (dims.size() == 5 && dims[1] > 0 && dims[2] > 0)
+    return Dims{dims[0], product(std::span(dims).subspan(1, 2)), dims[3], dims[4]};
   return std::nullopt;
 }
 
