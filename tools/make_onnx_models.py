@@ -21,8 +21,10 @@ mnist (corgy's MNIST network, tools/train_mnist.py, with its trained weights), i
 its factorized 1x7 / 7x1 and 1x3 / 3x1 convolutions; full: 299 x 299, 1000 classes, 95 MB), shufflenet_v2
 (torchvision's: channel halves and channel shuffles; full: x1.0 at 224 x 224), and at full size only
 lraspp_mobilenet_v3_large and fcn_resnet50 (torchvision's segmentation models: bilinear upsampling, dilated
-convolutions; their "out" tensor), and unet (a U-Net whose decoder upsamples by transposed convolutions; full: width
-64 at 256 x 256).
+convolutions; their "out" tensor), unet (a U-Net whose decoder upsamples by transposed convolutions; full: width
+64 at 256 x 256), and convnext_tiny (torchvision's ConvNeXt: channels-last LayerNorm between permutes, GELU, layer
+scale; full: ConvNeXt-T at 224 x 224; exported at opset 13, where LayerNorm and GELU are chains of elementary
+operators, and at opset 17, where LayerNorm is LayerNormalization).
 
 Run: tools/make_onnx_models.py [--size reduced|full] [--out DIR] [--models a,b] [--opsets 9,17]
 (Debian's python3-torch, python3-torchvision and python3-onnx; CPU only).
@@ -247,6 +249,16 @@ def shufflenet_v2(full):
     return torchvision.models.ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10), (2, 3, 64, 61)
 
 
+def convnext_tiny(full):
+    if full:
+        return torchvision.models.convnext_tiny(weights=None), (1, 3, 224, 224)
+    # torchvision's ConvNeXt (its CNBlock: 7x7 depthwise, permute to channels-last, LayerNorm, Linear, GELU, Linear,
+    # layer scale, permute back; LayerNorm2d in the stem and the downsampling layers) with narrow stages, 10 classes.
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    stages = [CNBlockConfig(8, 16, 2), CNBlockConfig(16, 24, 1), CNBlockConfig(24, 32, 1), CNBlockConfig(32, None, 1)]
+    return ConvNeXt(stages, num_classes=10), (2, 3, 64, 64)
+
+
 def lraspp_mobilenet_v3_large(full):
     if not full:
         raise SystemExit("lraspp_mobilenet_v3_large has no reduced version: use --size full")
@@ -327,6 +339,7 @@ MODELS = {
     "mnist": mnist,
     "inception_v3": inception_v3,
     "shufflenet_v2": shufflenet_v2,
+    "convnext_tiny": convnext_tiny,
     "lraspp_mobilenet_v3_large": lraspp_mobilenet_v3_large,
     "fcn_resnet50": fcn_resnet50,
     "unet": unet,
@@ -343,7 +356,8 @@ MODEL_OPSETS = {name: (13,) for name in ("inception_v3", "shufflenet_v2", "lrasp
 
 def randomize(model, seed):
     """Seeded random weights: PyTorch's default initialisation, and batch-norm statistics and affine parameters
-    far from the identity so that a wrong fold shows. Instance norms get random affine parameters too."""
+    far from the identity so that a wrong fold shows. Instance and layer norms get random affine parameters too, and
+    ConvNeXt's layer scales values near 1."""
     torch.manual_seed(seed)
     for module in model.modules():
         if isinstance(module, (nn.Conv2d, nn.Linear)):
@@ -354,10 +368,13 @@ def randomize(model, seed):
                 module.bias.normal_(0.0, 0.2)
                 module.running_mean.normal_(0.0, 0.2)
                 module.running_var.uniform_(0.5, 2.0)
-        elif isinstance(module, nn.InstanceNorm2d) and module.affine:
+        elif (isinstance(module, nn.InstanceNorm2d) and module.affine) or isinstance(module, nn.LayerNorm):
             with torch.no_grad():
                 module.weight.uniform_(0.5, 1.5)
                 module.bias.normal_(0.0, 0.2)
+        if hasattr(module, "layer_scale"):  # ConvNeXt's blocks start at 1e-6, which would hide their branch
+            with torch.no_grad():
+                module.layer_scale.uniform_(0.5, 1.5)
 
 
 def export(name, full, opsets, out):
