@@ -350,6 +350,8 @@ FULL_ONLY = ("lraspp_mobilenet_v3_large", "fcn_resnet50")
 # opset 13, as issue 25 tries the torchvision zoo.
 MODEL_OPSETS = {name: (13,) for name in ("inception_v3", "shufflenet_v2", "lraspp_mobilenet_v3_large", "fcn_resnet50",
                                           "unet")}
+# ConvNeXt at 13 (LayerNorm and GELU as chains of elementary operators) and 17 (LayerNormalization).
+MODEL_OPSETS["convnext_tiny"] = (13, 17)
 
 
 # --- export ------------------------------------------------------------------------------------------------------
