@@ -318,25 +318,29 @@ int only_input(const Rewriter& r, int i) {
   return inputs.size() == 1 ? inputs[0] : -2;
 }
 
+// The scalar affine (scale, shift) of a step is this one: scale to 1e-6 (constants such as 1 / sqrt(2) are written in
+// float by the exporter), shift exactly.
+bool is_affine(std::optional<std::pair<float, float>> affine, float scale, float shift) {
+  return affine && std::abs(affine->first - scale) <= 1e-6f * std::abs(scale) && affine->second == shift;
+}
+
 // 7a. x * (erf(x / sqrt(2)) + 1) * 0.5 -> gelu(x).
 void fuse_gelu(Rewriter& r) {
   constexpr float inverse_sqrt2 = 0.70710678118654752f;
-  const auto is = [](std::optional<std::pair<float, float>> affine, float scale, float shift) {
-    return affine && std::abs(affine->first - scale) <= 1e-6f * std::abs(scale) && affine->second == shift;
-  };
   for (int m = 0; m < r.size(); ++m) {
-    if (!is(scalar_affine(r, m), 0.5f, 0.0f)) continue;
+    if (!is_affine(scalar_affine(r, m), 0.5f, 0.0f)) continue;
     const int p = only_input(r, m);
     if (!is_product_of_equals(r, p) || !r.private_to_pattern(p)) continue;
     for (int side = 0; side < 2; ++side) {
       const int q = r.node(p).inputs[side];
       const int x = r.node(p).inputs[1 - side];
-      if (!is(scalar_affine(r, q), 1.0f, 1.0f) || !r.private_to_pattern(q)) continue;
+      if (!is_affine(scalar_affine(r, q), 1.0f, 1.0f) || !r.private_to_pattern(q)) continue;
       const int e = only_input(r, q);
       const auto* erf = r.as<Unary>(e);
       if (!erf || erf->op() != UnaryOp::erf || !r.private_to_pattern(e)) continue;
       const int d = only_input(r, e);
-      if (!is(scalar_affine(r, d), inverse_sqrt2, 0.0f) || !r.private_to_pattern(d) || only_input(r, d) != x) continue;
+      if (!is_affine(scalar_affine(r, d), inverse_sqrt2, 0.0f) || !r.private_to_pattern(d) || only_input(r, d) != x)
+        continue;
       r.rewrite(m, std::make_unique<Unary>(UnaryOp::gelu), {x}, {p, q, e, d});
       break;
     }
@@ -377,24 +381,21 @@ int other_input(const Rewriter& r, int i, int x) {
 void fuse_gelu_tanh(Rewriter& r) {
   constexpr float beta = 0.79788456080286536f;  // sqrt(2 / pi)
   constexpr float kappa = 0.044715f;
-  const auto is = [](std::optional<std::pair<float, float>> affine, float scale, float shift) {
-    return affine && std::abs(affine->first - scale) <= 1e-6f * std::abs(scale) && affine->second == shift;
-  };
   for (int m = 0; m < r.size(); ++m) {
-    if (!is(scalar_affine(r, m), 0.5f, 0.0f)) continue;
+    if (!is_affine(scalar_affine(r, m), 0.5f, 0.0f)) continue;
     const int p = only_input(r, m);
     if (!is_product_of_equals(r, p) || !r.private_to_pattern(p)) continue;
     for (int side = 0; side < 2; ++side) {
       const int o = r.node(p).inputs[side];
       const int x = r.node(p).inputs[1 - side];
-      if (!is(scalar_affine(r, o), 1.0f, 1.0f) || !r.private_to_pattern(o)) continue;
+      if (!is_affine(scalar_affine(r, o), 1.0f, 1.0f) || !r.private_to_pattern(o)) continue;
       const int t = only_input(r, o);
       if (!r.private_to_pattern(t)) continue;
       const int s = scaled_tanh(r, t, beta);
       const auto* sum = r.as<Add>(s);
       if (!sum || sum->activation().kind != ActivationKind::none || !r.private_to_pattern(s)) continue;
       const int k = other_input(r, s, x);
-      if (!is(scalar_affine(r, k), kappa, 0.0f) || !r.private_to_pattern(k)) continue;
+      if (!is_affine(scalar_affine(r, k), kappa, 0.0f) || !r.private_to_pattern(k)) continue;
       const int cube = only_input(r, k);
       if (!is_product_of_equals(r, cube) || !r.private_to_pattern(cube)) continue;
       const int square = other_input(r, cube, x);
