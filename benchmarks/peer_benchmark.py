@@ -291,7 +291,7 @@ def export_onnx(args):
     example = torch.zeros((args.batch,) + model.input_shape)
     with torch.no_grad():
         # PRESERVE keeps batch norms as BatchNormalization nodes (eval mode: inference) instead of folding them into
-        # the convolutions: the weights stay seeded_weights' few distinct values, which compress for the GPU machine;
+        # the convolutions: the weights stay seeded_weights' repeating blocks, which compress for the GPU machine;
         # corgy and ONNX Runtime fold them when they load the model.
         torch.onnx.export(model, example, args.out, opset_version=13, input_names=["input"],
                           dynamic_axes={"input": {0: "batch"}}, do_constant_folding=True,
