@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Checks that corgy's backends agree with each other in a benchmarks/run.sh run: for every model and batch, the
 outputs each model_benchmark run wrote (OUT_DIR/corgy-<model>-b<batch>-<configuration>.<k>.npy) against those of
-the naive backend (or, where naive did not run that batch, of blas with one thread): the largest absolute
+the naive backend (or, where naive did not run that batch, of blas, or on the GPU machine's zoo of vulkan fp32,
+which its fp16 run is checked against): the largest absolute
 difference over every output, divided by the largest magnitude of the reference. One JSON object per run."""
 
 import collections
@@ -14,7 +15,7 @@ import sys
 import numpy as np
 
 NAME = re.compile(r"corgy-(?P<model>.+)-b(?P<batch>\d+)-(?P<config>.+)\.(?P<k>\d+)\.npy$")
-REFERENCES = ("naive-t1-given", "blas-t1-given", "blas-t1-given-pin", "blas-t0-given")
+REFERENCES = ("naive-t1-given", "blas-t1-given", "blas-t1-given-pin", "blas-t0-given", "vulkan0-t0-given")
 
 
 def relative_error(actual, expected):

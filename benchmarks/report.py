@@ -335,7 +335,7 @@ def peer_table(m, threads_list):
 
 def gpu_peer_table(m):
     """The GPU machine: corgy's vulkan (fp32, fp16) against PyTorch on CUDA, end to end, and GPU-only in brackets."""
-    cases = [c for c in m.cases if any(k[:2] == c for k in m.peers)]
+    cases = [c for c in m.cases if any(k[:2] == c for k in m.peers) and c[0] not in ZOO]  # the zoo: gpu_zoo_table
     header = ["framework"] + [f"{MODELS[c[0]]} b{c[1]}" for c in cases]
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
 
@@ -372,6 +372,42 @@ def gpu_peer_table(m):
                    f"{peak['fp32_gflops'] / 1e3:.1f} TFLOP/s, fp16 on tensor cores {peak['fp16_gflops'] / 1e3:.0f} "
                    "TFLOP/s (benchmarks/gpu_peak.py).")
     return "\n".join(out)
+
+
+def gpu_zoo_table(gpu_machines):
+    """The ImageNet zoo on each GPU: corgy vulkan's compute time (its dispatches) against PyTorch's GPU time (CUDA
+    events, input on the GPU), as issue 23 compares them: batch 32 fp32 and fp16 against PyTorch eager, batch 1
+    against PyTorch's CUDA graph. A ratio at or below 1 is a cell corgy wins."""
+    header = ["GPU", "model", "b32 fp32 corgy / PyTorch", "b32 fp16 corgy / PyTorch fp16", "b1 fp32 corgy / CUDA graph",
+              "b1 fp16 corgy / CUDA graph", "b1 corgy end to end", "fp16 error"]
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = 0
+    for m in gpu_machines:
+        gpu_name = m.info.get("gpus", "").split(",")[0] or "GPU"
+        for model in ZOO:
+            def corgy(batch, fp16):
+                return next((m.row((model, batch), lb) for lb in m.labels((model, batch))
+                             if lb.startswith("vulkan") and (" fp16" in lb) == fp16), None)
+
+            def cell(batch, fp16, peer):
+                own, theirs = corgy(batch, fp16), m.peers.get((model, batch, PEERS[peer]))
+                if not own or not theirs:
+                    return "–"
+                mine = own.compute or own.gpu
+                ratio = mine / theirs.gpu
+                return f"{fmt_ms(mine)} / {fmt_ms(theirs.gpu)} = {'**' if ratio <= 1 else ''}{ratio:.2f}" + \
+                    ("**" if ratio <= 1 else "")
+
+            if not corgy(1, False) and not corgy(32, False):
+                continue
+            wall = corgy(1, False)
+            errors = [c["max_rel_err"] for c in m.checks if c["model"] == model and "+fp16" in c["config"]]
+            out.append("| " + " | ".join([
+                gpu_name, SHORT[model], cell(32, False, "torch-cuda"), cell(32, True, "torch-cuda-fp16"),
+                cell(1, False, "torch-cuda-graph"), cell(1, True, "torch-cuda-graph"),
+                fmt_ms(wall.median) if wall else "–", f"{max(errors):.1e}" if errors else "–"]) + " |")
+            rows += 1
+    return "\n".join(out) if rows else ""
 
 
 def peer_cell(m, case, label, corgy_row):
@@ -669,7 +705,7 @@ def headline_chart(machines, case, path):
 
 
 # --- output ----------------------------------------------------------------------------------------------------------
-def machine_section(m, title, name, out_dir, profiles=""):
+def machine_section(m, title, name, out_dir, profiles="", gpu_machines=()):
     parts = [f"### {title}\n", machine_header(m, title), "\n#### corgy, backend by backend",
              corgy_tables(m, name == "gpu-machine")]
     threads = sorted({r["threads"] for r in m.records if r["framework"] in PEERS and "cuda" not in r["framework"]})
@@ -694,6 +730,16 @@ def machine_section(m, title, name, out_dir, profiles=""):
                   "PyTorch's, in the same precision (above 1×: PyTorch is faster). fp16 rows: corgy with '+fp16' (fp16 storage, fp32 "
                   "sums, tensor cores through VK_NV_cooperative_matrix) and PyTorch in fp16, channels-last; each "
                   "checked against corgy's fp16 outputs (tolerance 2e-2).\n", gpu_peer_table(m)]
+    zoo_gpu = gpu_zoo_table(gpu_machines)
+    if zoo_gpu:
+        parts += ["\n#### The ImageNet zoo on the GPU against PyTorch\n",
+                  "The zoo of the CPU table, from the same ONNX exports, on each GPU a run was made on. corgy's "
+                  "compute time (timestamp queries around its dispatches, without the host copies) / PyTorch's GPU "
+                  "time (CUDA events, input already on the GPU; TF32 off, `cudnn.benchmark` on; fp16: `.half()` and "
+                  "channels-last), ms; the ratio is corgy's over PyTorch's (bold: corgy as fast or faster). Batch 1 "
+                  "compares with PyTorch replaying a captured CUDA graph, its fastest way to run one image. 'fp16 "
+                  "error': corgy fp16's largest difference from its fp32 output, relative to that output's largest "
+                  "magnitude.\n", zoo_gpu]
     if m.peers or m.disagreeing:
         parts += ["\n<details><summary>details of the peers (min, max, error against corgy, versions)</summary>\n",
                   peer_details(m), "\n</details>\n"]
@@ -723,13 +769,16 @@ def splice(doc_path, text):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cpu", required=True)
-    parser.add_argument("--gpu")
+    parser.add_argument("--gpu", nargs="+", default=[],
+                        help="the GPU machine's results; more files (other GPUs) add rows to the GPU zoo table")
     parser.add_argument("--out", required=True)
     parser.add_argument("--splice")
     args = parser.parse_args()
     cpu = Machine(args.cpu)
     machines = [(f"This machine ({cpu.info['cores']}-core {cpu.info['cpu']})", cpu)]
-    gpu = Machine(args.gpu) if args.gpu and os.path.exists(args.gpu) else None
+    gpu_machines = [Machine(path) for path in args.gpu if os.path.exists(path)]
+    gpu = gpu_machines[0] if gpu_machines else None
+    gpu_path = args.gpu[0] if gpu else None
     if gpu:
         gpu_name = gpu.info.get("gpus", "").split(",")[0] or "GPU"
         machines.append((f"GPU machine ({gpu_name}, {gpu.info['cores']}-core host)", gpu))
@@ -745,9 +794,9 @@ def main():
         gpu_chart(gpu, f"corgy and PyTorch on the {machines[1][0]}", os.path.join(args.out, "gpu.png"))
         sections += [f"![GPU machine]({charts}/gpu.png)\n",
                      machine_section(gpu, machines[1][0], "gpu-machine", args.out,
-                                     profile_section(os.path.dirname(args.gpu), "gpu")
-                                     + gpu_profile_section(os.path.join(os.path.dirname(args.gpu),
-                                                                        "gpu-profiles.txt")))]
+                                     profile_section(os.path.dirname(gpu_path), "gpu")
+                                     + gpu_profile_section(os.path.join(os.path.dirname(gpu_path),
+                                                                        "gpu-profiles.txt")), gpu_machines)]
     if args.splice:
         splice(args.splice, "\n".join(sections))
 

@@ -128,7 +128,7 @@ models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512 "${zoo[@]}")
 declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1")
 for model in "${zoo[@]}"; do batches[$model]="1 8"; done
 declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10 [style.1]=8 [imagenet.1]=15
-  [imagenet.8]=4)
+  [imagenet.8]=4 [imagenet.32]=10)
 declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1 [style.1]=1 [imagenet.1]=2 [imagenet.8]=1)
 declare -A slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=1 [yolo.8]=0 [style.1]=0 [imagenet.1]=1 [imagenet.8]=0)
 rounds=3
@@ -145,8 +145,9 @@ if ((quick)); then
 fi
 if ((gpu)); then
   # An idle host, and one call of the device tool: one process per configuration, naive's Tiny YOLO timed once.
+  # The zoo at batch 1 and 32, as issue 23's table compares it with PyTorch.
   batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1")
-  for model in "${zoo[@]}"; do batches[$model]="1 8"; done
+  for model in "${zoo[@]}"; do batches[$model]="1 32"; done
   slow_repeat[yolo.1]=1 slow_warmup[yolo.1]=0 slow_repeat[imagenet.1]=1 slow_warmup[imagenet.1]=0
   rounds=1
   peers=(torch-cuda torch-cuda-jit torch-cuda-graph torch-cuda-fp16)
@@ -271,7 +272,7 @@ log "work folder $work; load average $load_start"
 read -ra mnist_batches <<<"${batches[mnist]}"
 read -ra yolo_batches <<<"${batches[yolov2-tiny-voc]}"
 "$python" benchmarks/make_inputs.py "$work" --mnist-batches "${mnist_batches[@]}" --yolo-batches "${yolo_batches[@]}" \
-  --style-sides 256 512 --imagenet-batches 1 8
+  --style-sides 256 512 --imagenet-batches $( ((gpu)) && echo 1 32 || echo 1 8)
 for model in yolov2-tiny-voc yolov3-tiny; do
   model_args "$model"
   "$bin/model_benchmark" "${model_flags[@]}" --write-weights "$work/$model.weights"
@@ -284,8 +285,8 @@ if ((!gpu)); then
       --weights "$(weights_of "$model")" --out "$work/$model.onnx" 2>>"$work/stderr.log"
   done
 else
-  # ResNet-18 and MobileNetV2: corgy loads the ONNX exports made on the CPU machine (PyTorch there rebuilds the same
-  # seeded weights, torch_models.seeded_weights); without them those models are left out.
+  # The zoo: corgy loads the ONNX exports made on the CPU machine (benchmarks/gpu_machine_prepare.sh; PyTorch there
+  # rebuilds the same seeded weights, torch_models.seeded_weights); without them those models are left out.
   kept=()
   for model in "${models[@]}"; do
     if [[ $(kind_of "$model") == imagenet ]]; then
@@ -323,8 +324,8 @@ roofline() {
 
 # --- corgy and the peers, round by round (the fast configurations in fresh processes each round) -------------------
 fast_backends() {  # ROUND MODEL BATCH
-  if ((gpu)) && [[ $3 != 1 && $2 != mnist ]]; then
-    :  # Tiny YOLO at batch 8 and 64 only on the GPU: the host's CPU backends would take most of the call
+  if ((gpu)) && { [[ $3 != 1 && $2 != mnist ]] || ! all_configurations "$2"; }; then
+    :  # Tiny YOLO at batch 8 and 64, and most of the zoo, only on the GPU: the host's CPU would take the call's time
   elif ((gpu)); then
     corgy "$1" "$2" "$3" blas 1 given 2
     corgy "$1" "$2" "$3" blas 2 given 2,3
@@ -388,8 +389,10 @@ for round in $(seq 1 "$rounds"); do
       fast_backends "$round" "$model" "$batch"
       for p in "${peers[@]}"; do
         [[ $batch == 64 && $model != mnist && $p != torch-cuda* ]] && continue
-        # The CUDA graph and fp16 peers where the GPU tables compare them: Tiny YOLO at batch 1 and 64.
+        # The CUDA graph and fp16 peers where the GPU tables compare them: Tiny YOLO at batch 1 and 64, the zoo at 1
+        # and 32 (PyTorch jit-frozen only for the models of the speedup tables).
         [[ ($p == torch-cuda-graph || $p == torch-cuda-fp16) && ($model == mnist || $batch == 8) ]] && continue
+        [[ $p == torch-cuda-jit ]] && ! all_configurations "$model" && continue
         # darknet: its own cfgs only, and one round (a second or more per forward, one thread)
         [[ $p == darknet && ($(kind_of "$model") != yolo || $round != 1) ]] && continue
         [[ $model == style* && $p != torch* ]] && continue  # no ONNX export or darknet cfg of the style network
@@ -506,7 +509,9 @@ rm -f "$report_out"/profile-cpu-*.txt
 for file in "$work"/profiles/*.txt; do
   [[ -f $file ]] && cp "$file" "$report_out/profile-cpu-$(basename "$file")"
 done
+# Other GPUs than the main GPU machine's (docs/benchmarks/gpu-machine-<gpu>.jsonl) add their rows to the GPU zoo table.
 "$python" benchmarks/report.py --cpu "$report_out/cpu-machine.jsonl" --gpu docs/benchmarks/gpu-machine.jsonl \
+  docs/benchmarks/gpu-machine-*.jsonl \
   --out "$report_out" "${splice[@]}"
 log "tables and charts in $report_out"
 # A configuration that failed (its command is in failures.log) fails the run, after the rest was measured.

@@ -1,0 +1,44 @@
+#!/usr/bin/python3
+"""Joins the results of several benchmarks/run.sh --gpu-machine calls made one after another on the same machine
+(each call of the device tool is limited to 10 minutes, so the models are split over calls with --models) into one
+results file: the first call's machine record, with every call's command, start, duration and load averages, then
+every call's results in order. Refuses calls from different GPUs, drivers or corgy versions.
+
+    benchmarks/merge_runs.py call1/gpu-machine.jsonl call2/gpu-machine.jsonl ... > docs/benchmarks/gpu-machine.jsonl
+"""
+
+import json
+import sys
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    machine, records = None, []
+    for path in sys.argv[1:]:
+        with open(path) as results:
+            lines = [json.loads(line) for line in results if line.strip()]
+        own = [r for r in lines if r["framework"] == "machine"]
+        if len(own) != 1:
+            raise SystemExit(f"{path}: {len(own)} machine records, expected 1")
+        own = own[0]
+        if machine is None:
+            machine = dict(own, calls=[])
+        else:
+            for key in ("gpus", "corgy", "cpu"):
+                if own.get(key) != machine.get(key):
+                    raise SystemExit(f"{path}: {key} {own.get(key)!r} differs from {machine.get(key)!r} of "
+                                     f"{sys.argv[1]}: not one machine and tree")
+            machine["command"] += "; then " + own["command"]
+            machine["minutes"] = round(machine["minutes"] + own["minutes"], 1)
+            machine["load_end"] = own.get("load_end", machine.get("load_end"))
+        machine["calls"].append({key: own.get(key) for key in ("command", "started_utc", "minutes", "load_start",
+                                                               "load_end")})
+        records += [r for r in lines if r["framework"] != "machine"]
+    print(json.dumps(machine))
+    for record in records:
+        print(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main()
