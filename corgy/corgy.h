@@ -14,6 +14,7 @@
 #include "corgy/io/darknet_weights.h"
 #include "corgy/io/idx.h"
 #include "corgy/io/image.h"
+#include "corgy/io/image_preprocess.h"
 #include "corgy/io/load_limits.h"
 #include "corgy/io/npy.h"
 #include "corgy/io/onnx.h"
