@@ -3,6 +3,7 @@
 
 #include "corgy/activation.h"
 #include "corgy/backend.h"
+#include "corgy/classify/top_classes.h"
 #include "corgy/detect/detection.h"
 #include "corgy/detect/draw.h"
 #include "corgy/detect/nms.h"
@@ -67,6 +68,7 @@
 #include "corgy/models/mnist.h"
 #include "corgy/models/style_transfer.h"
 #include "corgy/models/tiny_face_detector.h"
+#include "corgy/segment/class_mask.h"
 #include "corgy/shape.h"
 #include "corgy/tensor_dims.h"
 #include "corgy/tensor_math.h"
