@@ -1,5 +1,6 @@
 // corgy-run: runs a darknet model, an ONNX model or the MNIST network on an input and writes the raw tensors that feed
-// its detection heads, or times it. The command-line interface is stable and documented in docs/corgy-run.md.
+// its detection heads, prints a classifier's top classes, writes a segmentation mask, or times it. The command-line
+// interface is stable and documented in docs/corgy-run.md.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,7 +10,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "corgy/backends/cpu/fma_peak.h"
@@ -35,16 +39,35 @@ struct Options {
   bool profile = false;
   int width = 0;
   int height = 0;
+  // How an image becomes an ONNX model's input (corgy::ImagePreprocess); unset: the preset's or the default.
+  std::string preset;
+  std::string resize;
+  std::string crop;
+  std::optional<float> scale;
+  std::vector<float> mean;
+  std::vector<float> std;
+  bool bgr = false;
+  // The answers read from the first output.
+  std::optional<int> top;
+  std::string labels;
+  std::string mask;
 };
+
+// Whether any image preprocessing option was given.
+bool preprocessing_given(const Options& options) {
+  return !options.preset.empty() || !options.resize.empty() || !options.crop.empty() || options.scale ||
+         !options.mean.empty() || !options.std.empty() || options.bgr;
+}
 
 void define_options(CLI::App& app, Options& options) {
   app.description(
       "Runs a darknet model, an ONNX model or corgy's MNIST network on an input and writes the raw tensors that feed "
-      "its "
-      "detection heads, or times it (docs/corgy-run.md).\n"
+      "its detection heads, prints a classifier's top classes, writes a segmentation mask, or times it "
+      "(docs/corgy-run.md).\n"
       "  corgy-run --cfg FILE (--weights FILE | --random-weights SEED) [options]\n"
       "  corgy-run --mnist DIR [options]\n"
-      "  corgy-run --onnx FILE [options]\n"
+      "  corgy-run --onnx FILE [--input IMAGE (--preset imagenet | --resize ... | --crop ...)...] [--top K] "
+      "[--mask FILE.png] [options]\n"
       "  corgy-run --list-ops");
   CLI::Option* cfg = app.add_option("--cfg", options.cfg, "darknet cfg")->type_name("FILE");
   CLI::Option* weights =
@@ -68,8 +91,31 @@ void define_options(CLI::App& app, Options& options) {
   random->needs(cfg);
   app.add_option("--input", options.input,
                  ".npy (float32, NCHW) or an image (JPEG/PNG: letterboxed to the input size as darknet does; for "
-                 "MNIST read as a grey digit resized to 28 x 28); default: a mid-grey image")
+                 "MNIST read as a grey digit resized to 28 x 28; for ONNX prepared by the options below); default: a "
+                 "mid-grey image")
       ->type_name("FILE");
+  const std::vector<CLI::Option*> preprocessing = {
+      app.add_option("--preset", options.preset,
+                     "ONNX image preprocessing: imagenet = resize 256, crop 224, scale 1/255, mean "
+                     "0.485,0.456,0.406, std 0.229,0.224,0.225, RGB (torchvision's); the options below override it")
+          ->type_name("NAME")
+          ->check(CLI::IsMember({"imagenet"})),
+      app.add_option("--resize", options.resize,
+                     "ONNX image: resize the shorter side to N, or to exactly W x H (bilinear, as cv2.resize)")
+          ->type_name("N|WxH"),
+      app.add_option("--crop", options.crop, "ONNX image: center crop N x N or W x H after the resize")
+          ->type_name("N|WxH"),
+      app.add_option("--scale", options.scale, "ONNX image: multiply the 8-bit values by F (default 1/255)")
+          ->type_name("F"),
+      app.add_option("--mean", options.mean, "ONNX image: subtract after scaling, one value or one per channel (RGB)")
+          ->type_name("M[,M,M]")
+          ->delimiter(','),
+      app.add_option("--std", options.std, "ONNX image: then divide by these, one value or one per channel (RGB)")
+          ->type_name("S[,S,S]")
+          ->delimiter(','),
+      app.add_flag("--bgr", options.bgr, "ONNX image: channels in BGR order (default RGB)"),
+  };
+  for (CLI::Option* option : preprocessing) option->needs(onnx);
   app.add_option("--backend", options.backend, "naive, blas, vulkan or auto")->type_name("NAME")->capture_default_str();
   app.add_option("--threads", options.threads, "CPU threads, 0 = all cores")
       ->type_name("N")
@@ -85,6 +131,19 @@ void define_options(CLI::App& app, Options& options) {
                  "(the final output when the cfg has no such layer; the logits for MNIST; every graph output, in "
                  "order, for ONNX)")
       ->type_name("PREFIX");
+  CLI::Option* top =
+      app.add_option("--top", options.top,
+                     "print the K most probable classes of the first output (N, F): rank, index, probability (the "
+                     "softmax of the output unless it already is a distribution), label")
+          ->type_name("K")
+          ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--labels", options.labels, "class names for --top, one per line (data/imagenet/imagenet_classes.txt)")
+      ->type_name("FILE")
+      ->needs(top);
+  app.add_option("--mask", options.mask,
+                 "write the per-pixel argmax of the first output (N, classes, H, W) as a PNG in PASCAL VOC's colours, "
+                 "at the input image's size")
+      ->type_name("FILE.png");
   app.add_option("--repeat", options.repeat, "time N forwards after one warm-up; print median, min and max")
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 30));
@@ -98,6 +157,12 @@ void define_options(CLI::App& app, Options& options) {
       ->type_name("H")
       ->check(CLI::Range(1, 1 << 30));
 }
+
+/// The tensor a model runs on and, for an ONNX image, where it lies in the image (what --mask maps back through).
+struct Input {
+  corgy::Variable tensor;
+  std::optional<corgy::PreprocessGeometry> geometry;
+};
 
 // One image (1, C, H, W) repeated `batch` times along N.
 corgy::Variable repeat_batch(const corgy::Variable& image, int batch) {
@@ -117,7 +182,7 @@ class Model {
   /// (1, C, H, W) of one input image.
   virtual corgy::Shape input_shape() const = 0;
   /// An image file prepared as the model expects it, (1, C, H, W).
-  virtual corgy::Variable read_image(const std::string& path) const = 0;
+  virtual Input read_image(const std::string& path) const = 0;
   /// The tensors --output writes.
   virtual std::vector<const corgy::Variable*> forward(const corgy::Variable& input) = 0;
   /// A .npy input as the model takes it; throws corgy::Error naming `path` when it does not fit.
@@ -157,8 +222,8 @@ class DarknetRun final : public Model {
   std::string name() const override { return net_.cfg.source; }
   corgy::Sequential& sequential() override { return net_.model; }
   corgy::Shape input_shape() const override { return net_.input_shape(); }
-  corgy::Variable read_image(const std::string& path) const override {
-    return corgy::letterbox_image(corgy::load_image(path, net_.channels), net_.width, net_.height);
+  Input read_image(const std::string& path) const override {
+    return {corgy::letterbox_image(corgy::load_image(path, net_.channels), net_.width, net_.height), std::nullopt};
   }
   std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override { return net_.forward(input); }
 
@@ -172,7 +237,9 @@ class MnistRun final : public Model {
   std::string name() const override { return "MNIST (" + directory_ + ")"; }
   corgy::Sequential& sequential() override { return model_; }
   corgy::Shape input_shape() const override { return {1, 1, corgy::mnist_side, corgy::mnist_side}; }
-  corgy::Variable read_image(const std::string& path) const override { return corgy::load_mnist_digit(path, true); }
+  Input read_image(const std::string& path) const override {
+    return {corgy::load_mnist_digit(path, true), std::nullopt};
+  }
   std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override {
     model_.forward(input);
     return {&model_.output(corgy::MnistLayers::fc1)};
@@ -185,17 +252,36 @@ class MnistRun final : public Model {
 
 class OnnxRun final : public Model {
  public:
-  explicit OnnxRun(const std::string& path) : net_(corgy::load_onnx(path)) {}
+  /// `preprocess`: how an image becomes the input; none: an image is refused (a .npy is the way).
+  OnnxRun(const std::string& path, std::optional<corgy::ImagePreprocess> preprocess)
+      : net_(corgy::load_onnx(path)), preprocess_(std::move(preprocess)) {}
   std::string name() const override {
     return fmt::format("{} (ONNX opset {}, {})", net_.source, net_.opset, net_.producer);
   }
   corgy::Sequential& sequential() override { return net_.model; }
   corgy::Shape input_shape() const override { return net_.input_shape(); }
-  corgy::Variable read_image(const std::string& path) const override {
-    throw corgy::Error(
-        fmt::format("{}: an ONNX model takes its input as a .npy (float32 NCHW, prepared as the model "
-                    "expects: scaled, normalised)",
-                    path));
+  Input read_image(const std::string& path) const override {
+    // Without options an image is refused rather than guessed at: scaling and normalisation are the model's own.
+    if (!preprocess_) {
+      throw corgy::Error(
+          fmt::format("{}: an ONNX model takes an image with preprocessing options (--preset imagenet, or --resize, "
+                      "--crop, --scale, --mean, --std, --bgr: docs/corgy-run.md), or a .npy prepared as it expects "
+                      "(float32 NCHW)",
+                      path));
+    }
+    const corgy::Shape expected = net_.input_shape();
+    if (expected.c < 1 || expected.c > 4) {
+      throw corgy::Error(
+          fmt::format("{}: the model's input {} is not an image of 1 to 4 channels", net_.source, expected.str()));
+    }
+    corgy::PreprocessedImage prepared =
+        corgy::preprocess_image(corgy::load_image(path, expected.c), *preprocess_, path);
+    if (prepared.tensor.shape() != expected) {
+      throw corgy::Error(fmt::format(
+          "{}: preprocessing gives {}, the model takes {}: choose --resize / --crop to give {} x {} (W x H)", path,
+          prepared.tensor.shape().str(), expected.str(), expected.w, expected.h));
+    }
+    return {std::move(prepared.tensor), prepared.geometry};
   }
   std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override {
     net_.forward(input);
@@ -223,23 +309,136 @@ class OnnxRun final : public Model {
 
  private:
   corgy::OnnxModel net_;
+  std::optional<corgy::ImagePreprocess> preprocess_;
 };
 
-// The input tensor; `batch` 0 means "not given": one image, or as many as the .npy holds.
-corgy::Variable read_input(const std::string& path, const Model& model, int batch) {
+// A number "N" or a size "WxH" (--resize, --crop); throws corgy::Error naming `flag` otherwise.
+struct SizeArgument {
+  int width = 0;
+  int height = 0;  // 0: the argument was one number, in `width`
+};
+SizeArgument parse_size(const std::string& text, const char* flag) {
+  SizeArgument size;
+  const std::size_t x = text.find('x');
+  std::size_t used = 0;
+  try {
+    size.width = std::stoi(text.substr(0, x), &used);
+    if (used != (x == std::string::npos ? text.size() : x)) throw std::invalid_argument(text);
+    if (x != std::string::npos) {
+      size.height = std::stoi(text.substr(x + 1), &used);
+      if (used != text.size() - x - 1) throw std::invalid_argument(text);
+    }
+  } catch (const std::logic_error&) {
+    throw corgy::Error(fmt::format("{} {}: expects a number N or a size WxH (e.g. 256 or 320x240)", flag, text));
+  }
+  if (size.width <= 0 || (x != std::string::npos && size.height <= 0)) {
+    throw corgy::Error(fmt::format("{} {}: sizes must be positive", flag, text));
+  }
+  return size;
+}
+
+// The preprocessing that the options ask for: the preset's (or corgy::ImagePreprocess's defaults), each given option
+// replacing its part; none when no option was given.
+std::optional<corgy::ImagePreprocess> image_preprocess(const Options& options) {
+  if (!preprocessing_given(options)) return std::nullopt;
+  corgy::ImagePreprocess preprocess =
+      options.preset == "imagenet" ? corgy::imagenet_preprocess() : corgy::ImagePreprocess{};
+  if (!options.resize.empty()) {
+    const SizeArgument size = parse_size(options.resize, "--resize");
+    preprocess.resize_shorter = size.height == 0 ? size.width : 0;
+    preprocess.resize_width = size.height == 0 ? 0 : size.width;
+    preprocess.resize_height = size.height;
+  }
+  if (!options.crop.empty()) {
+    const SizeArgument size = parse_size(options.crop, "--crop");
+    preprocess.crop_width = size.width;
+    preprocess.crop_height = size.height == 0 ? size.width : size.height;
+  }
+  if (options.scale) preprocess.scale = *options.scale;
+  if (!options.mean.empty()) preprocess.mean = options.mean;
+  if (!options.std.empty()) preprocess.std = options.std;
+  if (options.bgr) preprocess.bgr = true;
+  return preprocess;
+}
+
+// The input; `batch` 0 means "not given": one image, or as many as the .npy holds.
+Input read_input(const Options& options, const Model& model, int batch) {
+  const std::string& path = options.input;
+  if (preprocessing_given(options) && (path.empty() || path.ends_with(".npy"))) {
+    throw corgy::Error(
+        fmt::format("--preset, --resize, --crop, --scale, --mean, --std and --bgr prepare an image "
+                    "--input, and {} is none",
+                    path.empty() ? "the default grey input" : path));
+  }
   if (path.empty()) {
     corgy::Shape shape = model.input_shape();
     shape.n = std::max(batch, 1);
     corgy::Variable grey(shape);
     grey.fill(0.5f);
-    return grey;
+    return {std::move(grey), std::nullopt};
   }
-  if (!path.ends_with(".npy")) return repeat_batch(model.read_image(path), std::max(batch, 1));
+  if (!path.ends_with(".npy")) {
+    Input image = model.read_image(path);
+    return {repeat_batch(image.tensor, std::max(batch, 1)), image.geometry};
+  }
   corgy::Variable tensor = model.prepare_npy(corgy::load_npy(path), path);
   const corgy::Shape& shape = tensor.shape();
-  if (batch == 0 || shape.n == batch) return tensor;
-  if (shape.n == 1) return repeat_batch(tensor, batch);
+  if (batch == 0 || shape.n == batch) return {std::move(tensor), std::nullopt};
+  if (shape.n == 1) return {repeat_batch(tensor, batch), std::nullopt};
   throw corgy::Error(fmt::format("{} holds a batch of {}; --batch {} asks for another", path, shape.n, batch));
+}
+
+// What output k is called in messages: "output 'name' (1, 1000)".
+std::string describe_output(const Model& model, std::size_t k, const corgy::Variable& output) {
+  const std::string name = model.output_name(k);
+  return fmt::format("output {}({})", name.empty() ? "" : "'" + name + "' ",
+                     fmt::join(model.output_dims(k, output), ", "));
+}
+
+/// --top: the K most probable classes of each image of the first output, (N, F) (corgy: (N, F, 1, 1)).
+void print_top_classes(const Options& options, const Model& model, const corgy::Variable& output) {
+  const corgy::Shape& s = output.shape();
+  const std::string what = describe_output(model, 0, output);
+  if (s.h != 1 || s.w != 1) {
+    throw corgy::Error(fmt::format("--top needs class scores (N, F) as the first output; {} is not", what));
+  }
+  std::vector<std::string> labels;
+  if (!options.labels.empty()) {
+    labels = corgy::read_darknet_names(options.labels);
+    if (labels.size() != static_cast<std::size_t>(s.c)) {
+      throw corgy::Error(
+          fmt::format("{}: {} class names, but {} has {} classes", options.labels, labels.size(), what, s.c));
+    }
+  }
+  const auto classes = static_cast<std::size_t>(s.c);
+  for (int n = 0; n < s.n; ++n) {
+    const corgy::ClassProbabilities probabilities =
+        corgy::class_probabilities(std::span(output.data() + static_cast<std::size_t>(n) * classes, classes));
+    fmt::print("top {} of {}{}, probability = {}:\n", std::min<std::size_t>(*options.top, classes), what,
+               s.n > 1 ? fmt::format(", image {}", n) : "",
+               probabilities.from_logits ? "softmax of the output (logits)" : "the output (already a distribution)");
+    fmt::print("  rank  index  probability{}\n", labels.empty() ? "" : "  label");
+    const std::vector<corgy::ClassScore> top = corgy::top_classes(probabilities.values, *options.top);
+    for (std::size_t rank = 0; rank < top.size(); ++rank) {
+      const corgy::ClassScore& score = top[rank];
+      fmt::print("  {:>4}  {:>5}  {:>11.6f}{}\n", rank + 1, score.index, score.probability,
+                 labels.empty() ? "" : "  " + labels[static_cast<std::size_t>(score.index)]);
+    }
+  }
+}
+
+/// --mask: the first image's per-pixel argmax of the first output, (N, K, H, W), mapped back onto the input image.
+void write_class_mask(const Options& options, const Model& model, const corgy::Variable& output, const Input& input) {
+  const std::string what = describe_output(model, 0, output);
+  if (model.output_dims(0, output).size() != 4) {
+    throw corgy::Error(fmt::format("--mask needs class scores (N, K, H, W) as the first output; {} is not", what));
+  }
+  const corgy::ClassMask mask = corgy::argmax_class_mask(output, 0, what);
+  const corgy::ClassMask on_image = input.geometry ? corgy::class_mask_on_image(mask, *input.geometry) : mask;
+  corgy::save_class_mask_png(options.mask, on_image);
+  fmt::print("wrote {} ({} x {}): the argmax of {} over its {} classes{}\n", options.mask, on_image.width,
+             on_image.height, what, output.shape().c,
+             input.geometry ? fmt::format(", mapped onto {}", options.input) : "");
 }
 
 void time_forwards(Model& model, const corgy::Variable& input, int repeat) {
@@ -284,17 +483,17 @@ int run(const Options& options) {
   if (!options.mnist.empty()) {
     model = std::make_unique<MnistRun>(options.mnist);
   } else if (!options.onnx.empty()) {
-    model = std::make_unique<OnnxRun>(options.onnx);
+    model = std::make_unique<OnnxRun>(options.onnx, image_preprocess(options));
   } else {
     model = std::make_unique<DarknetRun>(options);
   }
   model->sequential().set_backend(options.backend, options.threads);
-  const corgy::Variable input = read_input(options.input, *model, options.batch);
+  const Input input = read_input(options, *model, options.batch);
   const corgy::Backend& backend = model->sequential().backend();
-  fmt::print("model {}: input {}, backend {} ({} threads)\n", model->name(), input.shape().str(), backend.name(),
+  fmt::print("model {}: input {}, backend {} ({} threads)\n", model->name(), input.tensor.shape().str(), backend.name(),
              backend.threads());
 
-  const std::vector<const corgy::Variable*> outputs = model->forward(input);  // also the warm-up
+  const std::vector<const corgy::Variable*> outputs = model->forward(input.tensor);  // also the warm-up
   if (!options.output.empty()) {
     for (std::size_t k = 0; k < outputs.size(); ++k) {
       const std::string path = fmt::format("{}.{}.npy", options.output, k);
@@ -304,8 +503,11 @@ int run(const Options& options) {
       fmt::print("wrote {} ({}){}\n", path, fmt::join(dims, ", "), name.empty() ? "" : " = output '" + name + "'");
     }
   }
-  if (options.repeat) time_forwards(*model, input, *options.repeat);
-  if (options.profile) print_profile(*model, input, options.repeat.value_or(10));
+  // The answers, each read from the first output (a later --boxes for detectors belongs here too).
+  if (options.top) print_top_classes(options, *model, *outputs.at(0));
+  if (!options.mask.empty()) write_class_mask(options, *model, *outputs.at(0), input);
+  if (options.repeat) time_forwards(*model, input.tensor, *options.repeat);
+  if (options.profile) print_profile(*model, input.tensor, options.repeat.value_or(10));
   return 0;
 }
 
