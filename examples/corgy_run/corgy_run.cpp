@@ -269,17 +269,19 @@ class OnnxRun final : public Model {
                       "(float32 NCHW)",
                       path));
     }
-    const corgy::Shape expected = net_.input_shape();
-    if (expected.c < 1 || expected.c > 4) {
-      throw corgy::Error(
-          fmt::format("{}: the model's input {} is not an image of 1 to 4 channels", net_.source, expected.str()));
+    // The channels must be fixed; a height and width left free take the preprocessed size.
+    const std::vector<std::int64_t>& dims = net_.input.dims;
+    if (dims.size() != 4 || dims[1] < 1 || dims[1] > 4) {
+      throw corgy::Error(fmt::format("{}: the input '{}' ({}) is not an image (N, C, H, W) of 1 to 4 channels",
+                                     net_.source, net_.input.name, fmt::join(dims, ", ")));
     }
     corgy::PreprocessedImage prepared =
-        corgy::preprocess_image(corgy::load_image(path, expected.c), *preprocess_, path);
-    if (prepared.tensor.shape() != expected) {
+        corgy::preprocess_image(corgy::load_image(path, static_cast<int>(dims[1])), *preprocess_, path);
+    const corgy::Shape& shape = prepared.tensor.shape();
+    if ((dims[2] > 0 && dims[2] != shape.h) || (dims[3] > 0 && dims[3] != shape.w)) {
       throw corgy::Error(fmt::format(
-          "{}: preprocessing gives {}, the model takes {}: choose --resize / --crop to give {} x {} (W x H)", path,
-          prepared.tensor.shape().str(), expected.str(), expected.w, expected.h));
+          "{}: preprocessing gives {}, the model takes ({}): choose --resize / --crop to give {} x {} (W x H)", path,
+          shape.str(), fmt::join(dims, ", "), dims[3], dims[2]));
     }
     return {std::move(prepared.tensor), prepared.geometry};
   }

@@ -48,6 +48,23 @@ def test_top_classes_are_the_softmax_of_the_output(corgy_run, tmp_path):
         assert row[3] == labels[index]
 
 
+def test_preprocessing_options_equal_numpy(corgy_run, tmp_path):
+    """--crop, --scale, --mean, --std and --bgr as numpy computes them (no resize: numpy's crop is exact), through the
+    model: the run on the photo equals the run on numpy's tensor."""
+    pixels = np.rint(np.asarray(corgy.load_image(str(PHOTO)))[0] * 255)  # (3, 72, 96), the 8-bit values
+    left, top = int(round((PHOTO_WIDTH - 61) / 2)), int(round((PHOTO_HEIGHT - 67) / 2))
+    crop = pixels[:, top:top + 67, left:left + 61].astype(np.float32)
+    mean = np.array([0.2, 0.3, 0.4], np.float32)[:, None, None]
+    tensor = (crop * np.float32(0.01) - mean) / np.float32(0.5)
+    np.save(tmp_path / "input.npy", np.ascontiguousarray(tensor[::-1][None]))  # BGR
+    image = run(corgy_run, "--onnx", CLASSIFIER, "--input", PHOTO, "--crop", "61x67", "--scale", 0.01, "--mean",
+                "0.2,0.3,0.4", "--std", 0.5, "--bgr", "--output", tmp_path / "image")
+    assert image.returncode == 0, image.stderr
+    npy = run(corgy_run, "--onnx", CLASSIFIER, "--input", tmp_path / "input.npy", "--output", tmp_path / "npy")
+    assert npy.returncode == 0, npy.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "image.0.npy"), np.load(tmp_path / "npy.0.npy"), rtol=0, atol=1e-5)
+
+
 def voc_color(index):
     r = g = b = 0
     for bit in range(8):
