@@ -9,7 +9,9 @@
 #include "corgy/backends/blas/activation_kernels.h"
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/gemm_kernels.h"
+#include "corgy/backends/blas/unary_kernels.h"
 #include "corgy/backends/cpu/cpu_features.h"
+#include "corgy/tensor_math.h"
 
 namespace corgy::testing {
 namespace {
@@ -106,6 +108,53 @@ TEST(CpuKernels, AddActivationAddsBeforeActivating) {
               << isa_name(isa) << " " << activation.str() << " count " << count << " i " << i;
         }
         EXPECT_EQ(target[count], 7.0f) << isa_name(isa) << ": wrote past count " << count;
+      }
+    }
+  }
+}
+
+/// erf and the GELUs against double-precision definitions (std::erf, std::tanh in double) on every instruction set,
+/// over activation_inputs() (-120 .. 120, +-1e-30 .. +-1e30) and the extremes; an odd count leaves a partial register.
+TEST(CpuKernels, UnaryKernelsAgreeWithTheirDefinitions) {
+  std::vector<float> inputs = activation_inputs();
+  for (const float x : {0.0f, -0.0f, 0.4999f, 0.5001f, -0.4999f, -0.5001f, 3.0e-4f, -3.0e-4f}) inputs.push_back(x);
+  inputs.push_back(0.25f);  // an odd count
+  const auto erf = [](double x) { return std::erf(x); };
+  // 1 + erf(x / sqrt 2) as erfc(-x / sqrt 2): in double the sum cancels to 0 below x = -8.
+  const auto gelu = [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); };
+  const auto gelu_tanh = [](double x) {
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  };
+  for (const CpuIsa isa : isas_of_this_cpu()) {
+    const blas::UnaryKernelSet& kernels = blas::unary_kernels(isa);
+    const std::vector<std::pair<const char*, std::pair<blas::UnaryKernel, double (*)(double)>>> cases = {
+        {"erf", {kernels.erf, +erf}}, {"gelu", {kernels.gelu, +gelu}}, {"gelu_tanh", {kernels.gelu_tanh, +gelu_tanh}}};
+    for (const auto& [name, functions] : cases) {
+      std::vector<float> got(inputs.size() + 1, 7.0f);  // one guard value past the end
+      functions.first(inputs.data(), got.data(), inputs.size());
+      double worst = 0.0;
+      float worst_x = 0.0f;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const double want = functions.second(inputs[i]);
+        const double error = std::abs(got[i] - want) / std::max(1.0, std::abs(want));
+        if (!(error <= worst)) {
+          worst = error;
+          worst_x = inputs[i];
+        }
+      }
+      EXPECT_LE(worst, 5e-7) << isa_name(isa) << " " << name << " at x = " << worst_x;
+      EXPECT_EQ(got.back(), 7.0f) << isa_name(isa) << " " << name << " wrote past count";
+    }
+    // Small arguments keep their relative precision (erf's Taylor branch, GELU's tail for negative x).
+    const std::vector<float> small = {1e-6f, -1e-6f, 0.3f, -6.0f, -9.0f};
+    std::vector<float> erf_got(small.size()), gelu_got(small.size());
+    kernels.erf(small.data(), erf_got.data(), small.size());
+    kernels.gelu(small.data(), gelu_got.data(), small.size());
+    for (std::size_t i = 0; i < small.size(); ++i) {
+      if (std::abs(small[i]) < 1.0f) {
+        EXPECT_NEAR(erf_got[i], erf(small[i]), 1e-6 * std::abs(erf(small[i]))) << isa_name(isa) << " x " << small[i];
+      } else {
+        EXPECT_NEAR(gelu_got[i], gelu(small[i]), 1e-5 * std::abs(gelu(small[i]))) << isa_name(isa) << " x " << small[i];
       }
     }
   }

@@ -23,6 +23,10 @@ struct Avx2 {
   static Reg min(Reg a, Reg b) { return _mm256_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
   static Reg div(Reg a, Reg b) { return _mm256_div_ps(a, b); }
+  /// if_less in the lanes where x < limit, otherwise elsewhere (NaN compares false).
+  static Reg select_less(Reg x, Reg limit, Reg if_less, Reg otherwise) {
+    return _mm256_blendv_ps(otherwise, if_less, _mm256_cmp_ps(x, limit, _CMP_LT_OQ));
+  }
   /// even[k] = x[2 k], odd[k] = x[2 k + 1] for k < 8 (reads x[0, 16)): shuffles within each 128-bit half, then the
   /// halves' 64-bit quarters put in order.
   static void deinterleave2(const float* x, Reg& even, Reg& odd) {

@@ -28,6 +28,10 @@ struct Avx512 {
   static Reg min(Reg a, Reg b) { return _mm512_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
   static Reg div(Reg a, Reg b) { return _mm512_div_ps(a, b); }
+  /// if_less in the lanes where x < limit, otherwise elsewhere (NaN compares false).
+  static Reg select_less(Reg x, Reg limit, Reg if_less, Reg otherwise) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, limit, _CMP_LT_OQ), otherwise, if_less);
+  }
   /// even[k] = x[2 k], odd[k] = x[2 k + 1] for k < 16 (reads x[0, 32)).
   static void deinterleave2(const float* x, Reg& even, Reg& odd) {
     const __m512i even_index = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);

@@ -22,6 +22,11 @@ struct Sse2 {
   static Reg min(Reg a, Reg b) { return _mm_min_ps(a, b); }
   static void store(float* p, Reg v) { _mm_storeu_ps(p, v); }
   static Reg div(Reg a, Reg b) { return _mm_div_ps(a, b); }
+  /// if_less in the lanes where x < limit, otherwise elsewhere (NaN compares false).
+  static Reg select_less(Reg x, Reg limit, Reg if_less, Reg otherwise) {
+    const Reg less = _mm_cmplt_ps(x, limit);
+    return _mm_or_ps(_mm_and_ps(less, if_less), _mm_andnot_ps(less, otherwise));
+  }
   /// even[k] = x[2 k], odd[k] = x[2 k + 1] for k < 4 (reads x[0, 8)).
   static void deinterleave2(const float* x, Reg& even, Reg& odd) {
     even = _mm_shuffle_ps(load(x), load(x + 4), 0x88);
