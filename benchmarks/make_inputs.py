@@ -6,7 +6,8 @@
                    forward does not depend on the pixels; the peers' outputs are checked on it)
   style.s<S>.npy   the same noise, (1, 3, S, S), for the style network at side S
   imagenet.b<N>.npy  standard normal noise from the same generator and seed, (N, 3, 224, 224): what an ImageNet
-                   classifier sees after its mean / standard-deviation normalisation (ResNet-18, MobileNetV2)
+                   classifier sees after its mean / standard-deviation normalisation (ResNet-18, MobileNetV2);
+                   imagenet<S>.b<N>.npy the same at side S (--imagenet-sides; Inception v3's 299)
 
 Usage: make_inputs.py OUT_DIR --mnist-batches 1 64 --yolo-batches 1 8 --style-sides 256 512 --imagenet-batches 1 8
 """
@@ -37,6 +38,8 @@ def main():
     parser.add_argument("--yolo-batches", type=int, nargs="*", default=[1, 8])
     parser.add_argument("--style-sides", type=int, nargs="*", default=[256, 512])
     parser.add_argument("--imagenet-batches", type=int, nargs="*", default=[1, 8])
+    parser.add_argument("--imagenet-sides", type=int, nargs="*", default=[224],
+                        help="224 writes imagenet.b<N>.npy, another side S imagenet<S>.b<N>.npy (Inception v3: 299)")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     digits = read_idx_images(os.path.join(REPO, "data", "mnist", "heldout-images-idx3-ubyte"))
@@ -48,9 +51,10 @@ def main():
     for side in args.style_sides:
         noise = np.random.default_rng(YOLO_SEED).random((1, 3, side, side), dtype=np.float32)
         np.save(os.path.join(args.out_dir, f"style.s{side}.npy"), noise)
-    for n in args.imagenet_batches:
-        noise = np.random.default_rng(YOLO_SEED).standard_normal((n, 3, 224, 224), dtype=np.float32)
-        np.save(os.path.join(args.out_dir, f"imagenet.b{n}.npy"), noise)
+    for side in args.imagenet_sides:
+        for n in args.imagenet_batches:
+            noise = np.random.default_rng(YOLO_SEED).standard_normal((n, 3, side, side), dtype=np.float32)
+            np.save(os.path.join(args.out_dir, f"imagenet{'' if side == 224 else side}.b{n}.npy"), noise)
 
 
 if __name__ == "__main__":

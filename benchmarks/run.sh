@@ -13,9 +13,10 @@
 # --build DIR   CMake build folder (default build/bench; configured Release, the benchmark targets built)
 # --work DIR    inputs, weights, outputs and raw results (default DIR/bench-work)
 # --no-docs     keep docs/ as it is; write the tables and charts under the work folder only
-# --models a,b  only these of mnist, yolov2-tiny-voc, yolov3-tiny, style256, style512 and the ImageNet zoo (resnet18,
-#               resnet50, mobilenet_v2, mobilenet_v3_large, efficientnet_b0, densenet121, vgg16) (to check a few
-#               rows quickly; docs/ is left as it is)
+# --models a,b  only these of mnist, yolov2-tiny-voc, yolov3-tiny, style256, style512, the ImageNet zoo (resnet18,
+#               resnet50, mobilenet_v2, mobilenet_v3_large, efficientnet_b0, densenet121, vgg16) and the modern set
+#               (convnext_tiny, inception_v3, shufflenet_v2_x1_0, fcn_resnet50, lraspp_mobilenet_v3_large) (to check
+#               a few rows quickly; docs/ is left as it is)
 # --no-peers    corgy alone: no peers and none of their packages (the pipeline smoke test that CI runs)
 # --gpu-machine runs the GPU machine's set instead (vulkan on the GPU, blas on 2 pinned cores and all cores,
 #               PyTorch fp32 on CUDA) from prebuilt binaries (--prebuilt DIR with bin/model_benchmark,
@@ -123,10 +124,14 @@ fi
 # The ImageNet zoo (torchvision's architectures, seeded random weights: benchmarks/torch_models.py) runs from its
 # ONNX export through corgy::load_onnx, at 224 x 224, batch 1 and 8 (kind "imagenet"), against ONNX Runtime and
 # PyTorch at 1 and 2 threads, each configuration in a process of its own (for its peak RSS).
+# The modern set (issue 25: the networks the loader learnt last) joins the zoo's table at batch 1 on the CPU.
 zoo=(resnet18 resnet50 mobilenet_v2 mobilenet_v3_large efficientnet_b0 densenet121 vgg16)
+modern=(convnext_tiny inception_v3 shufflenet_v2_x1_0 fcn_resnet50 lraspp_mobilenet_v3_large)
+zoo+=("${modern[@]}")
 models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512 "${zoo[@]}")
 declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1")
 for model in "${zoo[@]}"; do batches[$model]="1 8"; done
+for model in "${modern[@]}"; do batches[$model]="1"; done
 declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10 [style.1]=8 [imagenet.1]=15
   [imagenet.8]=4 [imagenet.32]=10)
 declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1 [style.1]=1 [imagenet.1]=2 [imagenet.8]=1)
@@ -171,7 +176,9 @@ kind_of() {
   esac
 }
 input_of() {  # MODEL BATCH
-  if [[ $1 == style* ]]; then echo "$work/style.s${1#style}.npy"; else echo "$work/$(kind_of "$1").b$2.npy"; fi
+  if [[ $1 == style* ]]; then echo "$work/style.s${1#style}.npy"
+  elif [[ $1 == inception_v3 ]]; then echo "$work/imagenet299.b$2.npy"
+  else echo "$work/$(kind_of "$1").b$2.npy"; fi
 }
 weights_of() {
   case $(kind_of "$1") in
@@ -272,7 +279,7 @@ log "work folder $work; load average $load_start"
 read -ra mnist_batches <<<"${batches[mnist]}"
 read -ra yolo_batches <<<"${batches[yolov2-tiny-voc]}"
 "$python" benchmarks/make_inputs.py "$work" --mnist-batches "${mnist_batches[@]}" --yolo-batches "${yolo_batches[@]}" \
-  --style-sides 256 512 --imagenet-batches $( ((gpu)) && echo 1 32 || echo 1 8)
+  --style-sides 256 512 --imagenet-batches $( ((gpu)) && echo 1 32 || echo 1 8) --imagenet-sides 224 299
 for model in yolov2-tiny-voc yolov3-tiny; do
   model_args "$model"
   "$bin/model_benchmark" "${model_flags[@]}" --write-weights "$work/$model.weights"

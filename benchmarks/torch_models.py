@@ -317,7 +317,10 @@ IMAGENET_MODELS = {"resnet18": ResNet18, "mobilenet_v2": MobileNetV2}
 # reference users run; torchvision is on this machine and on the GPU machine): the models whose speed the issues
 # track, and others that no kernel was tuned on (the held-out check of docs/benchmarks.md).
 TORCHVISION_MODELS = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "densenet121", "vgg16", "regnet_y_400mf",
-                      "mnasnet1_0", "resnext50_32x4d", "googlenet", "squeezenet1_1", "vgg11_bn", "shufflenet_v2_x1_0")
+                      "mnasnet1_0", "resnext50_32x4d", "googlenet", "squeezenet1_1", "vgg11_bn", "shufflenet_v2_x1_0",
+                      "convnext_tiny", "inception_v3", "fcn_resnet50", "lraspp_mobilenet_v3_large")
+# torchvision's segmentation networks (their forward returns a dict; the benchmark takes its "out").
+SEGMENTATION_MODELS = ("fcn_resnet50", "lraspp_mobilenet_v3_large")
 
 
 class TorchvisionClassifier(torch.nn.Module):
@@ -328,12 +331,17 @@ class TorchvisionClassifier(torch.nn.Module):
         super().__init__()
         import torchvision
 
-        options = {"aux_logits": False, "init_weights": False} if name == "googlenet" else {}
-        self.net = getattr(torchvision.models, name)(weights=None, **options)
-        self.input_shape = (3, 224, 224)
+        options = {"aux_logits": False, "init_weights": False} if name in ("googlenet", "inception_v3") else {}
+        if name in SEGMENTATION_MODELS:
+            options = {"weights_backbone": None, **({"aux_loss": False} if name == "fcn_resnet50" else {})}
+            self.net = getattr(torchvision.models.segmentation, name)(weights=None, **options)
+        else:
+            self.net = getattr(torchvision.models, name)(weights=None, **options)
+        self.segmentation = name in SEGMENTATION_MODELS
+        self.input_shape = (3, 299, 299) if name == "inception_v3" else (3, 224, 224)
 
     def forward(self, x):
-        return (self.net(x),)
+        return (self.net(x)["out"],) if self.segmentation else (self.net(x),)
 
 
 def load_model(model, weights):
