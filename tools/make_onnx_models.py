@@ -24,7 +24,9 @@ lraspp_mobilenet_v3_large and fcn_resnet50 (torchvision's segmentation models: b
 convolutions; their "out" tensor), unet (a U-Net whose decoder upsamples by transposed convolutions; full: width
 64 at 256 x 256), and convnext_tiny (torchvision's ConvNeXt: channels-last LayerNorm between permutes, GELU, layer
 scale; full: ConvNeXt-T at 224 x 224; exported at opset 13, where LayerNorm and GELU are chains of elementary
-operators, and at opset 17, where LayerNorm is LayerNormalization).
+operators, and at opset 17, where LayerNorm is LayerNormalization), yolov8n (Ultralytics' YOLOv8n detector,
+tools/yolov8_net.py: C2f blocks, SPPF, the decoupled head with its DFL and box decoding in the graph; output
+(N, 4 + classes, anchors); full: 80 classes at 640 x 640, (1, 84, 8400); reduced: 3 classes at 64 x 96).
 
 Run: tools/make_onnx_models.py [--size reduced|full] [--out DIR] [--models a,b] [--opsets 9,17]
 (Debian's python3-torch, python3-torchvision and python3-onnx; CPU only).
@@ -42,6 +44,8 @@ import torch.nn.functional as F
 import torchvision
 from torchvision.models.resnet import BasicBlock
 from torchvision.models.squeezenet import Fire
+
+import yolov8_net
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPSETS = (9, 17)
@@ -259,6 +263,15 @@ def convnext_tiny(full):
     return ConvNeXt(stages, num_classes=10), (2, 3, 64, 64)
 
 
+def yolov8n(full):
+    if full:
+        return yolov8_net.yolov8("n"), (1, 3, 640, 640)
+    # yolov8.yaml at width 1/32 (channels rounded to multiples of 4, at most 512 before the multiplier), depth 0.33 as
+    # YOLOv8n (C2f with 1 and 2 bottlenecks), 3 classes, the head's hidden widths 8 (its DFL keeps 16 bins); a
+    # non-square input so that the anchors' x and y cannot swap unseen: 96 anchors at stride 8, 24 at 16, 6 at 32.
+    return yolov8_net.YOLOv8(0.33, 1 / 32, 512, nc=3, divisor=4, box_width=8, class_width=8), (1, 3, 64, 96)
+
+
 def lraspp_mobilenet_v3_large(full):
     if not full:
         raise SystemExit("lraspp_mobilenet_v3_large has no reduced version: use --size full")
@@ -340,6 +353,7 @@ MODELS = {
     "inception_v3": inception_v3,
     "shufflenet_v2": shufflenet_v2,
     "convnext_tiny": convnext_tiny,
+    "yolov8n": yolov8n,
     "lraspp_mobilenet_v3_large": lraspp_mobilenet_v3_large,
     "fcn_resnet50": fcn_resnet50,
     "unet": unet,
@@ -352,6 +366,9 @@ MODEL_OPSETS = {name: (13,) for name in ("inception_v3", "shufflenet_v2", "lrasp
                                           "unet")}
 # ConvNeXt at 13 (LayerNorm and GELU as chains of elementary operators) and 17 (LayerNormalization).
 MODEL_OPSETS["convnext_tiny"] = (13, 17)
+# YOLOv8 at 13 only: none of its operators (Conv, Sigmoid, Mul, Split, Concat, MaxPool, Resize, Reshape, Transpose,
+# Softmax, Sub, Add, Div) changes meaning between 13 and 17; --opsets 17 exports Ultralytics' usual opset.
+MODEL_OPSETS["yolov8n"] = (13,)
 
 
 # --- export ------------------------------------------------------------------------------------------------------
@@ -384,7 +401,9 @@ def export(name, full, opsets, out):
     if name in FULL_ONLY:
         model = SegmentationOutput(model)
     seed = zlib.crc32(name.encode())
-    if name != "mnist":
+    if name.startswith("yolov8"):
+        yolov8_net.randomize(model, seed, input_shape)  # its own: calibrated batch-norm statistics
+    elif name != "mnist":
         randomize(model, seed)
     model.eval()
     torch.manual_seed(seed + 1)
@@ -395,6 +414,12 @@ def export(name, full, opsets, out):
         path = directory / "model.onnx"
         torch.onnx.export(model, x, str(path), opset_version=opset, input_names=["input"], output_names=["output"],
                           do_constant_folding=True)
+        if name.startswith("yolov8"):
+            # Marked so that examples/detect says plainly that its boxes mean nothing (trained Ultralytics exports
+            # carry "names" and "stride" here instead).
+            exported = onnx.load(str(path))
+            onnx.helper.set_model_props(exported, {"weights": f"random (seed {seed}), untrained"})
+            onnx.save(exported, str(path))
         onnx.checker.check_model(onnx.load(str(path)))
         np.save(directory / "input.npy", x.numpy().astype(np.float32))
         print(f"{directory}: {path.stat().st_size / 1024:.0f} KiB, input {tuple(x.shape)}")

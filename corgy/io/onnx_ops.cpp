@@ -553,21 +553,55 @@ void map_reshape(Graph& g) {
   reshape_to(g, result);
 }
 
+/// Concat of constants only, computed now: index vectors (shapes built in the graph, scalars among them), and tensors
+/// of any rank along `axis` (YOLOv8's anchor points and strides). Integers stay integers when every part is.
+Constant concatenated_constants(const Graph& g) {
+  const int count = g.node().input_size();
+  Constant c;
+  c.integer = true;
+  for (int i = 0; i < count; ++i) c.integer = c.integer && g.constant_input(i, "input").integer;
+  const Dims& first = g.constant_input(0, "input").dims;
+  const bool vectors = std::all_of(g.node().input().begin(), g.node().input().end(),
+                                   [&](const std::string& name) { return g.find(name)->constant->dims.size() <= 1; });
+  const std::size_t rank = vectors ? 1 : first.size();
+  const auto axis = static_cast<std::size_t>(normalize_axis(g, g.attribute_int("axis", 0), rank));
+  Dims dims = vectors ? Dims{0} : first;
+  dims[axis] = 0;
+  for (int i = 0; i < count; ++i) {
+    const Constant& part = g.constant_input(i, "input");
+    for (std::size_t a = 0; a < rank && !vectors; ++a) {
+      if (part.dims.size() != rank || (a != axis && part.dims[a] != first[a])) {
+        g.fail(fmt::format("concatenates constants {} and {} along axis {}", dims_text(first), dims_text(part.dims),
+                           axis));
+      }
+    }
+    dims[axis] += vectors ? static_cast<std::int64_t>(part.count()) : part.dims[axis];
+  }
+  // Row-major: for each index of the axes before `axis`, each part's block of the axes from `axis` on.
+  const auto outer = static_cast<std::size_t>(product(std::span(dims).subspan(0, axis)));
+  check_tensor_bytes(g.limits(), "", "a concatenated constant", static_cast<std::uint64_t>(product(dims)) * 4);
+  for (std::size_t o = 0; o < outer; ++o) {
+    for (int i = 0; i < count; ++i) {
+      const Constant& part = g.constant_input(i, "input");
+      const std::size_t block = outer == 0 ? 0 : part.count() / outer;
+      for (std::size_t k = o * block; k < (o + 1) * block; ++k) {
+        if (c.integer) {
+          c.integers.push_back(part.integers[k]);
+        } else {
+          c.floats.push_back(static_cast<float>(part.at(k)));
+        }
+      }
+    }
+  }
+  c.dims = dims;
+  return c;
+}
+
 void map_concat(Graph& g) {
   const int count = g.node().input_size();
   if (std::all_of(g.node().input().begin(), g.node().input().end(),
                   [&](const std::string& name) { return g.find(name) && g.find(name)->constant; })) {
-    // Constant index vectors (shapes built in the graph): 1-D concatenation.
-    Constant c;
-    c.integer = true;
-    for (int i = 0; i < count; ++i) {
-      const Constant& part = g.constant_input(i, "input");
-      if (part.dims.size() > 1) g.fail("concatenates constants that are not 1-D");
-      const Dims values = part.as_integers();
-      c.integers.insert(c.integers.end(), values.begin(), values.end());
-    }
-    c.dims = {static_cast<std::int64_t>(c.integers.size())};
-    return g.set_constant_output(std::move(c));
+    return g.set_constant_output(concatenated_constants(g));
   }
   const Dims& first_dims = g.input_is_constant(0) ? g.constant_input(0, "input").dims : g.tensor_input(0).dims;
   const std::int64_t axis = normalize_axis(g, g.attribute_int("axis", 1), first_dims.size());
@@ -1520,7 +1554,9 @@ constexpr OperatorMapping table[] = {
     {"Dropout", first, last, map_identity, "nothing (inference); the mask output must be unread"},
     {"Erf", first, last, map_erf, "Unary erf (tensors of any rank; GELU's exact form); constants"},
     {"Exp", first, last, map_exp, "Unary exp (tensors of any rank); constants"},
-    {"Expand", 8, last, map_expand, "Expand: numpy broadcast to a constant shape of the same rank (not the batch)"},
+    {"Expand", 8, last, map_expand,
+     "Expand: numpy broadcast to a constant shape of the same rank (not the batch); of a constant, computed at load "
+     "time"},
     {"Flatten", first, last, map_flatten,
      "Flatten (axis 1 of 4-D); a Reshape view at any axis that keeps the batch first"},
     {"Floor", first, last, map_floor, "Unary floor (tensors of any rank); constants"},

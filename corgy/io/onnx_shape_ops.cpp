@@ -229,7 +229,55 @@ void gather_tensor(Graph& g) {
   g.add_layer(Reshape(from, to), {slice}, dropped);
 }
 
+namespace {
+
+/// Expand of a constant, computed now with NumPy's (bidirectional) broadcasting: PyTorch exports torch.meshgrid of
+/// constant ranges (YOLOv8's anchor points) this way.
+Constant expanded_constant(const Graph& g, const Constant& c, const Dims& shape) {
+  const std::size_t rank = std::max(c.dims.size(), shape.size());
+  auto dim = [rank](const Dims& d, std::size_t axis) {
+    const std::size_t offset = rank - d.size();
+    return axis < offset ? std::int64_t{1} : d[axis - offset];
+  };
+  Constant result;
+  result.integer = c.integer;
+  result.dims.resize(rank);
+  std::uint64_t count = 1;
+  for (std::size_t a = 0; a < rank; ++a) {
+    const std::int64_t from = dim(c.dims, a), to = dim(shape, a);
+    if (to < 0 || (from != to && from != 1 && to != 1)) {
+      g.fail(fmt::format("cannot broadcast the constant {} to {}", dims_text(c.dims), dims_text(shape)));
+    }
+    result.dims[a] = from == 1 ? to : from;
+    // Checked step by step, so that a huge shape fails here instead of overflowing the count.
+    count *= static_cast<std::uint64_t>(result.dims[a]);
+    check_tensor_bytes(g.limits(), "", "an expanded constant", count * 4);
+  }
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::uint64_t flat = i, index = 0, stride = 1;
+    for (std::size_t a = rank; a-- > 0;) {
+      const auto extent = static_cast<std::uint64_t>(result.dims[a]);
+      const auto source_extent = static_cast<std::uint64_t>(dim(c.dims, a));
+      if (source_extent != 1) index += flat % extent * stride;
+      flat /= extent;
+      stride *= source_extent;
+    }
+    if (c.integer) {
+      result.integers.push_back(c.integers[index]);
+    } else {
+      result.floats.push_back(c.floats[index]);
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
 void map_expand(Graph& g) {
+  if (g.input_is_constant(0)) {
+    return g.set_constant_output(
+        expanded_constant(g, g.constant_input(0, "input"), g.constant_input(1, "shape").as_integers()));
+  }
   const Tensor& x = g.tensor_input(0);
   Dims shape = g.constant_input(1, "shape").as_integers();
   if (shape.size() > x.dims.size()) {

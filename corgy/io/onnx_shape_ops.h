@@ -44,7 +44,7 @@ void concat_tensors(Graph& g, std::int64_t axis);
 void gather_tensor(Graph& g);
 
 /// Expand: input 0 (a tensor) broadcast to the constant shape of input 1 (Expand layer; an alias when nothing
-/// changes).
+/// changes); a constant input 0 is broadcast at load time (any ranks, NumPy's rules).
 void map_expand(Graph& g);
 
 }  // namespace corgy::onnx_import
