@@ -41,6 +41,18 @@ struct LabeledBox {
 /// filled with grey) or a plain resize to the input size (aspect ratio not kept).
 enum class ImageFit { letterbox, resize };
 
+/// What a detector reports; shared by the darknet detector (models/darknet_detector.h) and the ONNX YOLOv8 one
+/// (models/yolov8_detector.h).
+struct DetectOptions {
+  /// A (box, class) is reported when its class probability exceeds this: objectness x class probability in darknet
+  /// (detect's -thresh), the class score in YOLOv8 (Ultralytics' conf).
+  float threshold = 0.5f;
+  /// Per-class NMS: a box overlapping a more probable one of its class with IoU above this is dropped.
+  float nms = 0.45f;
+  /// How the image is fitted to the network input; YOLO cfgs are trained on darknet's letterbox.
+  ImageFit fit = ImageFit::letterbox;
+};
+
 /// Maps boxes from coordinates relative to a network input of net_width x net_height into pixels of an
 /// image_width x image_height image that was fitted to it by `fit` (darknet's correct_region_boxes).
 void map_boxes_to_image(std::vector<Detection>& detections, int image_width, int image_height, int net_width,

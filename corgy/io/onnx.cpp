@@ -312,6 +312,7 @@ OnnxModel build_model(onnx::ModelProto& proto, const std::string& name, const On
   result.source = name;
   result.producer = proto.producer_name() + (proto.producer_version().empty() ? "" : " " + proto.producer_version());
   result.opset = default_opset(proto, name);
+  for (const onnx::StringStringEntryProto& entry : proto.metadata_props()) result.metadata[entry.key()] = entry.value();
   const onnx::GraphProto& graph = proto.graph();
   if (graph.sparse_initializer_size() > 0) throw Error(fmt::format("{}: sparse initializers are not supported", name));
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,9 @@ struct OnnxModel {
   /// The opset of the default ONNX domain the file imports.
   int opset = 0;
   std::string producer;
+  /// The file's metadata_props (key -> value), as written: Ultralytics' exports keep their class names and strides
+  /// there; tools/make_onnx_models.py marks its random weights with "weights".
+  std::map<std::string, std::string> metadata;
   Sequential model;
   OnnxTensorInfo input;
   /// In graph order; `layers[k]` is the Sequential layer whose output is outputs[k] (kept with mark_output).

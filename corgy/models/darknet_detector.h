@@ -11,15 +11,6 @@
 
 namespace corgy {
 
-struct DetectOptions {
-  /// A (box, class) is reported when objectness x class probability exceeds this (darknet detect's -thresh).
-  float threshold = 0.5f;
-  /// Per-class NMS: a box overlapping a more probable one of its class with IoU above this is dropped.
-  float nms = 0.45f;
-  /// How the image is fitted to the network input; YOLO cfgs are trained on darknet's letterbox.
-  ImageFit fit = ImageFit::letterbox;
-};
-
 /// Decodes the raw head outputs of `net` (as DarknetModel::forward returns them) for image `batch_index` of the
 /// batch, computed from an input of net.width x net.height pixels made from an image_width x image_height picture
 /// fitted by options.fit: every [region]/[yolo] head decoded, boxes mapped to pixels of the picture, per-class NMS,
