@@ -13,7 +13,7 @@
 #
 # --build DIR   a Release build folder (default build/release, as scripts/test.sh leaves it)
 # --out DIR     the folder to fill (default build-gpu/bench; /build*/ is git-ignored, so carry it by name)
-# --models a,b  which zoo models to export (default: all of benchmarks/run.sh's zoo and modern set); exports already
+# --models a,b  which models to export (default: benchmarks/run.sh's zoo, modern set and yolov8n); exports already
 #               there are kept
 #
 # Then carry [".gl", "build-gpu"] (the .gl folder of ../shared/device/prepare.sh) and run there:
@@ -24,7 +24,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 build=build/release out=build-gpu/bench
 models="resnet18,resnet50,mobilenet_v2,mobilenet_v3_large,efficientnet_b0,densenet121,vgg16,convnext_tiny,inception_v3"
-models+=",shufflenet_v2_x1_0,fcn_resnet50,lraspp_mobilenet_v3_large"
+models+=",shufflenet_v2_x1_0,fcn_resnet50,lraspp_mobilenet_v3_large,yolov8n"
 while (($#)); do
   case $1 in
     --build) build=$2; shift ;;

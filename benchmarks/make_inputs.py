@@ -8,8 +8,10 @@
   imagenet.b<N>.npy  standard normal noise from the same generator and seed, (N, 3, 224, 224): what an ImageNet
                    classifier sees after its mean / standard-deviation normalisation (ResNet-18, MobileNetV2);
                    imagenet<S>.b<N>.npy the same at side S (--imagenet-sides; Inception v3's 299)
+  detector.b<N>.npy  uniform [0, 1) noise from the same generator and seed, (N, 3, 640, 640): YOLOv8n's input
 
 Usage: make_inputs.py OUT_DIR --mnist-batches 1 64 --yolo-batches 1 8 --style-sides 256 512 --imagenet-batches 1 8
+       [--detector-batches 1]
 """
 
 import argparse
@@ -20,6 +22,7 @@ import numpy as np
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 YOLO_SIDE = 416
 YOLO_SEED = 2026
+DETECTOR_SIDE = 640
 
 
 def read_idx_images(path):
@@ -40,6 +43,7 @@ def main():
     parser.add_argument("--imagenet-batches", type=int, nargs="*", default=[1, 8])
     parser.add_argument("--imagenet-sides", type=int, nargs="*", default=[224],
                         help="224 writes imagenet.b<N>.npy, another side S imagenet<S>.b<N>.npy (Inception v3: 299)")
+    parser.add_argument("--detector-batches", type=int, nargs="*", default=[1])
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     digits = read_idx_images(os.path.join(REPO, "data", "mnist", "heldout-images-idx3-ubyte"))
@@ -55,6 +59,9 @@ def main():
         for n in args.imagenet_batches:
             noise = np.random.default_rng(YOLO_SEED).standard_normal((n, 3, side, side), dtype=np.float32)
             np.save(os.path.join(args.out_dir, f"imagenet{'' if side == 224 else side}.b{n}.npy"), noise)
+    for n in args.detector_batches:
+        noise = np.random.default_rng(YOLO_SEED).random((n, 3, DETECTOR_SIDE, DETECTOR_SIDE), dtype=np.float32)
+        np.save(os.path.join(args.out_dir, f"detector.b{n}.npy"), noise)
 
 
 if __name__ == "__main__":

@@ -283,18 +283,25 @@ def run(args):
 def export_onnx(args):
     import torch
 
-    from torch_models import load_model
+    from torch_models import DETECTOR_MODELS, load_model
+
+    FIXED_BATCH_MODELS = set(DETECTOR_MODELS) | {"shufflenet_v2_x1_0", "fcn_resnet50", "lraspp_mobilenet_v3_large"}
 
     model = load_model(args.model, args.weights)
     if args.signs_only:
         keep_signs_only(model)
     example = torch.zeros((args.batch,) + model.input_shape)
+    # A detector at a fixed batch, as Ultralytics exports by default: with a free batch its anchor grid
+    # (torch.arange of the feature map's size) becomes Shape -> Range nodes on a tensor of unknown shape, which
+    # corgy does not load; the same for ShuffleNet's channel shuffle and the segmentation heads' upsampling, which
+    # read the batch or the size through Shape.
+    dynamic_axes = {} if args.model in FIXED_BATCH_MODELS else {"input": {0: "batch"}}
     with torch.no_grad():
         # PRESERVE keeps batch norms as BatchNormalization nodes (eval mode: inference) instead of folding them into
         # the convolutions: the weights stay seeded_weights' repeating blocks, which compress for the GPU machine;
         # corgy and ONNX Runtime fold them when they load the model.
         torch.onnx.export(model, example, args.out, opset_version=13, input_names=["input"],
-                          dynamic_axes={"input": {0: "batch"}}, do_constant_folding=True,
+                          dynamic_axes=dynamic_axes, do_constant_folding=True,
                           training=torch.onnx.TrainingMode.PRESERVE)
 
 

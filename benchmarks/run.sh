@@ -14,14 +14,15 @@
 # --work DIR    inputs, weights, outputs and raw results (default DIR/bench-work)
 # --no-docs     keep docs/ as it is; write the tables and charts under the work folder only
 # --models a,b  only these of mnist, yolov2-tiny-voc, yolov3-tiny, style256, style512, the ImageNet zoo (resnet18,
-#               resnet50, mobilenet_v2, mobilenet_v3_large, efficientnet_b0, densenet121, vgg16) and the modern set
-#               (convnext_tiny, inception_v3, shufflenet_v2_x1_0, fcn_resnet50, lraspp_mobilenet_v3_large) (to check
-#               a few rows quickly; docs/ is left as it is)
+#               resnet50, mobilenet_v2, mobilenet_v3_large, efficientnet_b0, densenet121, vgg16), the modern set
+#               (convnext_tiny, inception_v3, shufflenet_v2_x1_0, fcn_resnet50, lraspp_mobilenet_v3_large) and
+#               yolov8n (to check a few rows quickly; docs/ is left as it is)
 # --no-peers    corgy alone: no peers and none of their packages (the pipeline smoke test that CI runs)
 # --gpu-machine runs the GPU machine's set instead (vulkan on the GPU, blas on 2 pinned cores and all cores,
 #               PyTorch fp32 on CUDA) from prebuilt binaries (--prebuilt DIR with bin/model_benchmark,
 #               bin/roofline_benchmark, lib/libcorgy.so* and the libraries it needs that the GPU machine lacks,
-#               onnx/resnet18.onnx.xz and onnx/mobilenet_v2.onnx.xz: the ONNX exports this script writes here);
+#               onnx/resnet18.onnx.xz, onnx/mobilenet_v2.onnx.xz, onnx/yolov8n.onnx.xz: the ONNX exports this script
+#               writes here);
 #               results go to $OUT (or the work folder), and docs/benchmarks/gpu-machine.jsonl takes them back here
 #               (report.py renders them)
 #
@@ -125,34 +126,47 @@ fi
 # ONNX export through corgy::load_onnx, at 224 x 224, batch 1 and 8 (kind "imagenet"), against ONNX Runtime and
 # PyTorch at 1 and 2 threads, each configuration in a process of its own (for its peak RSS).
 # The modern set (issue 25: the networks the loader learnt last) joins the zoo's table at batch 1 on the CPU.
+# YOLOv8n (tools/yolov8_net.py: Ultralytics' architecture in plain PyTorch, the box decoding in the graph, seeded
+# random weights) runs the same way at 640 x 640, batch 1 (kind "detector"): blas against ONNX Runtime and PyTorch
+# on the CPU machine, vulkan against PyTorch on CUDA on the GPU machine.
 zoo=(resnet18 resnet50 mobilenet_v2 mobilenet_v3_large efficientnet_b0 densenet121 vgg16)
 modern=(convnext_tiny inception_v3 shufflenet_v2_x1_0 fcn_resnet50 lraspp_mobilenet_v3_large)
 zoo+=("${modern[@]}")
-models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512 "${zoo[@]}")
-declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1")
+detectors=(yolov8n)
+models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512 "${zoo[@]}" "${detectors[@]}")
+declare -A batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8" [yolov3-tiny]="1 8" [style256]="1" [style512]="1"
+  [yolov8n]="1")
 for model in "${zoo[@]}"; do batches[$model]="1 8"; done
 for model in "${modern[@]}"; do batches[$model]="1"; done
 declare -A repeat=([mnist.1]=200 [mnist.64]=30 [yolo.1]=15 [yolo.8]=4 [yolo.64]=10 [style.1]=8 [imagenet.1]=15
-  [imagenet.8]=4 [imagenet.32]=10)
-declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1 [style.1]=1 [imagenet.1]=2 [imagenet.8]=1)
-declare -A slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=1 [yolo.8]=0 [style.1]=0 [imagenet.1]=1 [imagenet.8]=0)
+  [imagenet.8]=4 [imagenet.32]=10 [detector.1]=10)
+declare -A slow_repeat=([mnist.1]=20 [mnist.64]=3 [yolo.1]=3 [yolo.8]=1 [style.1]=1 [imagenet.1]=2 [imagenet.8]=1
+  [detector.1]=1)
+declare -A slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=1 [yolo.8]=0 [style.1]=0 [imagenet.1]=1 [imagenet.8]=0
+  [detector.1]=0)
 rounds=3
 peers=(torch torch-jit opencv onnxruntime darknet)
 gpu_warmup_ms=300
 if ((quick)); then
   # Every model keeps its rows (a model without one made the pipeline check fail); fewer batches.
-  batches=([mnist]="1 64" [yolov2-tiny-voc]="1" [yolov3-tiny]="1" [style256]="1" [style512]="1")
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1" [yolov3-tiny]="1" [style256]="1" [style512]="1" [yolov8n]="1")
   for model in "${zoo[@]}"; do batches[$model]="1"; done
-  repeat=([mnist.1]=30 [mnist.64]=5 [yolo.1]=3 [yolo.8]=2 [yolo.64]=3 [style.1]=3 [imagenet.1]=3 [imagenet.8]=2)
-  slow_repeat=([mnist.1]=3 [mnist.64]=1 [yolo.1]=1 [yolo.8]=1 [style.1]=1 [imagenet.1]=1 [imagenet.8]=1)
-  slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=0 [yolo.8]=0 [style.1]=0 [imagenet.1]=0 [imagenet.8]=0)
+  repeat=([mnist.1]=30 [mnist.64]=5 [yolo.1]=3 [yolo.8]=2 [yolo.64]=3 [style.1]=3 [imagenet.1]=3 [imagenet.8]=2
+    [detector.1]=3)
+  slow_repeat=([mnist.1]=3 [mnist.64]=1 [yolo.1]=1 [yolo.8]=1 [style.1]=1 [imagenet.1]=1 [imagenet.8]=1
+    [detector.1]=1)
+  slow_warmup=([mnist.1]=1 [mnist.64]=1 [yolo.1]=0 [yolo.8]=0 [style.1]=0 [imagenet.1]=0 [imagenet.8]=0
+    [detector.1]=0)
   rounds=1
 fi
 if ((gpu)); then
   # An idle host, and one call of the device tool: one process per configuration, naive's Tiny YOLO timed once.
-  # The zoo at batch 1 and 32, as issue 23's table compares it with PyTorch.
-  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1")
+  # The zoo at batch 1 and 32, as issue 23's table compares it with PyTorch; the modern networks whose export has a
+  # fixed batch (peer_benchmark.py's FIXED_BATCH_MODELS) at batch 1 only.
+  batches=([mnist]="1 64" [yolov2-tiny-voc]="1 8 64" [yolov3-tiny]="1 8 64" [style256]="1" [style512]="1"
+    [yolov8n]="1")
   for model in "${zoo[@]}"; do batches[$model]="1 32"; done
+  for model in shufflenet_v2_x1_0 fcn_resnet50 lraspp_mobilenet_v3_large; do batches[$model]="1"; done
   slow_repeat[yolo.1]=1 slow_warmup[yolo.1]=0 slow_repeat[imagenet.1]=1 slow_warmup[imagenet.1]=0
   rounds=1
   peers=(torch-cuda torch-cuda-jit torch-cuda-graph torch-cuda-fp16)
@@ -165,16 +179,19 @@ for model in "${models[@]}"; do
 done
 
 in_zoo() { [[ " ${zoo[*]} " == *" $1 "* ]]; }
+is_detector() { [[ " ${detectors[*]} " == *" $1 "* ]]; }
 # Every configuration (naive, the im2col baselines, lavapipe, PyTorch jit) for the models of the speedup tables; the
-# rest of the zoo against its peers only (naive would take minutes a forward on VGG-16).
-all_configurations() { ! in_zoo "$1" || [[ $1 == resnet18 || $1 == mobilenet_v2 ]]; }
+# rest of the zoo and the detectors against their peers only (naive would take minutes a forward on VGG-16).
+all_configurations() { ! is_detector "$1" && { ! in_zoo "$1" || [[ $1 == resnet18 || $1 == mobilenet_v2 ]]; }; }
 kind_of() {
   case $1 in
     mnist) echo mnist ;;
     style*) echo style ;;
-    *) if in_zoo "$1"; then echo imagenet; else echo yolo; fi ;;
+    *) if in_zoo "$1"; then echo imagenet; elif is_detector "$1"; then echo detector; else echo yolo; fi ;;
   esac
 }
+# Models that corgy runs from the ONNX export of their benchmarks/torch_models.py network.
+from_onnx() { [[ $(kind_of "$1") == imagenet || $(kind_of "$1") == detector ]]; }
 input_of() {  # MODEL BATCH
   if [[ $1 == style* ]]; then echo "$work/style.s${1#style}.npy"
   elif [[ $1 == inception_v3 ]]; then echo "$work/imagenet299.b$2.npy"
@@ -184,7 +201,7 @@ weights_of() {
   case $(kind_of "$1") in
     mnist) echo data/mnist ;;
     style) echo data/style_transfer/weights ;;
-    imagenet) echo "$SEED" ;;  # torch_models.seeded_weights
+    imagenet | detector) echo "$SEED" ;;  # torch_models.seeded_weights
     *) echo "$work/$1.weights" ;;
   esac
 }
@@ -193,7 +210,7 @@ model_args() {
   case $(kind_of "$1") in
     mnist) model_flags=(--mnist data/mnist) ;;
     style) model_flags=(--style-transfer data/style_transfer/weights) ;;
-    imagenet) model_flags=(--onnx "$work/$1.onnx") ;;
+    imagenet | detector) model_flags=(--onnx "$work/$1.onnx") ;;
     *) model_flags=(--cfg "data/darknet/$1.cfg" --random-weights "$SEED") ;;
   esac
 }
@@ -279,7 +296,8 @@ log "work folder $work; load average $load_start"
 read -ra mnist_batches <<<"${batches[mnist]}"
 read -ra yolo_batches <<<"${batches[yolov2-tiny-voc]}"
 "$python" benchmarks/make_inputs.py "$work" --mnist-batches "${mnist_batches[@]}" --yolo-batches "${yolo_batches[@]}" \
-  --style-sides 256 512 --imagenet-batches $( ((gpu)) && echo 1 32 || echo 1 8) --imagenet-sides 224 299
+  --style-sides 256 512 --imagenet-batches $( ((gpu)) && echo 1 32 || echo 1 8) --imagenet-sides 224 299 \
+  --detector-batches 1
 for model in yolov2-tiny-voc yolov3-tiny; do
   model_args "$model"
   "$bin/model_benchmark" "${model_flags[@]}" --write-weights "$work/$model.weights"
@@ -287,16 +305,17 @@ done
 if ((!gpu)); then
   for model in "${models[@]}"; do
     [[ $model == style* ]] && continue  # the style network is timed against PyTorch only
-    ((with_peers)) || [[ $(kind_of "$model") == imagenet ]] || continue  # ONNX: for corgy only the zoo's
+    ((with_peers)) || from_onnx "$model" || continue  # ONNX: for corgy only the zoo's and the detectors'
     "$python" benchmarks/peer_benchmark.py export-onnx --model "$(model_path "$model")" \
       --weights "$(weights_of "$model")" --out "$work/$model.onnx" 2>>"$work/stderr.log"
   done
 else
-  # The zoo: corgy loads the ONNX exports made on the CPU machine (benchmarks/gpu_machine_prepare.sh; PyTorch there
-  # rebuilds the same seeded weights, torch_models.seeded_weights); without them those models are left out.
+  # The zoo and YOLOv8n: corgy loads the ONNX exports made on the CPU machine (benchmarks/gpu_machine_prepare.sh;
+  # PyTorch there rebuilds the same seeded weights, torch_models.seeded_weights); without them those models are left
+  # out.
   kept=()
   for model in "${models[@]}"; do
-    if [[ $(kind_of "$model") == imagenet ]]; then
+    if from_onnx "$model"; then
       if [[ ! -f $prebuilt/onnx/$model.onnx.xz ]]; then
         log "no $prebuilt/onnx/$model.onnx.xz: $model left out"
         continue
@@ -403,7 +422,7 @@ for round in $(seq 1 "$rounds"); do
         # darknet: its own cfgs only, and one round (a second or more per forward, one thread)
         [[ $p == darknet && ($(kind_of "$model") != yolo || $round != 1) ]] && continue
         [[ $model == style* && $p != torch* ]] && continue  # no ONNX export or darknet cfg of the style network
-        [[ $(kind_of "$model") == imagenet && $p == opencv ]] && continue  # its peer reads darknet files and MNIST
+        from_onnx "$model" && [[ $p == opencv ]] && continue  # its peer reads darknet files and MNIST
         [[ $p == torch-jit ]] && ! all_configurations "$model" && continue
         peer "$round" "$p" "$model" "$batch"
       done

@@ -10,6 +10,8 @@
   trained with), rendering the even blend of styles 0 and 1 that model_benchmark --style-transfer renders.
 - resnet18 / mobilenet_v2: torchvision's ImageNet classifiers rebuilt layer for layer (no torchvision needed on the
   GPU machine) with seeded_weights(seed); run.sh exports them to ONNX here, which corgy and ONNX Runtime run.
+- yolov8n: the YOLOv8n detector of tools/yolov8_net.py (plain PyTorch) with seeded_weights(seed), exported and run
+  the same way.
 """
 
 import os
@@ -344,12 +346,36 @@ class TorchvisionClassifier(torch.nn.Module):
         return (self.net(x)["out"],) if self.segmentation else (self.net(x),)
 
 
+class Yolov8Detector(torch.nn.Module):
+    """YOLOv8n as tools/yolov8_net.py builds it (Ultralytics' architecture, the box decoding in the graph) with
+    seeded_weights, at 640 x 640; forward returns its (N, 84, 8400) output in a tuple like the other networks here."""
+
+    def __init__(self, seed):
+        super().__init__()
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+        import yolov8_net
+
+        self.net = seeded_weights(yolov8_net.yolov8("n"), seed)
+        with torch.no_grad():  # seeded_weights drew the DFL's fixed bin weights too: 0 .. 15 again
+            dfl = self.net.detect.dfl
+            dfl.conv.weight.copy_(torch.arange(dfl.reg_max, dtype=torch.float).view(1, dfl.reg_max, 1, 1))
+        self.input_shape = (3, 640, 640)
+
+    def forward(self, x):
+        return (self.net(x),)
+
+
+DETECTOR_MODELS = {"yolov8n": Yolov8Detector}
+
+
 def load_model(model, weights):
     """`model` is "mnist" (weights: the directory of its .npy files), "style256" / "style512" (weights: the style
-    network's folder), "resnet18" / "mobilenet_v2" or one of TORCHVISION_MODELS (weights: the seed of seeded_weights) or a darknet cfg (weights:
-    its .weights)."""
+    network's folder), "resnet18" / "mobilenet_v2", one of TORCHVISION_MODELS or "yolov8n" (weights: the seed of
+    seeded_weights) or a darknet cfg (weights: its .weights)."""
     if model in IMAGENET_MODELS:
         net = seeded_weights(IMAGENET_MODELS[model](), int(weights))
+    elif model in DETECTOR_MODELS:
+        net = DETECTOR_MODELS[model](int(weights))
     elif model in TORCHVISION_MODELS:
         net = seeded_weights(TorchvisionClassifier(model), int(weights))
     elif model == "mnist":
