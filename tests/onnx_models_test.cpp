@@ -325,6 +325,75 @@ TEST(OnnxErrors, CyclesAreNamed) {
   EXPECT_TRUE(contains(error, "'add' (Add)")) << error;
 }
 
+/// A scalar initializer `name` of `value` (float or int64).
+void add_scalar(onnx::GraphProto& graph, const std::string& name, float value, bool integer = false) {
+  onnx::TensorProto& t = *graph.add_initializer();
+  t.set_name(name);
+  t.set_data_type(integer ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT);
+  if (integer) {
+    t.add_int64_data(static_cast<std::int64_t>(value));
+  } else {
+    t.add_float_data(value);
+  }
+}
+
+onnx::NodeProto& add_node(onnx::GraphProto& graph, const std::string& op, std::vector<std::string> inputs,
+                          const std::string& output) {
+  onnx::NodeProto& node = *graph.add_node();
+  node.set_name(output);
+  node.set_op_type(op);
+  for (const std::string& input : inputs) node.add_input(input);
+  node.add_output(output);
+  return node;
+}
+
+TEST(OnnxModels, RangeOfConstantsFoldsAndRangeOverARunTimeShapeAsksForAFixedBatch) {
+  // torch.arange(0.5, 6) as YOLOv8's anchor grid exports it at a fixed batch: Range of constants, added along W.
+  onnx::ModelProto model = small_model();
+  onnx::GraphProto& graph = *model.mutable_graph();
+  graph.mutable_node(1)->set_output(0, "r");
+  add_scalar(graph, "start", 0.5f);
+  add_scalar(graph, "limit", 6.0f);
+  add_scalar(graph, "delta", 1.0f);
+  add_node(graph, "Range", {"start", "limit", "delta"}, "cells");
+  add_node(graph, "Add", {"r", "cells"}, "y");
+  OnnxModel net = load_onnx_from_memory(bytes_of(model), "range.onnx");
+  OnnxModel plain = load_onnx_from_memory(bytes_of(small_model()), "small.onnx");
+  Variable x(Shape{1, 3, 8, 8});
+  for (std::size_t i = 0; i < x.count(); ++i) x.data()[i] = static_cast<float>(i % 5) - 2.0f;
+  const Variable expected = plain.forward(x).clone();
+  const Variable& y = net.forward(x);
+  ASSERT_EQ(y.shape(), expected.shape());
+  for (int c = 0; c < 4; ++c) {
+    for (int h = 0; h < 6; ++h) {
+      for (int w = 0; w < 6; ++w)
+        EXPECT_FLOAT_EQ(y.at(0, c, h, w), expected.at(0, c, h, w) + 0.5f + static_cast<float>(w));
+    }
+  }
+
+  // With a free batch, the limit comes from Shape at run time: refused at the Shape, saying how to export.
+  onnx::ModelProto free_batch = small_model();
+  onnx::GraphProto& free = *free_batch.mutable_graph();
+  free.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  free.mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  free.mutable_node(1)->set_output(0, "r");
+  add_scalar(free, "start", 0.5f);
+  add_scalar(free, "delta", 1.0f);
+  add_scalar(free, "axis_w", 3.0f, true);
+  add_node(free, "Shape", {"x"}, "shape");
+  add_node(free, "Gather", {"shape", "axis_w"}, "width");
+  onnx::NodeProto& cast = add_node(free, "Cast", {"width"}, "width_float");
+  onnx::AttributeProto& to = *cast.add_attribute();
+  to.set_name("to");
+  to.set_type(onnx::AttributeProto::INT);
+  to.set_i(onnx::TensorProto::FLOAT);
+  add_node(free, "Range", {"start", "width_float", "delta"}, "cells");
+  add_node(free, "Add", {"r", "cells"}, "y");
+  const std::string error = load_error(free_batch);
+  EXPECT_TRUE(contains(error, "node 'shape' (Shape, opset 13)")) << error;
+  EXPECT_TRUE(contains(error, "export with a fixed batch")) << error;
+}
+
 TEST(OnnxErrors, DanglingInputsAreNamed) {
   onnx::ModelProto model = small_model();
   model.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");

@@ -224,6 +224,36 @@ void map_constant_of_shape(Graph& g) {
   g.set_constant_output(std::move(c));
 }
 
+/// Range of constants: start, start + delta, ... up to (not including) limit. torch.arange exports as Range, over a
+/// feature map's size read with Shape (YOLOv8's anchor grid when exported with a free batch; that Shape then fails,
+/// saying to export with a fixed batch).
+void map_range(Graph& g) {
+  const Constant& start = g.constant_input(0, "start");
+  const Constant& limit = g.constant_input(1, "limit");
+  const Constant& delta = g.constant_input(2, "delta");
+  if (start.count() != 1 || limit.count() != 1 || delta.count() != 1) g.fail("start, limit and delta must be scalars");
+  const double first = start.at(0), step = delta.at(0);
+  if (step == 0 || !std::isfinite(first) || !std::isfinite(limit.at(0)) || !std::isfinite(step)) {
+    g.fail(fmt::format("Range({}, {}, {}) has no finite length", first, limit.at(0), step));
+  }
+  const double length = std::max(std::ceil((limit.at(0) - first) / step), 0.0);
+  check_tensor_bytes(g.limits(), "", fmt::format("Range '{}'", g.node().output(0)),
+                     static_cast<std::uint64_t>(std::min(length, 1e15)) * 4);
+  Constant c;
+  c.integer = start.integer && limit.integer && delta.integer;
+  const auto count = static_cast<std::size_t>(length);
+  for (std::size_t k = 0; k < count; ++k) {
+    const double value = first + static_cast<double>(k) * step;
+    if (c.integer) {
+      c.integers.push_back(static_cast<std::int64_t>(value));
+    } else {
+      c.floats.push_back(static_cast<float>(value));
+    }
+  }
+  c.dims = {static_cast<std::int64_t>(count)};
+  g.set_constant_output(std::move(c));
+}
+
 /// The flat index of each element of a constant of `dims`, in C order, for the coordinates `at(axis, k)` gives.
 std::vector<std::size_t> strides_of(const Dims& dims) {
   std::vector<std::size_t> strides(dims.size(), 1);
@@ -1594,6 +1624,7 @@ constexpr OperatorMapping table[] = {
     {"Pow", first, last, map_pow,
      "Unary square / sqrt for a constant exponent 2 / 0.5, else BroadcastBinary power (NumPy broadcasting, any "
      "rank); constants"},
+    {"Range", 11, last, map_range, "a constant, of constant start, limit and delta"},
     {"Reciprocal", first, last, map_reciprocal, "Unary reciprocal (tensors of any rank); constants"},
     {"ReduceMax", first, last, map_reduce_max,
      "a global max pool for axes (2, 3) of a 4-D tensor; ReduceAxis over any other axes but the batch, "
