@@ -94,15 +94,16 @@ class DFL(nn.Module):
         return self.conv(x.view(b, 4, self.reg_max, a).transpose(2, 1).softmax(1)).view(b, 4, a)
 
 
-def make_anchors(sizes, strides, offset=0.5):
-    """Anchor points (cell centres, in grid units) of every level, row-major, and their strides: (A, 2), (A, 1)."""
+def make_anchors(sizes, strides, like, offset=0.5):
+    """Anchor points (cell centres, in grid units) of every level, row-major, and their strides: (A, 2), (A, 1), on
+    the device and in the precision of the tensor `like` (the network runs on a GPU and in fp16 too)."""
     points, stride_column = [], []
     for (h, w), stride in zip(sizes, strides):
-        sx = torch.arange(w, dtype=torch.float) + offset
-        sy = torch.arange(h, dtype=torch.float) + offset
+        sx = torch.arange(w, dtype=like.dtype, device=like.device) + offset
+        sy = torch.arange(h, dtype=like.dtype, device=like.device) + offset
         sy, sx = torch.meshgrid(sy, sx, indexing="ij")
         points.append(torch.stack((sx, sy), -1).view(-1, 2))
-        stride_column.append(torch.full((h * w, 1), float(stride)))
+        stride_column.append(torch.full((h * w, 1), float(stride), dtype=like.dtype, device=like.device))
     return torch.cat(points), torch.cat(stride_column)
 
 
@@ -131,7 +132,7 @@ class Detect(nn.Module):
     def forward(self, x):
         x = [torch.cat((self.cv2[i](x[i]), self.cv3[i](x[i])), 1) for i in range(self.nl)]
         b = x[0].shape[0]
-        anchors, strides = make_anchors([xi.shape[2:] for xi in x], self.stride)
+        anchors, strides = make_anchors([xi.shape[2:] for xi in x], self.stride, x[0])
         x_cat = torch.cat([xi.view(b, self.no, -1) for xi in x], 2)
         box, cls = x_cat.split((self.reg_max * 4, self.nc), 1)
         dbox = dist2bbox(self.dfl(box), anchors.transpose(0, 1).unsqueeze(0), dim=1) * strides.transpose(0, 1)
