@@ -740,7 +740,8 @@ def machine_section(m, title, name, out_dir, profiles="", gpu_machines=()):
     zoo_gpu = gpu_zoo_table(gpu_machines)
     if zoo_gpu:
         parts += ["\n#### The ImageNet zoo on the GPU against PyTorch\n",
-                  "The zoo of the CPU table, from the same ONNX exports, on each GPU a run was made on. corgy's "
+                  "The zoo of the CPU table (with the modern set and YOLOv8n), from the same ONNX exports, on each "
+                  "GPU a run was made on. corgy's "
                   "compute time (timestamp queries around its dispatches, without the host copies) / PyTorch's GPU "
                   "time (CUDA events, input already on the GPU; TF32 off, `cudnn.benchmark` on; fp16: `.half()` and "
                   "channels-last), ms; the ratio is corgy's over PyTorch's (bold: corgy as fast or faster). Batch 1 "
