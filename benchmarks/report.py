@@ -221,10 +221,16 @@ def machine_header(m, title):
                  (f"; rows marked *other env* ran with `{i['blas_env_other']}`." if any(
                      "other env" in k[2] for k in m.corgy) else "."))
     one_minute = [float(load.split()[0]) for load in m.loads]
+    during = (f"; the 1-minute load between {min(one_minute):g} and {max(one_minute):g} during the run"
+              if one_minute else "")
+    calls = i.get("calls", [])
+    if len(calls) > 1:  # runs joined by benchmarks/merge_runs.py: each with its own time, tree and load
+        lines.append(f"{len(calls)} runs joined (`benchmarks/merge_runs.py`){during}:")
+        lines += [f"- {c['started_utc']} UTC, {c['minutes']} minutes, corgy {c.get('corgy')}, `{c['command']}`; load "
+                  f"average {c['load_start']} at the start, {c['load_end']} at the end" for c in calls]
+        return "\n".join(lines)
     lines.append(f"Run {i['started_utc']} UTC, {i['minutes']} minutes, `{i['command']}`; load average (1, 5, 15 min) "
-                 f"{i['load_start']} at the start, {i['load_end']} at the end" +
-                 (f"; the 1-minute load between {min(one_minute):g} and {max(one_minute):g} during the run"
-                  if one_minute else "") + ".")
+                 f"{i['load_start']} at the start, {i['load_end']} at the end{during}.")
     return "\n".join(lines)
 
 
