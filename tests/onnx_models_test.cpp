@@ -347,7 +347,7 @@ onnx::NodeProto& add_node(onnx::GraphProto& graph, const std::string& op, std::v
   return node;
 }
 
-TEST(OnnxModels, RangeOfConstantsFoldsAndRangeOverARunTimeShapeAsksForAFixedBatch) {
+TEST(OnnxModels, RangeOfConstantsFoldsAndAFreeBatchShapeGivesItsKnownAxes) {
   // torch.arange(0.5, 6) as YOLOv8's anchor grid exports it at a fixed batch: Range of constants, added along W.
   onnx::ModelProto model = small_model();
   onnx::GraphProto& graph = *model.mutable_graph();
@@ -371,26 +371,44 @@ TEST(OnnxModels, RangeOfConstantsFoldsAndRangeOverARunTimeShapeAsksForAFixedBatc
     }
   }
 
-  // With a free batch, the limit comes from Shape at run time: refused at the Shape, saying how to export.
-  onnx::ModelProto free_batch = small_model();
-  onnx::GraphProto& free = *free_batch.mutable_graph();
-  free.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
-  free.mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
-  free.mutable_node(1)->set_output(0, "r");
-  add_scalar(free, "start", 0.5f);
-  add_scalar(free, "delta", 1.0f);
-  add_scalar(free, "axis_w", 3.0f, true);
-  add_node(free, "Shape", {"x"}, "shape");
-  add_node(free, "Gather", {"shape", "axis_w"}, "width");
-  onnx::NodeProto& cast = add_node(free, "Cast", {"width"}, "width_float");
-  onnx::AttributeProto& to = *cast.add_attribute();
-  to.set_name("to");
-  to.set_type(onnx::AttributeProto::INT);
-  to.set_i(onnx::TensorProto::FLOAT);
-  add_node(free, "Range", {"start", "width_float", "delta"}, "cells");
-  add_node(free, "Add", {"r", "cells"}, "y");
-  const std::string error = load_error(free_batch);
-  EXPECT_TRUE(contains(error, "node 'shape' (Shape, opset 13)")) << error;
+  // With a free batch, Shape still gives the known axes: the width (axis 3) as a Range limit loads and runs at
+  // any batch. The batch itself (axis 0) used as a number is refused, saying how to export.
+  const auto free_batch_model = [&](float axis) {
+    onnx::ModelProto free_batch = small_model();
+    onnx::GraphProto& free = *free_batch.mutable_graph();
+    free.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+    free.mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+    free.mutable_node(1)->set_output(0, "r");
+    add_scalar(free, "start", 0.5f);
+    add_scalar(free, "delta", 1.0f);
+    add_scalar(free, "axis", axis, true);
+    add_node(free, "Shape", {"r"}, "shape");
+    add_node(free, "Gather", {"shape", "axis"}, "extent");
+    onnx::NodeProto& cast = add_node(free, "Cast", {"extent"}, "extent_float");
+    onnx::AttributeProto& to = *cast.add_attribute();
+    to.set_name("to");
+    to.set_type(onnx::AttributeProto::INT);
+    to.set_i(onnx::TensorProto::FLOAT);
+    add_node(free, "Range", {"start", "extent_float", "delta"}, "cells");
+    add_node(free, "Add", {"r", "cells"}, "y");
+    return free_batch;
+  };
+  OnnxModel free_net = load_onnx_from_memory(bytes_of(free_batch_model(3.0f)), "free-range.onnx");
+  Variable pair(Shape{2, 3, 8, 8});
+  for (std::size_t i = 0; i < pair.count(); ++i) pair.data()[i] = x.data()[i % x.count()];
+  const Variable& free_y = free_net.forward(pair);
+  ASSERT_EQ(free_y.shape(), (Shape{2, 4, 6, 6}));
+  for (int n = 0; n < 2; ++n) {
+    for (int c = 0; c < 4; ++c) {
+      for (int h = 0; h < 6; ++h) {
+        for (int w = 0; w < 6; ++w)
+          EXPECT_FLOAT_EQ(free_y.at(n, c, h, w), expected.at(0, c, h, w) + 0.5f + static_cast<float>(w));
+      }
+    }
+  }
+  const std::string error = load_error(free_batch_model(0.0f));
+  EXPECT_TRUE(contains(error, "node 'extent_float' (Cast, opset 13)")) << error;
+  EXPECT_TRUE(contains(error, "holds the batch size")) << error;
   EXPECT_TRUE(contains(error, "export with a fixed batch")) << error;
 }
 

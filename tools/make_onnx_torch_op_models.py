@@ -26,9 +26,10 @@ OPSET = 13
 CASES = {}
 
 
-def case(input_shape):
+def case(input_shape, free_batch=False):
+    """Registers a case; free_batch exports it with a free batch (dynamic_axes), as `torch.onnx.export` users often do."""
     def register(cls):
-        CASES[cls.__name__] = (input_shape, cls)
+        CASES[cls.__name__] = (input_shape, cls, free_batch)
         return cls
     return register
 
@@ -97,7 +98,27 @@ class shufflenet_units(nn.Module):
         return y, torch.cat([c, F.relu(a), b], dim=1)
 
 
-def build(name, input_shape, cls, out):
+@case((2, 8, 6, 5), free_batch=True)
+class free_batch_shapes(nn.Module):
+    """Shape computations of a free-batch export: the batch read with x.size(0) into a channel shuffle's view and a
+    flatten's view (Shape -> Gather -> Unsqueeze -> Concat -> Reshape), and an upsampling to another tensor's size
+    (Shape -> Slice -> Concat -> Resize), then a Linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.down = nn.Conv2d(8, 4, 3, stride=2, padding=1)
+        self.linear = nn.Linear(4 * 6 * 5, 3)
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        y = self.conv(x).view(b, 2, c // 2, h, w).transpose(1, 2).reshape(b, c, h, w)
+        z = self.down(y)
+        up = F.interpolate(z, size=y.shape[2:], mode="bilinear", align_corners=False)
+        return up, self.linear(up.view(up.size(0), -1))
+
+
+def build(name, input_shape, cls, out, free_batch=False):
     seed = zlib.crc32(name.encode())
     torch.manual_seed(seed)
     model = cls().eval()
@@ -110,7 +131,7 @@ def build(name, input_shape, cls, out):
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         names = [f"output_{k}" for k in range(len(outputs))]
         torch.onnx.export(model, x, str(path), opset_version=OPSET, input_names=["input"], output_names=names,
-                          do_constant_folding=True)
+                          do_constant_folding=True, dynamic_axes={"input": {0: "batch"}} if free_batch else None)
         reference = copy.deepcopy(model).double()(x.double())
         reference = reference if isinstance(reference, tuple) else (reference,)
     onnx.checker.check_model(onnx.load(str(path)))
@@ -127,9 +148,9 @@ def main():
     parser.add_argument("--case", action="append", help="only this case (repeatable); default: every case")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    for name, (input_shape, cls) in CASES.items():
+    for name, (input_shape, cls, free_batch) in CASES.items():
         if not args.case or name in args.case:
-            build(name, input_shape, cls, args.out)
+            build(name, input_shape, cls, args.out, free_batch)
 
 
 if __name__ == "__main__":

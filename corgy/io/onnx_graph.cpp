@@ -220,6 +220,18 @@ const Value& Graph::input_value(int i) const {
 bool Graph::input_is_constant(int i) const { return has_input(i) && input_value(i).constant.has_value(); }
 
 const Constant& Graph::constant_input(int i, std::string_view what) const {
+  const Constant& c = constant_input_with_free_batch(i, what);
+  if (c.holds_free_batch()) {
+    fail(
+        fmt::format("{} (input {}, '{}') holds the batch size, which this export leaves free (it read it with "
+                    "Shape); corgy keeps a free batch only as the first dimension of a Reshape: export with a fixed "
+                    "batch",
+                    what, i, node_->input(i)));
+  }
+  return c;
+}
+
+const Constant& Graph::constant_input_with_free_batch(int i, std::string_view what) const {
   if (!has_input(i)) fail(fmt::format("{} (input {}) is missing", what, i));
   const Value& value = input_value(i);
   if (!value.constant) {

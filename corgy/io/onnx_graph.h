@@ -10,8 +10,10 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -27,6 +29,14 @@
 
 namespace corgy::onnx_import {
 
+/// What Shape gives for the batch of a tensor whose batch is free (an export with `dynamic_axes` on the batch): the
+/// shape computations of such exports (ShuffleNet's channel shuffle, YOLOv8's head, `x.view(x.size(0), -1)`) carry
+/// it through Gather, Slice, Concat, Squeeze, Unsqueeze, Identity and integer Casts of constants to the first
+/// dimension of a Reshape target, where it means "the batch". Any other use of it fails (Graph::constant_input).
+/// A value no exporter writes (they use INT64_MIN and -INT64_MAX for open slice ends); a file that holds it anyway
+/// gets no more than those two meanings of its own batch.
+inline constexpr std::int64_t free_batch = std::numeric_limits<std::int64_t>::min() + 0x5eedba7c4;
+
 /// A constant tensor: floats, or integers (int64 / int32 / bool index tensors: shapes, axes, pads).
 struct Constant {
   std::vector<std::int64_t> dims;
@@ -35,6 +45,10 @@ struct Constant {
   std::vector<std::int64_t> integers;
 
   std::size_t count() const { return integer ? integers.size() : floats.size(); }
+  /// Whether a value is `free_batch` (a free batch read by Shape).
+  bool holds_free_batch() const {
+    return integer && std::find(integers.begin(), integers.end(), free_batch) != integers.end();
+  }
   double at(std::size_t i) const { return integer ? static_cast<double>(integers[i]) : floats[i]; }
   /// The values as integers / floats, whatever the stored type.
   std::vector<std::int64_t> as_integers() const;
@@ -87,8 +101,11 @@ class Graph {
   /// Input i is given (present and not an empty name).
   bool has_input(int i) const;
   bool input_is_constant(int i) const;
-  /// Input i as a constant; fails saying `what` it should be when it is missing or computed at run time.
+  /// Input i as a constant; fails saying `what` it should be when it is missing or computed at run time, and when
+  /// it holds `free_batch` (the batch of a free-batch export is not known at load time).
   const Constant& constant_input(int i, std::string_view what) const;
+  /// The same, `free_batch` allowed: for the operators that carry it to a Reshape target (see free_batch).
+  const Constant& constant_input_with_free_batch(int i, std::string_view what) const;
   /// Input i as a tensor (a layer output); fails when it is a constant or missing.
   const Tensor& tensor_input(int i) const;
   /// Output k is read by some node or is a graph output.

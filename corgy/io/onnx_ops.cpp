@@ -132,15 +132,16 @@ void map_constant(Graph& g) {
 /// Identity, and Dropout at inference (its mask output must be unread).
 void map_identity(Graph& g) {
   g.require_unused_outputs_from(1);
-  if (g.input_is_constant(0)) return g.set_constant_output(g.constant_input(0, "input"));
+  if (g.input_is_constant(0)) return g.set_constant_output(g.constant_input_with_free_batch(0, "input"));
   g.set_alias_output(0, g.tensor_input(0).dims);
 }
 
 void map_cast(Graph& g) {
   const std::int64_t to = g.attribute_int("to", 0);
   if (g.input_is_constant(0)) {
-    Constant c = g.constant_input(0, "input");
-    if (to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE) {
+    const bool to_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
+    Constant c = to_float ? g.constant_input(0, "input") : g.constant_input_with_free_batch(0, "input");
+    if (to_float) {
       c.floats = c.as_floats();
       c.integers.clear();
       c.integer = false;
@@ -155,24 +156,27 @@ void map_cast(Graph& g) {
   g.set_alias_output(0, g.tensor_input(0).dims);
 }
 
-/// Shape of a tensor whose dimensions are all known at load time (a fixed batch): a constant.
+/// Shape of a tensor whose dimensions are known at load time, but for a free batch (free_batch stands for it): a
+/// constant.
 void map_shape(Graph& g) {
   const Dims& dims = g.input_is_constant(0) ? g.constant_input(0, "input").dims : g.tensor_input(0).dims;
-  if (std::any_of(dims.begin(), dims.end(), [](std::int64_t d) { return d < 0; })) {
+  if (std::any_of(dims.begin() + (dims.empty() || g.input_is_constant(0) ? 0 : 1), dims.end(),
+                  [](std::int64_t d) { return d < 0; })) {
     g.fail(
         fmt::format("takes the shape of {} at run time; corgy needs shapes known when the model loads (export "
                     "with a fixed batch, or use Flatten)",
                     dims_text(dims)));
   }
+  Dims known = dims;
+  if (!known.empty() && known[0] < 0) known[0] = free_batch;
   Constant c;
   c.integer = true;
-  c.integers = dims;
   const auto rank = static_cast<std::int64_t>(dims.size());
   const std::int64_t start = std::clamp<std::int64_t>(
       g.attribute_int("start", 0) < 0 ? g.attribute_int("start", 0) + rank : g.attribute_int("start", 0), 0, rank);
   const std::int64_t end_attr = g.attribute_int("end", rank);
   const std::int64_t end = std::clamp<std::int64_t>(end_attr < 0 ? end_attr + rank : end_attr, start, rank);
-  c.integers = Dims(dims.begin() + start, dims.begin() + end);
+  c.integers = Dims(known.begin() + start, known.begin() + end);
   c.dims = {static_cast<std::int64_t>(c.integers.size())};
   g.set_constant_output(std::move(c));
 }
@@ -180,7 +184,7 @@ void map_shape(Graph& g) {
 /// Gather on constants (the index of a shape: shape[0]); on a tensor, a slice (onnx_shape_ops.h).
 void map_gather(Graph& g) {
   if (!g.input_is_constant(0)) return gather_tensor(g);
-  const Constant& data = g.constant_input(0, "data");
+  const Constant& data = g.constant_input_with_free_batch(0, "data");
   const Constant& indices = g.constant_input(1, "indices");
   if (data.dims.size() != 1) g.fail("gathers from a constant that is not 1-D");
   Constant c;
@@ -343,7 +347,7 @@ void slice_channels(Graph& g) {
 
 void map_slice(Graph& g) {
   if (!g.input_is_constant(0)) return slice_channels(g);
-  const Constant& data = g.constant_input(0, "data");
+  const Constant& data = g.constant_input_with_free_batch(0, "data");
   const std::size_t rank = data.dims.size();
   const auto [first, step, count] = slice_selection(g, data.dims);
   const std::vector<std::size_t> strides = strides_of(data.dims);
@@ -471,7 +475,8 @@ Dims axes_of(const Graph& g, int input_from_opset) {
 }
 
 void map_squeeze(Graph& g) {
-  const Dims& dims = g.input_is_constant(0) ? g.constant_input(0, "input").dims : g.tensor_input(0).dims;
+  const Dims& dims =
+      g.input_is_constant(0) ? g.constant_input_with_free_batch(0, "input").dims : g.tensor_input(0).dims;
   Dims axes = axes_of(g, 13);
   for (std::int64_t& axis : axes) axis = normalize_axis(g, axis, dims.size());
   Dims result;
@@ -484,7 +489,7 @@ void map_squeeze(Graph& g) {
     result.push_back(dims[a]);
   }
   if (g.input_is_constant(0)) {
-    Constant c = g.constant_input(0, "input");
+    Constant c = g.constant_input_with_free_batch(0, "input");
     c.dims = result;
     return g.set_constant_output(std::move(c));
   }
@@ -492,7 +497,8 @@ void map_squeeze(Graph& g) {
 }
 
 void map_unsqueeze(Graph& g) {
-  const Dims& dims = g.input_is_constant(0) ? g.constant_input(0, "input").dims : g.tensor_input(0).dims;
+  const Dims& dims =
+      g.input_is_constant(0) ? g.constant_input_with_free_batch(0, "input").dims : g.tensor_input(0).dims;
   Dims axes = axes_of(g, 13);
   const std::size_t rank = dims.size() + axes.size();
   for (std::int64_t& axis : axes) axis = normalize_axis(g, axis, rank);
@@ -506,7 +512,7 @@ void map_unsqueeze(Graph& g) {
     }
   }
   if (g.input_is_constant(0)) {
-    Constant c = g.constant_input(0, "input");
+    Constant c = g.constant_input_with_free_batch(0, "input");
     c.dims = result;
     return g.set_constant_output(std::move(c));
   }
@@ -538,7 +544,7 @@ void map_flatten(Graph& g) {
 }
 
 void map_reshape(Graph& g) {
-  const Dims target = g.constant_input(1, "shape").as_integers();
+  const Dims target = g.constant_input_with_free_batch(1, "shape").as_integers();
   const bool allow_zero = g.attribute_int("allowzero", 0) != 0;
   const bool constant = g.input_is_constant(0);
   const Dims& dims = constant ? g.constant_input(0, "data").dims : g.tensor_input(0).dims;
@@ -546,7 +552,16 @@ void map_reshape(Graph& g) {
   int inferred = -1;
   for (std::size_t a = 0; a < target.size(); ++a) {
     std::int64_t d = target[a];
-    if (d == 0 && !allow_zero) {
+    if (d == free_batch) {
+      // The batch that Shape read from a free-batch tensor: only as the first dimension, where it is the batch.
+      if (a != 0 || dims.empty() || constant) {
+        g.fail(
+            fmt::format("puts the batch size, which this export leaves free, at axis {} of its target shape; "
+                        "corgy keeps it as the first dimension only: export with a fixed batch",
+                        a));
+      }
+      d = dims[0];
+    } else if (d == 0 && !allow_zero) {
       if (a >= dims.size()) g.fail("copies a dimension the input does not have");
       d = dims[a];
     } else if (d == -1) {
@@ -566,8 +581,17 @@ void map_reshape(Graph& g) {
     if (total < 0 && inferred == 0 && !dims.empty() && product(std::span(dims).subspan(1)) == rest) {
       result[0] = dims[0];
     }
-    if (total < 0 && inferred == 1 && result.size() == 2 && result[0] == dims[0]) {
-      result[1] = product(std::span(dims).subspan(1));
+    // A free batch carried as the first dimension (0, or free_batch from Shape): the inferred dimension comes from
+    // the rest, as for every batch.
+    if (total < 0 && inferred > 0 && !dims.empty() && result[0] == dims[0]) {
+      const std::int64_t rest_of_input = product(std::span(dims).subspan(1));
+      std::int64_t rest_of_result = 1;
+      for (std::size_t a = 1; a < result.size(); ++a) {
+        if (a != static_cast<std::size_t>(inferred)) rest_of_result *= result[a];
+      }
+      if (rest_of_input >= 0 && rest_of_result > 0 && rest_of_input % rest_of_result == 0) {
+        result[static_cast<std::size_t>(inferred)] = rest_of_input / rest_of_result;
+      }
     }
   }
   if (constant) {
@@ -579,7 +603,9 @@ void map_reshape(Graph& g) {
     return g.set_constant_output(std::move(c));
   }
   // A batch written as a number (export at batch 1) stands for the batch.
-  if (!result.empty() && !dims.empty() && (result[0] == dims[0] || target[0] == 0)) result[0] = dims[0];
+  if (!result.empty() && !dims.empty() && (result[0] == dims[0] || target[0] == 0 || target[0] == free_batch)) {
+    result[0] = dims[0];
+  }
   reshape_to(g, result);
 }
 
@@ -589,8 +615,18 @@ Constant concatenated_constants(const Graph& g) {
   const int count = g.node().input_size();
   Constant c;
   c.integer = true;
-  for (int i = 0; i < count; ++i) c.integer = c.integer && g.constant_input(i, "input").integer;
-  const Dims& first = g.constant_input(0, "input").dims;
+  bool free_batch_part = false;
+  for (int i = 0; i < count; ++i) {
+    const Constant& part = g.constant_input_with_free_batch(i, "input");
+    c.integer = c.integer && part.integer;
+    free_batch_part = free_batch_part || part.holds_free_batch();
+  }
+  if (free_batch_part && !c.integer) {
+    g.fail(
+        "concatenates the batch size, which this export leaves free, with float constants: export with a fixed "
+        "batch");
+  }
+  const Dims& first = g.constant_input_with_free_batch(0, "input").dims;
   const bool vectors = std::all_of(g.node().input().begin(), g.node().input().end(),
                                    [&](const std::string& name) { return g.find(name)->constant->dims.size() <= 1; });
   const std::size_t rank = vectors ? 1 : first.size();
@@ -598,7 +634,7 @@ Constant concatenated_constants(const Graph& g) {
   Dims dims = vectors ? Dims{0} : first;
   dims[axis] = 0;
   for (int i = 0; i < count; ++i) {
-    const Constant& part = g.constant_input(i, "input");
+    const Constant& part = g.constant_input_with_free_batch(i, "input");
     for (std::size_t a = 0; a < rank && !vectors; ++a) {
       if (part.dims.size() != rank || (a != axis && part.dims[a] != first[a])) {
         g.fail(fmt::format("concatenates constants {} and {} along axis {}", dims_text(first), dims_text(part.dims),
@@ -612,7 +648,7 @@ Constant concatenated_constants(const Graph& g) {
   check_tensor_bytes(g.limits(), "", "a concatenated constant", static_cast<std::uint64_t>(product(dims)) * 4);
   for (std::size_t o = 0; o < outer; ++o) {
     for (int i = 0; i < count; ++i) {
-      const Constant& part = g.constant_input(i, "input");
+      const Constant& part = g.constant_input_with_free_batch(i, "input");
       const std::size_t block = outer == 0 ? 0 : part.count() / outer;
       for (std::size_t k = o * block; k < (o + 1) * block; ++k) {
         if (c.integer) {
@@ -1487,7 +1523,15 @@ void map_resize(Graph& g) {
   std::vector<float> scales;
   Dims sizes;
   if (g.has_input(2)) scales = g.constant_input(2, "scales").as_floats();
-  if (g.has_input(3)) sizes = g.constant_input(3, "sizes").as_integers();
+  if (g.has_input(3)) sizes = g.constant_input_with_free_batch(3, "sizes").as_integers();
+  // A free-batch export's sizes start with the batch that Shape read (free_batch): it is x's own batch.
+  for (std::size_t a = 0; a < sizes.size(); ++a) {
+    if (sizes[a] != free_batch) continue;
+    if (a != 0 || sizes.size() != 4) {
+      g.fail(fmt::format("resizes axis {} to the batch size, which this export leaves free", a));
+    }
+    sizes[0] = x.dims[0];
+  }
   resize_node(g, x, std::move(scales), std::move(sizes));
 }
 
