@@ -574,7 +574,7 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
     cases.push_back(
         {fmt::format("squeeze_excite {} -> {} ({}, {}) {}", input.c, squeeze, reduce_activation.str(), gate.str(),
                      input.str()),
-         input, [c = input.c, squeeze, reduce_activation, gate](Sequential& m) {
+         input, [c = input.c, squeeze = squeeze, reduce_activation = reduce_activation, gate = gate](Sequential& m) {
            m.add(AvgPool2d::global());
            m.add(Conv2d({.in_channels = c, .out_channels = squeeze, .kernel = 1, .activation = reduce_activation}));
            m.add(Conv2d({.in_channels = squeeze, .out_channels = c, .kernel = 1, .activation = gate}));
@@ -798,20 +798,20 @@ void add_tensor_math_cases(std::vector<LayerCase>& cases) {
   for (const auto& [dims, axis, log] : std::vector<std::tuple<TensorDims, int, bool>>{
            {r5, 1, false}, {r5, 2, false}, {r5, 4, true}, {r3, 2, false}, {r6, 3, true}, {{2, 16, 4, 9}, 1, false}}) {
     cases.push_back({fmt::format("{} {} axis {}", log ? "log_softmax" : "softmax", dims.str(), axis), dims.folded(),
-                     [dims, axis, log](Sequential& m) { m.add(SoftmaxAxis(dims, axis, log)); }});
+                     [dims = dims, axis = axis, log = log](Sequential& m) { m.add(SoftmaxAxis(dims, axis, log)); }});
   }
   // LayerNorm over the last axis, the channels (inner H * W) and a middle axis of a rank-5 tensor.
   for (const auto& [dims, axis] :
        std::vector<std::pair<TensorDims, int>>{{r3, 2}, {{2, 8, 5, 6}, 1}, {r5, 2}, {{1, 5, 5, 48}, 3}}) {
-    cases.push_back(
-        {fmt::format("layer_norm {} axis {}", dims.str(), axis), dims.folded(), [dims, axis, values](Sequential& m) {
-           LayerNorm norm(dims, axis, 1e-5f);
-           const auto length = static_cast<std::size_t>(dims[axis]);
-           std::vector<float> shift = values(length + 1, -0.5f, 0.5f);  // another seed than the scale's
-           shift.pop_back();
-           norm.set_parameters(values(length, 0.5f, 1.5f), shift);
-           m.add(std::move(norm));
-         }});
+    cases.push_back({fmt::format("layer_norm {} axis {}", dims.str(), axis), dims.folded(),
+                     [dims = dims, axis = axis, values](Sequential& m) {
+                       LayerNorm norm(dims, axis, 1e-5f);
+                       const auto length = static_cast<std::size_t>(dims[axis]);
+                       std::vector<float> shift = values(length + 1, -0.5f, 0.5f);  // another seed than the scale's
+                       shift.pop_back();
+                       norm.set_parameters(values(length, 0.5f, 1.5f), shift);
+                       m.add(std::move(norm));
+                     }});
   }
   // x @ x of square matrices with the batch axis 1 broadcast on one side, and rectangular products of rank 5.
   cases.push_back({"batched matmul (2, 3, 4, 4) x (2, 1, 4, 4)", {2, 3, 4, 4}, [](Sequential& m) {
@@ -826,14 +826,15 @@ void add_tensor_math_cases(std::vector<LayerCase>& cases) {
                      m.add(BatchedMatmul({2, 2, 3, 6, 6}, {2, 2, 3, 6, 4}), {a, Sequential::model_input});
                    }});
   for (const auto& [dims, out] : std::vector<std::pair<TensorDims, int>>{{r3, 9}, {r5, 10}, {{1, 5, 5, 48}, 96}}) {
-    cases.push_back(
-        {fmt::format("tensor linear {} -> {}", dims.str(), out), dims.folded(), [dims, out, values](Sequential& m) {
-           const int in = dims[dims.rank - 1];
-           TensorLinear linear(dims, {.in_features = in, .out_features = out, .activation = Activation::relu()});
-           linear.linear().set_weights(values(static_cast<std::size_t>(in * out), -0.5f, 0.5f));
-           linear.linear().set_bias(values(static_cast<std::size_t>(out), -0.5f, 0.5f));
-           m.add(std::move(linear));
-         }});
+    cases.push_back({fmt::format("tensor linear {} -> {}", dims.str(), out), dims.folded(),
+                     [dims = dims, out = out, values](Sequential& m) {
+                       const int in = dims[dims.rank - 1];
+                       TensorLinear linear(dims,
+                                           {.in_features = in, .out_features = out, .activation = Activation::relu()});
+                       linear.linear().set_weights(values(static_cast<std::size_t>(in * out), -0.5f, 0.5f));
+                       linear.linear().set_bias(values(static_cast<std::size_t>(out), -0.5f, 0.5f));
+                       m.add(std::move(linear));
+                     }});
   }
 }
 

@@ -145,7 +145,7 @@ void add_conv_cases(std::vector<FixtureCase>& cases) {
        {.in_channels = 3, .out_channels = 4, .window = Conv2dWindow{3, 3, 2, 2, 1, 1, 0, 1, 2, 1}}},
   };
   for (const auto& [name, options] : convs) {
-    cases.push_back({name, name, [options](Sequential& model, const CaseFiles& files) {
+    cases.push_back({name, name, [options = options](Sequential& model, const CaseFiles& files) {
                        model.add(load_conv(files, options));
                        return std::vector<IntermediateCheck>{};
                      }});
@@ -229,7 +229,7 @@ void add_elementwise_cases(std::vector<FixtureCase>& cases) {
   };
   for (const auto& [name, activation] : activations) {
     for (const char* suffix : {"", "_wide"}) {
-      cases.push_back(layer_case(name + suffix, [activation] { return ActivationLayer(activation); }));
+      cases.push_back(layer_case(name + suffix, [activation = activation] { return ActivationLayer(activation); }));
     }
   }
   FixtureCase softmax_2d = layer_case("softmax_2d", [] { return Softmax(); });
@@ -247,12 +247,14 @@ void add_instance_norm_and_pad_cases(std::vector<FixtureCase>& cases) {
       {"instance_norm_eps1e3_relu", 3, 1e-3f, Activation::relu()},
   };
   for (const auto& [name, channels, epsilon, activation] : norms) {
-    cases.push_back({name, name, [=](Sequential& model, const CaseFiles& files) {
-                       InstanceNorm norm(channels, epsilon, activation);
-                       norm.set_parameters(files.load("weight").values(), files.load("bias").values());
-                       model.add(std::move(norm));
-                       return std::vector<IntermediateCheck>{};
-                     }});
+    cases.push_back(
+        {name, name,
+         [channels = channels, epsilon = epsilon, activation = activation](Sequential& model, const CaseFiles& files) {
+           InstanceNorm norm(channels, epsilon, activation);
+           norm.set_parameters(files.load("weight").values(), files.load("bias").values());
+           model.add(std::move(norm));
+           return std::vector<IntermediateCheck>{};
+         }});
   }
   cases.push_back(layer_case("pad_constant", [] {
     return Pad({.mode = PadMode::constant, .top = 3, .left = 1, .bottom = 0, .right = 2, .value = 0.5f});
@@ -303,7 +305,7 @@ void add_conv_transpose_and_resize_cases(std::vector<FixtureCase>& cases) {
        true},
   };
   for (const auto& [name, desc, bias] : deconvs) {
-    cases.push_back({name, name, [desc, bias](Sequential& model, const CaseFiles& files) {
+    cases.push_back({name, name, [desc = desc, bias = bias](Sequential& model, const CaseFiles& files) {
                        ConvTranspose2d deconv(desc, bias);
                        load_weights(deconv, files, "weight");
                        if (bias) deconv.set_bias(files.load("bias").values());
@@ -336,7 +338,7 @@ void add_conv_transpose_and_resize_cases(std::vector<FixtureCase>& cases) {
 void add_linear_cases(std::vector<FixtureCase>& cases) {
   const LinearOptions options{.in_features = 60, .out_features = 7};
   cases.push_back({"linear_flatten", "linear_flatten",
-                   [options](Sequential& model, const CaseFiles& files) {
+                   [options = options](Sequential& model, const CaseFiles& files) {
                      model.add(Flatten());
                      model.add(load_linear(files, options));
                      return std::vector<IntermediateCheck>{};
@@ -344,7 +346,7 @@ void add_linear_cases(std::vector<FixtureCase>& cases) {
                    false, true});
   // Linear accepts a 4-D input directly and flattens it the same way.
   cases.push_back({"linear_without_flatten_layer", "linear_flatten",
-                   [options](Sequential& model, const CaseFiles& files) {
+                   [options = options](Sequential& model, const CaseFiles& files) {
                      model.add(load_linear(files, options));
                      return std::vector<IntermediateCheck>{};
                    },
@@ -457,7 +459,7 @@ void add_tensor_math_cases(std::vector<FixtureCase>& cases) {
   }));
   for (const auto& [name, dims, axis, epsilon] : std::vector<std::tuple<std::string, TensorDims, int, float>>{
            {"layer_norm_last_axis", {2, 3, 5, 6}, 3, 1e-5f}, {"layer_norm_channels_first", {2, 5, 4, 3}, 1, 1e-6f}}) {
-    cases.push_back(with_files(name, [dims, axis, epsilon](Sequential& m, const CaseFiles& f) {
+    cases.push_back(with_files(name, [dims = dims, axis = axis, epsilon = epsilon](Sequential& m, const CaseFiles& f) {
       LayerNorm norm(dims, axis, epsilon);
       norm.set_parameters(f.load("weight").values(), f.load("bias").values());
       m.add(std::move(norm));
