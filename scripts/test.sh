@@ -52,9 +52,11 @@ build_sanitized() {
   # -Og: with sanitizers, GCC 12 at -O1/-O2 reports false -Wmaybe-uninitialized inside libstdc++'s <regex>, which
   # -Werror makes fatal; -Og does not, and runs the heavy tests (whole Tiny YOLO networks) 4x faster than -O0.
   # Benchmarks and examples add build time and no coverage that the tests do not already give; corgy-serve is built,
-  # for its hostile-request tests under the sanitizers (serve_sanitized_tests).
+  # for its hostile-request tests under the sanitizers (serve_sanitized_tests). Each test program runs as 4 shards
+  # rather than one process per case (CORGY_TEST_SHARDS, tests/CMakeLists.txt): the Release run above already
+  # isolated every case, and here the start-up of 2,500 sanitized processes took longer than the tests.
   configure_and_build "$CORGY_ASAN_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-Og -g" -DCORGY_SANITIZE=ON -DCORGY_WERROR=ON \
-    -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -DCORGY_BUILD_SERVE=ON
+    -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -DCORGY_BUILD_SERVE=ON -DCORGY_TEST_SHARDS=4
 }
 
 run_sanitized_tests() {
