@@ -55,6 +55,31 @@ TEST(ClassMask, MappedThroughResizeAndCropWithVoidOutside) {
   }
 }
 
+TEST(ClassMask, GeometryOfNoSizeIsAnError) {
+  const ClassMask mask{.width = 2, .height = 1, .classes = {1, 2}};
+  PreprocessGeometry geometry{.image_width = 4,
+                              .image_height = 2,
+                              .resized_width = 4,
+                              .resized_height = 2,
+                              .crop_x = 0,
+                              .crop_y = 0,
+                              .crop_width = 0,
+                              .crop_height = 0};
+  EXPECT_TRUE(contains(error_of([&] { class_mask_on_image(mask, geometry); }),
+                       "the geometry's sizes must be positive, got image 4 x 2, resized 4 x 2, crop 0 x 0"));
+  geometry.crop_width = 4;
+  geometry.crop_height = 2;
+  EXPECT_EQ(class_mask_on_image(mask, geometry).classes, (std::vector<std::uint8_t>{1, 1, 2, 2, 1, 1, 2, 2}));
+  EXPECT_TRUE(
+      contains(error_of([&] { class_mask_on_image(ClassMask{.width = 3, .height = 1, .classes = {}}, geometry); }),
+               "class_mask_on_image: a class mask of 3 x 1 needs 3 classes, got 0"));
+}
+
+TEST(ClassMask, RgbBytesAreTheVocColours) {
+  const ClassMask mask{.width = 2, .height = 1, .classes = {15, 255}};
+  EXPECT_EQ(class_mask_rgb(mask, "mask"), (std::vector<std::uint8_t>{192, 128, 128, 224, 224, 192}));
+}
+
 TEST(ClassMask, VocColours) {
   EXPECT_EQ(voc_color(0), (std::array<std::uint8_t, 3>{0, 0, 0}));
   EXPECT_EQ(voc_color(1), (std::array<std::uint8_t, 3>{128, 0, 0}));

@@ -1,6 +1,7 @@
 // decode_image on inputs that Debian 12's stb_image mishandles: JPEG Huffman tables of more than 256 codes
 // (check_jpeg_huffman_tables refuses them; real photos and other formats pass), 16-bit PNM files (refused) and PNM
-// header numbers beyond an int (check_pnm_header_numbers refuses them).
+// header numbers beyond an int (check_pnm_header_numbers refuses them); image_from_pixels, which makes a decoded
+// image's floats.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -155,6 +156,28 @@ TEST(SixteenBitPnm, EightBitPnmStillDecodes) {
   ASSERT_EQ(rgb.shape(), (Shape{1, 3, 1, 2}));
   EXPECT_EQ(rgb.data()[4], static_cast<float>(0x12 / 255.0));
   EXPECT_EQ(rgb.data()[5], 1.0f);
+}
+
+TEST(ImageFromPixels, InterleavedBytesBecomeWhatTheDecoderGives) {
+  // A 2 x 1 PGM of bytes 0x12, 0xFF read as RGB is the same as its pixels (H, W, C) interleaved.
+  const std::string header = "P5\n2 1\n255\n";
+  std::vector<std::byte> pgm;
+  for (char c : header) pgm.push_back(static_cast<std::byte>(c));
+  pgm.push_back(std::byte{0x12});
+  pgm.push_back(std::byte{0xFF});
+  const Variable decoded = decode_image(pgm, "g8.pgm", 3);
+  const std::vector<std::uint8_t> pixels = {0x12, 0x12, 0x12, 0xFF, 0xFF, 0xFF};
+  const Variable made = image_from_pixels(pixels, 2, 1, 3, "pixels");
+  ASSERT_EQ(made.shape(), decoded.shape());
+  for (std::size_t i = 0; i < made.count(); ++i) EXPECT_EQ(made.data()[i], decoded.data()[i]) << i;
+  // Channels are planes: pixel (0, 1) of an RGB image whose bytes differ per channel.
+  const Variable rgb = image_from_pixels(std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}, 2, 1, 3, "rgb");
+  EXPECT_EQ(rgb.at(0, 2, 0, 1), static_cast<float>(6 / 255.0));
+  EXPECT_EQ(rgb.at(0, 0, 0, 1), static_cast<float>(4 / 255.0));
+  EXPECT_TRUE(contains(error_of([&] { image_from_pixels(pixels, 2, 2, 3, "short"); }),
+                       "short: 2 x 2 pixels of 3 channels are 12 bytes, got 6"));
+  EXPECT_TRUE(contains(error_of([&] { image_from_pixels(pixels, 1, 1, 6, "six"); }),
+                       "six: an image of 1 x 1 pixels and 6 channels (1 to 4) cannot be made"));
 }
 
 }  // namespace

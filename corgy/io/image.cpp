@@ -75,12 +75,26 @@ Variable decode_image(std::span<const std::byte> bytes, const std::string& sourc
   const std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
       stbi_load_from_memory(data, length, &width, &height, &file_channels, channels), stbi_image_free);
   if (!pixels) throw Error(fmt::format("{}: cannot read the image: {}", source, stbi_failure_reason()));
+  const auto count = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * channels;
+  return image_from_pixels({pixels.get(), count}, width, height, channels, source);
+}
+
+Variable image_from_pixels(std::span<const std::uint8_t> pixels, int width, int height, int channels,
+                           const std::string& source) {
+  if (width <= 0 || height <= 0 || channels < 1 || channels > 4) {
+    throw Error(fmt::format("{}: an image of {} x {} pixels and {} channels (1 to 4) cannot be made", source, width,
+                            height, channels));
+  }
+  const std::size_t plane = static_cast<std::size_t>(width) * static_cast<std::size_t>(height);
+  if (pixels.size() != plane * static_cast<std::size_t>(channels)) {
+    throw Error(fmt::format("{}: {} x {} pixels of {} channels are {} bytes, got {}", source, width, height, channels,
+                            plane * static_cast<std::size_t>(channels), pixels.size()));
+  }
   Variable image(Shape{1, channels, height, width});
-  const std::size_t plane = image.shape().plane_count();
   for (int c = 0; c < channels; ++c) {
     float* target = image.data() + c * plane;
     // Divided in double, as darknet's load_image_stb() does, for bit-identical inputs.
-    for (std::size_t i = 0; i < plane; ++i) target[i] = static_cast<float>(pixels.get()[i * channels + c] / 255.0);
+    for (std::size_t i = 0; i < plane; ++i) target[i] = static_cast<float>(pixels[i * channels + c] / 255.0);
   }
   return image;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -19,6 +20,12 @@ Variable load_image(const std::string& path, int channels = 3, const LoadLimits&
 /// The same for an image file's bytes in memory (e.g. received over a network); `source` names it in messages.
 Variable decode_image(std::span<const std::byte> bytes, const std::string& source, int channels = 3,
                       const LoadLimits& limits = {});
+
+/// 8-bit pixels, interleaved row by row as decoders, OpenCV and PIL hold them ((H, W, C): height x width x channels
+/// bytes), as load_image() gives a file's: (1, C, H, W) floats byte / 255, planar. Throws corgy::Error when the size
+/// is not positive, the channels are not 1 to 4 or `pixels` holds another number of bytes; `source` names it.
+Variable image_from_pixels(std::span<const std::uint8_t> pixels, int width, int height, int channels,
+                           const std::string& source);
 
 /// Writes a (1, C, H, W) image, C = 1, 3 or 4, values clamped to [0, 1], as an 8-bit PNG. Throws corgy::Error for
 /// another shape or when the file cannot be written.

@@ -30,7 +30,27 @@ ClassMask argmax_class_mask(const Variable& scores, int n, const std::string& so
   return mask;
 }
 
+namespace {
+
+void check_mask(const ClassMask& mask, const std::string& source) {
+  if (mask.width <= 0 || mask.height <= 0 ||
+      mask.classes.size() != static_cast<std::size_t>(mask.width) * static_cast<std::size_t>(mask.height)) {
+    throw Error(fmt::format("{}: a class mask of {} x {} needs {} classes, got {}", source, mask.width, mask.height,
+                            static_cast<std::size_t>(std::max(mask.width, 0)) * std::max(mask.height, 0),
+                            mask.classes.size()));
+  }
+}
+
+}  // namespace
+
 ClassMask class_mask_on_image(const ClassMask& mask, const PreprocessGeometry& g) {
+  check_mask(mask, "class_mask_on_image");
+  if (g.image_width <= 0 || g.image_height <= 0 || g.resized_width <= 0 || g.resized_height <= 0 || g.crop_width <= 0 ||
+      g.crop_height <= 0) {
+    throw Error(fmt::format(
+        "class_mask_on_image: the geometry's sizes must be positive, got image {} x {}, resized {} x {}, crop {} x {}",
+        g.image_width, g.image_height, g.resized_width, g.resized_height, g.crop_width, g.crop_height));
+  }
   // One axis: the image pixel's centre in the resized image, then in the crop, then the mask cell it falls in;
   // -1 outside the crop. In double, in this order (tests compute the same).
   const auto cells = [](int image_size, int resized_size, int crop_offset, int crop_size, int mask_size) {
@@ -74,21 +94,19 @@ std::array<std::uint8_t, 3> voc_color(int index) {
   return {static_cast<std::uint8_t>(rgb[0]), static_cast<std::uint8_t>(rgb[1]), static_cast<std::uint8_t>(rgb[2])};
 }
 
-void save_class_mask_png(const std::string& path, const ClassMask& mask) {
-  if (mask.width <= 0 || mask.height <= 0 ||
-      mask.classes.size() != static_cast<std::size_t>(mask.width) * static_cast<std::size_t>(mask.height)) {
-    throw Error(fmt::format("{}: a class mask of {} x {} needs {} classes, got {}", path, mask.width, mask.height,
-                            static_cast<std::size_t>(std::max(mask.width, 0)) * std::max(mask.height, 0),
-                            mask.classes.size()));
-  }
-  // save_png writes round(value * 255), which gives back each 8-bit colour exactly.
-  Variable image(Shape{1, 3, mask.height, mask.width});
-  const std::size_t plane = mask.classes.size();
-  for (std::size_t i = 0; i < plane; ++i) {
+std::vector<std::uint8_t> class_mask_rgb(const ClassMask& mask, const std::string& source) {
+  check_mask(mask, source);
+  std::vector<std::uint8_t> rgb(mask.classes.size() * 3);
+  for (std::size_t i = 0; i < mask.classes.size(); ++i) {
     const std::array<std::uint8_t, 3> color = voc_color(mask.classes[i]);
-    for (std::size_t c = 0; c < 3; ++c) image.data()[c * plane + i] = static_cast<float>(color[c]) / 255.0f;
+    std::copy(color.begin(), color.end(), rgb.begin() + static_cast<std::ptrdiff_t>(3 * i));
   }
-  save_png(path, image);
+  return rgb;
+}
+
+void save_class_mask_png(const std::string& path, const ClassMask& mask) {
+  // save_png writes round(value * 255), which gives back each 8-bit colour exactly.
+  save_png(path, image_from_pixels(class_mask_rgb(mask, path), mask.width, mask.height, 3, path));
 }
 
 }  // namespace corgy

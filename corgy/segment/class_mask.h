@@ -28,11 +28,16 @@ ClassMask argmax_class_mask(const Variable& scores, int n, const std::string& so
 
 /// `mask`, which covers the crop of `geometry`, at the original image's size: each image pixel's centre mapped
 /// through the resize and the crop onto the mask (nearest neighbour); pixels outside the crop are mask_void_class.
+/// Throws corgy::Error for a mask whose classes are not width x height or a geometry with a size that is not positive.
 ClassMask class_mask_on_image(const ClassMask& mask, const PreprocessGeometry& geometry);
 
 /// PASCAL VOC's colour of class `index` (0..255): its colour map, bits of the index spread over R, G and B
 /// (0 black = background, 1 dark red, ..., 255 = void is (224, 224, 192)).
 std::array<std::uint8_t, 3> voc_color(int index);
+
+/// The mask in voc_color(): 8-bit RGB interleaved row by row, height x width x 3 bytes (image_from_pixels() reads
+/// them). Throws corgy::Error naming `source` for a mask whose classes are not width x height.
+std::vector<std::uint8_t> class_mask_rgb(const ClassMask& mask, const std::string& source);
 
 /// Writes the mask as an 8-bit RGB PNG in voc_color(). Throws corgy::Error when the file cannot be written.
 void save_class_mask_png(const std::string& path, const ClassMask& mask);

@@ -1,11 +1,16 @@
 # Type stubs of corgy's extension module (python/src/*.cpp): what an IDE and a type checker see. The docstrings
 # (help(corgy.load_onnx)) come from the module itself.
-from typing import Any, Optional, Sequence, Union
+import os
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float32]
+ByteArray = npt.NDArray[np.uint8]
+IndexArray = npt.NDArray[np.int64]
+#: An image: a path, uint8 pixels (H, W, C) RGB or (H, W) grey, or a float32 (1, C, H, W) in [0, 1].
+ImageLike = Union[str, os.PathLike[str], ByteArray, FloatArray]
 #: A float32 input: a numpy array, or anything with __dlpack__ / __array__ (e.g. a CPU torch tensor).
 ArrayLike = Any
 Shape = Sequence[int]
@@ -157,3 +162,60 @@ def save_png(path: str, image: ArrayLike) -> None: ...
 def load_npy(path: str) -> FloatArray: ...
 def backends() -> list[str]: ...
 def vulkan_devices() -> list[dict[str, Any]]: ...
+
+class ImagePreprocess:
+    """Resize, center crop, scale, mean / std per channel, RGB or BGR (corgy::ImagePreprocess); 0 sizes: none."""
+    resize_shorter: int
+    resize_width: int
+    resize_height: int
+    crop_width: int
+    crop_height: int
+    scale: float
+    mean: list[float]
+    std: list[float]
+    bgr: bool
+    def __init__(self, *, resize_shorter: int = 0, resize_width: int = 0, resize_height: int = 0,
+                 crop_width: int = 0, crop_height: int = 0, scale: float = 1 / 255, mean: Sequence[float] = (0.0,),
+                 std: Sequence[float] = (1.0,), bgr: bool = False) -> None: ...
+
+class PreprocessGeometry:
+    """Where a preprocessed tensor lies in the original image."""
+    image_width: int
+    image_height: int
+    resized_width: int
+    resized_height: int
+    crop_x: int
+    crop_y: int
+    crop_width: int
+    crop_height: int
+    def __init__(self, *, image_width: int, image_height: int, resized_width: int, resized_height: int, crop_x: int,
+                 crop_y: int, crop_width: int, crop_height: int) -> None: ...
+
+class PreprocessedImage:
+    @property
+    def tensor(self) -> FloatArray: ...
+    @property
+    def geometry(self) -> PreprocessGeometry: ...
+    def __iter__(self) -> Iterator[Any]: ...
+
+class TopClasses:
+    @property
+    def indices(self) -> IndexArray: ...
+    @property
+    def probabilities(self) -> FloatArray: ...
+    @property
+    def from_logits(self) -> bool: ...
+    @property
+    def labels(self) -> Optional[list[str]]: ...
+    def __len__(self) -> int: ...
+
+mask_void_class: int
+
+def imagenet_preprocess() -> ImagePreprocess: ...
+def preprocess_image(image: ImageLike, options: ImagePreprocess = ..., *, channels: int = 3) -> PreprocessedImage: ...
+def class_probabilities(scores: FloatArray) -> tuple[FloatArray, bool]: ...
+def top_classes(scores: FloatArray, k: int = 5, labels: Optional[Sequence[str]] = None) -> TopClasses: ...
+def argmax_class_mask(scores: ArrayLike, n: int = 0) -> ByteArray: ...
+def class_mask_on_image(mask: ByteArray, geometry: PreprocessGeometry) -> ByteArray: ...
+def class_mask_rgb(mask: ByteArray) -> ByteArray: ...
+def save_class_mask_png(path: str, mask: ByteArray) -> None: ...

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_corgy, m) {
   py::register_exception<corgy::Error>(m, "Error", PyExc_RuntimeError);
   corgy::python::bind_io(m);
   corgy::python::bind_models(m);
+  corgy::python::bind_answers(m);
 }
