@@ -55,20 +55,22 @@ def make_output(rng):
     return out
 
 
-def detections(output):
+def detections(output, net_w=NET_W, net_h=NET_H, image_w=IMAGE_W, image_h=IMAGE_H, threshold=THRESHOLD, nms=NMS):
+    """The detections of a YOLOv8 output (1, 4 + classes, anchors) of a net_w x net_h input letterboxed from an
+    image_w x image_h photo, most probable first (python/tests/test_yolov8.py calls this on corgy's raw outputs)."""
     x = torch.from_numpy(output[0]).T  # (anchors, 4 + classes)
     scores, classes = x[:, 4:].max(1)
-    keep = scores > THRESHOLD
+    keep = scores > threshold
     xywh, scores, classes = x[keep, :4], scores[keep], classes[keep]
     xyxy = torch.cat((xywh[:, :2] - xywh[:, 2:] / 2, xywh[:, :2] + xywh[:, 2:] / 2), 1)
-    kept = torchvision.ops.batched_nms(xyxy, scores, classes, NMS)
+    kept = torchvision.ops.batched_nms(xyxy, scores, classes, nms)
     # darknet's letterbox: the photo scaled to fit (integer division), centred.
-    if NET_W / IMAGE_W < NET_H / IMAGE_H:
-        scaled_w, scaled_h = NET_W, IMAGE_H * NET_W // IMAGE_W
+    if net_w / image_w < net_h / image_h:
+        scaled_w, scaled_h = net_w, image_h * net_w // image_w
     else:
-        scaled_w, scaled_h = IMAGE_W * NET_H // IMAGE_H, NET_H
-    pad_x, pad_y = (NET_W - scaled_w) / 2, (NET_H - scaled_h) / 2
-    gain_x, gain_y = scaled_w / IMAGE_W, scaled_h / IMAGE_H
+        scaled_w, scaled_h = image_w * net_h // image_h, net_h
+    pad_x, pad_y = (net_w - scaled_w) / 2, (net_h - scaled_h) / 2
+    gain_x, gain_y = scaled_w / image_w, scaled_h / image_h
     found = []
     for i in kept.tolist():
         x1, y1, x2, y2 = xyxy[i].tolist()

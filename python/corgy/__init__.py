@@ -42,11 +42,13 @@ from ._corgy import (  # noqa: F401  (the public API; types in _corgy.pyi)
     Tanh,
     TopClasses,
     Upsample,
+    Yolov8Layout,
     argmax_class_mask,
     backends,
     class_mask_on_image,
     class_mask_rgb,
     class_probabilities,
+    detect_objects_yolov8,
     empty,
     imagenet_preprocess,
     load_darknet,
@@ -64,6 +66,7 @@ from ._corgy import (  # noqa: F401  (the public API; types in _corgy.pyi)
     save_png,
     top_classes,
     vulkan_devices,
+    yolov8_layout,
 )
 
 __version__ = "0.1.0"

@@ -1,6 +1,7 @@
 // Photos in, answers out: an image prepared as a network expects it (corgy/io/image_preprocess.h), a classifier's
-// most probable classes (corgy/classify/top_classes.h) and a segmentation network's class mask mapped back onto the
-// photo (corgy/segment/class_mask.h). The same C++ functions corgy-run's --preset, --top and --mask call.
+// most probable classes (corgy/classify/top_classes.h), a segmentation network's class mask mapped back onto the
+// photo (corgy/segment/class_mask.h) and a YOLOv8 export's boxes in the photo (corgy/models/yolov8_detector.h). The
+// same C++ functions corgy-run's --preset, --top, --mask and --boxes call.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <pybind11/stl.h>
@@ -15,7 +16,9 @@
 #include "corgy/error.h"
 #include "corgy/io/image.h"
 #include "corgy/io/image_preprocess.h"
+#include "corgy/models/yolov8_detector.h"
 #include "corgy/segment/class_mask.h"
+#include "onnx_handle.h"
 
 namespace corgy::python {
 
@@ -367,12 +370,75 @@ void). geometry: preprocess_image's.)doc",
       "mask"_a);
 }
 
+float threshold_argument(float value, const char* name) {
+  if (!(value >= 0.0f && value <= 1.0f)) {
+    throw py::value_error(fmt::format("detect_objects_yolov8: {} must be in [0, 1], got {}", name, value));
+  }
+  return value;
+}
+
+void bind_yolov8(py::module_& m) {
+  py::class_<Yolov8Layout>(m, "Yolov8Layout",
+                           "What a YOLOv8 export fixes: its input width and height, its class count and anchors.")
+      .def_readonly("width", &Yolov8Layout::width)
+      .def_readonly("height", &Yolov8Layout::height)
+      .def_readonly("classes", &Yolov8Layout::classes)
+      .def_readonly("anchors", &Yolov8Layout::anchors)
+      .def("__repr__", [](const Yolov8Layout& l) {
+        return fmt::format("<corgy.Yolov8Layout input {} x {}, {} classes, {} anchors>", l.width, l.height, l.classes,
+                           l.anchors);
+      });
+  m.def(
+      "yolov8_layout", [](const OnnxHandle& model) { return corgy::yolov8_layout(model.onnx()); },
+      "The layout of a YOLOv8 export (corgy.load_onnx's): input (N, 3, H, W) fixed, first output (N, 4 + classes,\n"
+      "anchors). Raises corgy.Error naming the file and the dims for another model.",
+      "model"_a);
+  m.def(
+      "detect_objects_yolov8",
+      [](OnnxHandle& model, py::handle image, float score_threshold, float iou_threshold, bool letterbox) {
+        const DetectOptions options{.threshold = threshold_argument(score_threshold, "score_threshold"),
+                                    .nms = threshold_argument(iou_threshold, "iou_threshold"),
+                                    .fit = letterbox ? ImageFit::letterbox : ImageFit::resize};
+        std::string source;
+        const Variable picture = image_argument(image, 3, "detect_objects_yolov8 image", source);
+        const std::vector<LabeledBox> found = model.detect_yolov8(picture, options);
+        const auto count = static_cast<py::ssize_t>(found.size());
+        py::array_t<float> boxes({count, py::ssize_t{4}});
+        py::array_t<float> scores(count);
+        py::array_t<std::int64_t> class_ids(count);
+        for (py::ssize_t i = 0; i < count; ++i) {
+          const LabeledBox& b = found[static_cast<std::size_t>(i)];
+          boxes.mutable_at(i, 0) = b.box.left();
+          boxes.mutable_at(i, 1) = b.box.top();
+          boxes.mutable_at(i, 2) = b.box.right();
+          boxes.mutable_at(i, 3) = b.box.bottom();
+          scores.mutable_at(i) = b.probability;
+          class_ids.mutable_at(i) = b.class_id;
+        }
+        return py::make_tuple(boxes, scores, class_ids);
+      },
+      R"doc(The objects a YOLOv8 (or YOLO11) ONNX export finds in an image (corgy::detect_objects_yolov8, what
+corgy-run --boxes prints): the image letterboxed to the model's input (darknet's letterbox; letterbox=False
+stretches it), one forward, each anchor's best class kept when its score exceeds score_threshold, per-class NMS
+dropping a box that overlaps a higher-scoring one of its class by an IoU above iou_threshold, the boxes mapped back
+to the image. Defaults: Ultralytics' predict (conf 0.25, iou 0.7).
+
+model: corgy.load_onnx's model of an Ultralytics export, first output (1, 4 + classes, anchors).
+image: a path, uint8 pixels (H, W, 3) RGB, or a float32 (1, 3, H, W) in [0, 1] (corgy.load_image's).
+Returns (boxes, scores, class_ids), most probable first: boxes float32 (K, 4) as x1, y1, x2, y2 in pixels of the
+image (not clipped to it), scores float32 (K,), class_ids int64 (K,). model.outputs() then holds the raw output.
+Raises corgy.Error for a model of another layout (naming its dims), an image that cannot be read or is not RGB;
+ValueError for a threshold outside [0, 1].)doc",
+      "model"_a, "image"_a, py::kw_only(), "score_threshold"_a = 0.25f, "iou_threshold"_a = 0.7f, "letterbox"_a = true);
+}
+
 }  // namespace
 
 void bind_answers(py::module_& m) {
   bind_preprocessing(m);
   bind_classes(m);
   bind_class_mask(m);
+  bind_yolov8(m);
 }
 
 }  // namespace corgy::python

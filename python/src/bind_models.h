@@ -36,7 +36,7 @@ void bind_layers(pybind11::module_& m,
                  pybind11::class_<SequentialHandle, ModelHandle, std::shared_ptr<SequentialHandle>>& sequential);
 /// load_image, save_png, load_npy, backends, vulkan_devices, empty (bind_io.cpp).
 void bind_io(pybind11::module_& m);
-/// preprocess_image, top_classes, the class mask functions (bind_answers.cpp).
+/// preprocess_image, top_classes, the class mask functions, detect_objects_yolov8 (bind_answers.cpp).
 void bind_answers(pybind11::module_& m);
 
 }  // namespace corgy::python
