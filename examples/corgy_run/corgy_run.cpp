@@ -1,6 +1,6 @@
 // corgy-run: runs a darknet model, an ONNX model or the MNIST network on an input and writes the raw tensors that feed
-// its detection heads, prints a classifier's top classes, writes a segmentation mask, or times it. The command-line
-// interface is stable and documented in docs/corgy-run.md.
+// its detection heads, prints a classifier's top classes, writes a segmentation mask, prints a YOLOv8 detector's boxes,
+// or times it. The command-line interface is stable and documented in docs/corgy-run.md.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -51,6 +51,11 @@ struct Options {
   std::optional<int> top;
   std::string labels;
   std::string mask;
+  bool boxes = false;
+  // Ultralytics' predict defaults (conf 0.25, iou 0.7), as examples/detect's.
+  float score_threshold = 0.25f;
+  float iou_threshold = 0.7f;
+  std::string draw;
 };
 
 // Whether any image preprocessing option was given.
@@ -62,12 +67,14 @@ bool preprocessing_given(const Options& options) {
 void define_options(CLI::App& app, Options& options) {
   app.description(
       "Runs a darknet model, an ONNX model or corgy's MNIST network on an input and writes the raw tensors that feed "
-      "its detection heads, prints a classifier's top classes, writes a segmentation mask, or times it "
-      "(docs/corgy-run.md).\n"
+      "its detection heads, prints a classifier's top classes, writes a segmentation mask, prints a YOLOv8 "
+      "detector's boxes, or times it (docs/corgy-run.md).\n"
       "  corgy-run --cfg FILE (--weights FILE | --random-weights SEED) [options]\n"
       "  corgy-run --mnist DIR [options]\n"
       "  corgy-run --onnx FILE [--input IMAGE (--preset imagenet | --resize ... | --crop ...)...] [--top K] "
       "[--mask FILE.png] [options]\n"
+      "  corgy-run --onnx YOLOV8.onnx --input IMAGE --boxes [--score-threshold P] [--iou-threshold IOU] "
+      "[--labels FILE] [--draw FILE.png] [options]\n"
       "  corgy-run --list-ops");
   CLI::Option* cfg = app.add_option("--cfg", options.cfg, "darknet cfg")->type_name("FILE");
   CLI::Option* weights =
@@ -131,19 +138,39 @@ void define_options(CLI::App& app, Options& options) {
                  "(the final output when the cfg has no such layer; the logits for MNIST; every graph output, in "
                  "order, for ONNX)")
       ->type_name("PREFIX");
-  CLI::Option* top =
-      app.add_option("--top", options.top,
-                     "print the K most probable classes of the first output (N, F): rank, index, probability (the "
-                     "softmax of the output unless it already is a distribution), label")
-          ->type_name("K")
-          ->check(CLI::Range(1, 1 << 30));
-  app.add_option("--labels", options.labels, "class names for --top, one per line (data/imagenet/imagenet_classes.txt)")
-      ->type_name("FILE")
-      ->needs(top);
+  app.add_option("--top", options.top,
+                 "print the K most probable classes of the first output (N, F): rank, index, probability (the "
+                 "softmax of the output unless it already is a distribution), label")
+      ->type_name("K")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--labels", options.labels,
+                 "class names for --top or --boxes, one per line (data/imagenet/imagenet_classes.txt, "
+                 "data/darknet/coco.names)")
+      ->type_name("FILE");
   app.add_option("--mask", options.mask,
                  "write the per-pixel argmax of the first output (N, classes, H, W) as a PNG in PASCAL VOC's colours, "
                  "at the input image's size")
       ->type_name("FILE.png");
+  CLI::Option* boxes =
+      app.add_flag("--boxes", options.boxes,
+                   "print the objects a YOLOv8 export finds (first output (N, 4 + classes, anchors)): an image "
+                   "--input letterboxed to the model's input, each anchor's best class above --score-threshold, "
+                   "per-class NMS; class, score and box corners in pixels of the image")
+          ->needs(onnx);
+  app.add_option("--score-threshold", options.score_threshold, "--boxes: report a box whose class score exceeds P")
+      ->type_name("P")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str()
+      ->needs(boxes);
+  app.add_option("--iou-threshold", options.iou_threshold,
+                 "--boxes: drop a box that overlaps a higher-scoring one of its class by more than this IoU")
+      ->type_name("IOU")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str()
+      ->needs(boxes);
+  app.add_option("--draw", options.draw, "--boxes: write the image with its boxes and labels drawn as a PNG")
+      ->type_name("FILE.png")
+      ->needs(boxes);
   app.add_option("--repeat", options.repeat, "time N forwards after one warm-up; print median, min and max")
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 30));
@@ -158,10 +185,12 @@ void define_options(CLI::App& app, Options& options) {
       ->check(CLI::Range(1, 1 << 30));
 }
 
-/// The tensor a model runs on and, for an ONNX image, where it lies in the image (what --mask maps back through).
+/// The tensor a model runs on and, for an ONNX image, where it lies in the image (what --mask maps back through) or
+/// the image itself (what --boxes maps back to and --draw draws on).
 struct Input {
   corgy::Variable tensor;
   std::optional<corgy::PreprocessGeometry> geometry;
+  std::optional<corgy::Variable> image;
 };
 
 // One image (1, C, H, W) repeated `batch` times along N.
@@ -223,7 +252,8 @@ class DarknetRun final : public Model {
   corgy::Sequential& sequential() override { return net_.model; }
   corgy::Shape input_shape() const override { return net_.input_shape(); }
   Input read_image(const std::string& path) const override {
-    return {corgy::letterbox_image(corgy::load_image(path, net_.channels), net_.width, net_.height), std::nullopt};
+    return {corgy::letterbox_image(corgy::load_image(path, net_.channels), net_.width, net_.height), std::nullopt,
+            std::nullopt};
   }
   std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override { return net_.forward(input); }
 
@@ -238,7 +268,7 @@ class MnistRun final : public Model {
   corgy::Sequential& sequential() override { return model_; }
   corgy::Shape input_shape() const override { return {1, 1, corgy::mnist_side, corgy::mnist_side}; }
   Input read_image(const std::string& path) const override {
-    return {corgy::load_mnist_digit(path, true), std::nullopt};
+    return {corgy::load_mnist_digit(path, true), std::nullopt, std::nullopt};
   }
   std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override {
     model_.forward(input);
@@ -252,15 +282,22 @@ class MnistRun final : public Model {
 
 class OnnxRun final : public Model {
  public:
-  /// `preprocess`: how an image becomes the input; none: an image is refused (a .npy is the way).
-  OnnxRun(const std::string& path, std::optional<corgy::ImagePreprocess> preprocess)
-      : net_(corgy::load_onnx(path)), preprocess_(std::move(preprocess)) {}
+  /// `preprocess`: how an image becomes the input; none: an image is refused (a .npy is the way). `letterbox`: an
+  /// image is letterboxed to the input of a YOLOv8 export instead (--boxes).
+  OnnxRun(const std::string& path, std::optional<corgy::ImagePreprocess> preprocess, bool letterbox)
+      : net_(corgy::load_onnx(path)), preprocess_(std::move(preprocess)), letterbox_(letterbox) {}
   std::string name() const override {
     return fmt::format("{} (ONNX opset {}, {})", net_.source, net_.opset, net_.producer);
   }
   corgy::Sequential& sequential() override { return net_.model; }
   corgy::Shape input_shape() const override { return net_.input_shape(); }
   Input read_image(const std::string& path) const override {
+    if (letterbox_) {
+      // As detect_objects_yolov8 prepares it: the photo as read, in [0, 1], fitted to the input with its aspect kept.
+      const corgy::Yolov8Layout layout = corgy::yolov8_layout(net_);
+      corgy::Variable image = corgy::load_image(path, 3);
+      return {corgy::letterbox_image(image, layout.width, layout.height), std::nullopt, std::move(image)};
+    }
     // Without options an image is refused rather than guessed at: scaling and normalisation are the model's own.
     if (!preprocess_) {
       throw corgy::Error(
@@ -283,7 +320,7 @@ class OnnxRun final : public Model {
           "{}: preprocessing gives {}, the model takes ({}): choose --resize / --crop to give {} x {} (W x H)", path,
           shape.str(), fmt::join(dims, ", "), dims[3], dims[2]));
     }
-    return {std::move(prepared.tensor), prepared.geometry};
+    return {std::move(prepared.tensor), prepared.geometry, std::nullopt};
   }
   std::vector<const corgy::Variable*> forward(const corgy::Variable& input) override {
     net_.forward(input);
@@ -308,10 +345,12 @@ class OnnxRun final : public Model {
     return tensor;
   }
   std::string output_name(std::size_t k) const override { return net_.outputs.at(k).name; }
+  const corgy::OnnxModel& onnx() const { return net_; }
 
  private:
   corgy::OnnxModel net_;
   std::optional<corgy::ImagePreprocess> preprocess_;
+  bool letterbox_ = false;
 };
 
 // A number "N" or a size "WxH" (--resize, --crop); throws corgy::Error naming `flag` otherwise.
@@ -377,16 +416,16 @@ Input read_input(const Options& options, const Model& model, int batch) {
     shape.n = std::max(batch, 1);
     corgy::Variable grey(shape);
     grey.fill(0.5f);
-    return {std::move(grey), std::nullopt};
+    return {std::move(grey), std::nullopt, std::nullopt};
   }
   if (!path.ends_with(".npy")) {
     Input image = model.read_image(path);
-    return {repeat_batch(image.tensor, std::max(batch, 1)), image.geometry};
+    return {repeat_batch(image.tensor, std::max(batch, 1)), image.geometry, std::move(image.image)};
   }
   corgy::Variable tensor = model.prepare_npy(corgy::load_npy(path), path);
   const corgy::Shape& shape = tensor.shape();
-  if (batch == 0 || shape.n == batch) return {std::move(tensor), std::nullopt};
-  if (shape.n == 1) return {repeat_batch(tensor, batch), std::nullopt};
+  if (batch == 0 || shape.n == batch) return {std::move(tensor), std::nullopt, std::nullopt};
+  if (shape.n == 1) return {repeat_batch(tensor, batch), std::nullopt, std::nullopt};
   throw corgy::Error(fmt::format("{} holds a batch of {}; --batch {} asks for another", path, shape.n, batch));
 }
 
@@ -443,6 +482,53 @@ void write_class_mask(const Options& options, const Model& model, const corgy::V
              input.geometry ? fmt::format(", mapped onto {}", options.input) : "");
 }
 
+/// --boxes: the objects a YOLOv8 export finds in each image of the first output, (N, 4 + classes, anchors), with
+/// boxes in pixels of the image (of the network input for a .npy or the default input); --draw: the first image with
+/// them drawn.
+void print_boxes(const Options& options, const OnnxRun& model, const corgy::Variable& output, const Input& input) {
+  const corgy::Yolov8Layout layout = corgy::yolov8_layout(model.onnx());
+  const std::string what = describe_output(model, 0, output);
+  std::vector<std::string> labels;
+  if (!options.labels.empty()) {
+    labels = corgy::read_darknet_names(options.labels);
+    if (labels.size() != static_cast<std::size_t>(layout.classes)) {
+      throw corgy::Error(fmt::format("{}: {} class names, but {} has {} classes", options.labels, labels.size(), what,
+                                     layout.classes));
+    }
+  }
+  const int width = input.image ? input.image->shape().w : layout.width;
+  const int height = input.image ? input.image->shape().h : layout.height;
+  const std::string source = input.image ? fmt::format("{} ({} x {}, letterboxed to {} x {})", options.input, width,
+                                                       height, layout.width, layout.height)
+                                         : fmt::format("the {} x {} input", width, height);
+  const corgy::DetectOptions detect{
+      .threshold = options.score_threshold, .nms = options.iou_threshold, .fit = corgy::ImageFit::letterbox};
+  std::vector<corgy::LabeledBox> first;
+  for (int n = 0; n < output.shape().n; ++n) {
+    std::vector<corgy::LabeledBox> boxes =
+        corgy::decode_yolov8_detections(output, n, width, height, layout.width, layout.height, detect);
+    fmt::print("{} boxes in {} of {}{} (YOLOv8, {} classes): score > {}, per-class NMS at IoU {}\n", boxes.size(), what,
+               source, output.shape().n > 1 ? fmt::format(", image {}", n) : "", layout.classes,
+               options.score_threshold, options.iou_threshold);
+    fmt::print("  class     score         x1         y1         x2         y2{}\n", labels.empty() ? "" : "  label");
+    for (const corgy::LabeledBox& b : boxes) {
+      fmt::print("  {:>5}  {:>8.6f}  {:>9.3f}  {:>9.3f}  {:>9.3f}  {:>9.3f}{}\n", b.class_id, b.probability,
+                 b.box.left(), b.box.top(), b.box.right(), b.box.bottom(),
+                 labels.empty() ? "" : "  " + labels[static_cast<std::size_t>(b.class_id)]);
+    }
+    if (n == 0) first = std::move(boxes);
+  }
+  if (options.draw.empty()) return;
+  if (!input.image) {
+    throw corgy::Error(fmt::format("--draw draws on an image --input, and {} is none",
+                                   options.input.empty() ? "the default grey input" : options.input));
+  }
+  corgy::Variable picture = input.image->clone();
+  corgy::draw_detections(picture, first, labels, layout.classes);
+  corgy::save_png(options.draw, picture);
+  fmt::print("wrote {} ({} x {}): {} with its {} boxes\n", options.draw, width, height, options.input, first.size());
+}
+
 void time_forwards(Model& model, const corgy::Variable& input, int repeat) {
   std::vector<double> ms;
   for (int i = 0; i < repeat; ++i) {
@@ -481,11 +567,22 @@ void print_profile(Model& model, const corgy::Variable& input, int repeat) {
 }
 
 int run(const Options& options) {
+  if (!options.labels.empty() && !options.top && !options.boxes) {
+    throw corgy::Error("--labels names the classes of --top or --boxes; give one of them");
+  }
+  if (options.boxes && preprocessing_given(options)) {
+    throw corgy::Error(
+        "--boxes letterboxes an image to the model's input as YOLOv8 expects; --preset, --resize, --crop, --scale, "
+        "--mean, --std and --bgr do not apply");
+  }
   std::unique_ptr<Model> model;
+  const OnnxRun* onnx = nullptr;
   if (!options.mnist.empty()) {
     model = std::make_unique<MnistRun>(options.mnist);
   } else if (!options.onnx.empty()) {
-    model = std::make_unique<OnnxRun>(options.onnx, image_preprocess(options));
+    auto onnx_run = std::make_unique<OnnxRun>(options.onnx, image_preprocess(options), options.boxes);
+    onnx = onnx_run.get();
+    model = std::move(onnx_run);
   } else {
     model = std::make_unique<DarknetRun>(options);
   }
@@ -505,9 +602,10 @@ int run(const Options& options) {
       fmt::print("wrote {} ({}){}\n", path, fmt::join(dims, ", "), name.empty() ? "" : " = output '" + name + "'");
     }
   }
-  // The answers, each read from the first output (a later --boxes for detectors belongs here too).
+  // The answers, each read from the first output.
   if (options.top) print_top_classes(options, *model, *outputs.at(0));
   if (!options.mask.empty()) write_class_mask(options, *model, *outputs.at(0), input);
+  if (options.boxes) print_boxes(options, *onnx, *outputs.at(0), input);
   if (options.repeat) time_forwards(*model, input.tensor, *options.repeat);
   if (options.profile) print_profile(*model, input.tensor, options.repeat.value_or(10));
   return 0;
