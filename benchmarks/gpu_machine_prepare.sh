@@ -24,7 +24,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 build=build/release out=build-gpu/bench
 models="resnet18,resnet50,mobilenet_v2,mobilenet_v3_large,efficientnet_b0,densenet121,vgg16,convnext_tiny,inception_v3"
-models+=",shufflenet_v2_x1_0,fcn_resnet50,lraspp_mobilenet_v3_large,yolov8n"
+models+=",shufflenet_v2_x1_0,fcn_resnet50,lraspp_mobilenet_v3_large,unet,yolov8n"
 while (($#)); do
   case $1 in
     --build) build=$2; shift ;;

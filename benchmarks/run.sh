@@ -125,12 +125,13 @@ fi
 # The ImageNet zoo (torchvision's architectures, seeded random weights: benchmarks/torch_models.py) runs from its
 # ONNX export through corgy::load_onnx, at 224 x 224, batch 1 and 8 (kind "imagenet"), against ONNX Runtime and
 # PyTorch at 1 and 2 threads, each configuration in a process of its own (for its peak RSS).
-# The modern set (issue 25: the networks the loader learnt last) joins the zoo's table at batch 1 on the CPU.
+# The modern set (issue 25: the networks the loader learnt last; the U-Net is tools/unet_net.py's, at 224 x 224)
+# joins the zoo's table at batch 1 on the CPU.
 # YOLOv8n (tools/yolov8_net.py: Ultralytics' architecture in plain PyTorch, the box decoding in the graph, seeded
 # random weights) runs the same way at 640 x 640, batch 1 (kind "detector"): blas against ONNX Runtime and PyTorch
 # on the CPU machine, vulkan against PyTorch on CUDA on the GPU machine.
 zoo=(resnet18 resnet50 mobilenet_v2 mobilenet_v3_large efficientnet_b0 densenet121 vgg16)
-modern=(convnext_tiny inception_v3 shufflenet_v2_x1_0 fcn_resnet50 lraspp_mobilenet_v3_large)
+modern=(convnext_tiny inception_v3 shufflenet_v2_x1_0 fcn_resnet50 lraspp_mobilenet_v3_large unet)
 zoo+=("${modern[@]}")
 detectors=(yolov8n)
 models=(mnist yolov2-tiny-voc yolov3-tiny style256 style512 "${zoo[@]}" "${detectors[@]}")

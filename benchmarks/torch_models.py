@@ -12,6 +12,7 @@
   GPU machine) with seeded_weights(seed); run.sh exports them to ONNX here, which corgy and ONNX Runtime run.
 - yolov8n: the YOLOv8n detector of tools/yolov8_net.py (plain PyTorch) with seeded_weights(seed), exported and run
   the same way.
+- unet: the U-Net of tools/unet_net.py (transposed convolutions) at 224 x 224, with seeded_weights(seed), the same way.
 """
 
 import os
@@ -368,14 +369,36 @@ class Yolov8Detector(torch.nn.Module):
 DETECTOR_MODELS = {"yolov8n": Yolov8Detector}
 
 
+class UNetSegmenter(torch.nn.Module):
+    """The U-Net of tools/unet_net.py (width 64, 2 classes; its decoder upsamples by transposed convolutions) at the
+    zoo's 224 x 224 (four 2x2 pools: any multiple of 16 fits); forward returns its (N, 2, 224, 224) logits in a tuple
+    like the other networks here. Weights: seeded_weights, applied by load_model."""
+
+    def __init__(self):
+        super().__init__()
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+        import unet_net
+
+        self.net = unet_net.UNet()
+        self.input_shape = (3, 224, 224)
+
+    def forward(self, x):
+        return (self.net(x),)
+
+
+SEGMENTER_MODELS = {"unet": UNetSegmenter}
+
+
 def load_model(model, weights):
     """`model` is "mnist" (weights: the directory of its .npy files), "style256" / "style512" (weights: the style
-    network's folder), "resnet18" / "mobilenet_v2", one of TORCHVISION_MODELS or "yolov8n" (weights: the seed of
+    network's folder), "resnet18" / "mobilenet_v2", one of TORCHVISION_MODELS, "yolov8n" or "unet" (weights: the seed of
     seeded_weights) or a darknet cfg (weights: its .weights)."""
     if model in IMAGENET_MODELS:
         net = seeded_weights(IMAGENET_MODELS[model](), int(weights))
     elif model in DETECTOR_MODELS:
         net = DETECTOR_MODELS[model](int(weights))
+    elif model in SEGMENTER_MODELS:
+        net = seeded_weights(SEGMENTER_MODELS[model](), int(weights))
     elif model in TORCHVISION_MODELS:
         net = seeded_weights(TorchvisionClassifier(model), int(weights))
     elif model == "mnist":
