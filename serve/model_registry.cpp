@@ -60,7 +60,8 @@ bool ModelRegistry::load_all() {
     if (model->load()) {
       const ModelSignature& s = model->signature();
       std::fprintf(stderr, "corgy-serve: model '%s' version %s ready (%s, backend %s, %d instance(s))\n",
-                   e.name.c_str(), e.version.c_str(), s.platform.c_str(), e.config.backend.c_str(), e.config.instances);
+                   e.name.c_str(), e.version.c_str(), s.platform.c_str(), e.config.backend_names().c_str(),
+                   e.config.instances);
     } else {
       std::fprintf(stderr, "corgy-serve: model '%s' version %s failed to load: %s\n", e.name.c_str(), e.version.c_str(),
                    model->reason().c_str());

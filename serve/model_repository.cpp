@@ -1,6 +1,7 @@
 #include "serve/model_repository.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -26,6 +27,19 @@ int int_key(const json& value, const std::string& where, int low, int high) {
     throw Error(fmt::format("{}: must be an integer from {} to {}, got {}", where, low, high, value.dump()));
   }
   return static_cast<int>(value.get<std::int64_t>());
+}
+
+/// "backend": a name, or a list of names (one per instance).
+std::vector<std::string> backend_key(const json& value, const std::string& where) {
+  const auto is_name = [](const json& v) { return v.is_string() && !v.get<std::string>().empty(); };
+  if (is_name(value)) return {value.get<std::string>()};
+  if (!value.is_array() || value.empty() || value.size() > 64 || !std::all_of(value.begin(), value.end(), is_name)) {
+    throw Error(
+        fmt::format("{}: must be a backend name such as \"blas\", \"naive\" or \"vulkan:0\", or a list of "
+                    "them (one per instance), got {}",
+                    where, value.dump()));
+  }
+  return value.get<std::vector<std::string>>();
 }
 
 bool valid_name(const std::string& name) {
@@ -71,13 +85,13 @@ class DarknetInstance final : public ModelInstance {
   corgy::DarknetModel net_;
 };
 
-std::unique_ptr<OnnxInstance> load_onnx_instance(const RepositoryEntry& entry) {
+std::unique_ptr<OnnxInstance> load_onnx_instance(const RepositoryEntry& entry, int index) {
   auto instance = std::make_unique<OnnxInstance>(corgy::load_onnx((entry.directory / "model.onnx").string()));
-  instance->net().model.set_backend(entry.config.backend, instance_threads(entry.config));
+  instance->net().model.set_backend(entry.config.backend_of(index), instance_threads(entry.config));
   return instance;
 }
 
-std::unique_ptr<DarknetInstance> load_darknet_instance(const RepositoryEntry& entry) {
+std::unique_ptr<DarknetInstance> load_darknet_instance(const RepositoryEntry& entry, int index) {
   const ModelConfig& config = entry.config;
   corgy::DarknetModel net =
       corgy::build_darknet_model(corgy::read_darknet_cfg((entry.directory / "model.cfg").string()),
@@ -92,7 +106,7 @@ std::unique_ptr<DarknetInstance> load_darknet_instance(const RepositoryEntry& en
         fmt::format("{}: no model.weights (and no random_weights_seed in config.json)", entry.directory.string()));
   }
   auto instance = std::make_unique<DarknetInstance>(std::move(net));
-  instance->net().model.set_backend(config.backend, instance_threads(config));
+  instance->net().model.set_backend(config.backend_of(index), instance_threads(config));
   return instance;
 }
 
@@ -139,6 +153,8 @@ ModelSignature darknet_signature(const corgy::DarknetModel& net) {
 
 }  // namespace
 
+std::string ModelConfig::backend_names() const { return fmt::format("{}", fmt::join(backends, ",")); }
+
 ModelConfig read_model_config(const fs::path& path) {
   std::ifstream file(path);
   if (!file) throw Error(fmt::format("{}: cannot be read", path.string()));
@@ -149,13 +165,11 @@ ModelConfig read_model_config(const fs::path& path) {
     throw Error(fmt::format("{}: is not a JSON object", path.string()));
   }
   ModelConfig config;
+  bool instances_given = false;
   for (const auto& [key, value] : document.items()) {
     const std::string where = fmt::format("{}: \"{}\"", path.string(), key);
     if (key == "backend") {
-      if (!value.is_string() || value.get<std::string>().empty()) {
-        throw Error(where + ": must be a backend name such as \"blas\", \"naive\" or \"vulkan:0\"");
-      }
-      config.backend = value.get<std::string>();
+      config.backends = backend_key(value, where);
     } else if (key == "threads") {
       config.threads = int_key(value, where, 0, 1024);
     } else if (key == "max_batch_size") {
@@ -164,6 +178,7 @@ ModelConfig read_model_config(const fs::path& path) {
       config.max_queue_delay_us = int_key(value, where, 0, 10'000'000);
     } else if (key == "instances") {
       config.instances = int_key(value, where, 1, 64);
+      instances_given = true;
     } else if (key == "max_queue_size") {
       config.max_queue_size = int_key(value, where, 1, 1'000'000);
     } else if (key == "pad_batch") {
@@ -179,6 +194,15 @@ ModelConfig read_model_config(const fs::path& path) {
     } else {
       throw Error(fmt::format("{}: unknown key (docs/serving.md lists them)", where));
     }
+  }
+  // A list of backends is the list of instances.
+  const int listed = static_cast<int>(config.backends.size());
+  if (listed > 1) {
+    if (instances_given && config.instances != listed) {
+      throw Error(fmt::format("{}: \"instances\" is {} but \"backend\" lists {} backends (one per instance)",
+                              path.string(), config.instances, listed));
+    }
+    config.instances = listed;
   }
   if (config.max_queue_size < config.max_batch_size) {
     throw Error(fmt::format("{}: max_queue_size {} is below max_batch_size {}", path.string(), config.max_queue_size,
@@ -233,11 +257,11 @@ LoadedModel load_model(const RepositoryEntry& entry) {
   const ModelConfig& config = entry.config;
   for (int i = 0; i < config.instances; ++i) {
     if (entry.format == "onnx") {
-      std::unique_ptr<OnnxInstance> instance = load_onnx_instance(entry);
+      std::unique_ptr<OnnxInstance> instance = load_onnx_instance(entry, i);
       if (i == 0) loaded.signature = onnx_signature(instance->net());
       loaded.instances.push_back(std::move(instance));
     } else {
-      std::unique_ptr<DarknetInstance> instance = load_darknet_instance(entry);
+      std::unique_ptr<DarknetInstance> instance = load_darknet_instance(entry, i);
       if (i == 0) loaded.signature = darknet_signature(instance->net());
       loaded.instances.push_back(std::move(instance));
     }

@@ -17,7 +17,9 @@ namespace corgy::serve {
 
 /// <repo>/<model>/config.json; every key is optional. docs/serving.md describes each one.
 struct ModelConfig {
-  std::string backend = "blas";   ///< a corgy backend name: "blas", "naive", "vulkan", "vulkan:0", "auto"...
+  /// The corgy backend names ("blas", "naive", "vulkan", "vulkan:0", "auto"...): one for every instance, or one per
+  /// instance (config.json's "backend" as a list, such as ["vulkan:0", "vulkan:1"]: an instance on each GPU).
+  std::vector<std::string> backends = {"blas"};
   int threads = 0;                ///< CPU threads of each instance; 0: the cores divided among the instances
   int max_batch_size = 8;         ///< the most items (the N of the inputs, summed) one forward runs
   int max_queue_delay_us = 2000;  ///< how long a batch waits for more requests after its first one
@@ -31,6 +33,13 @@ struct ModelConfig {
   /// darknet without model.weights: deterministic random weights (as corgy-run --random-weights), for tests and
   /// load tests only.
   std::optional<std::uint32_t> random_weights_seed;
+
+  /// The backend of instance `index` (0 <= index < instances).
+  const std::string& backend_of(int index) const {
+    return backends.size() == 1 ? backends.front() : backends.at(static_cast<std::size_t>(index));
+  }
+  /// "blas", or the list "vulkan:0,vulkan:1", for messages.
+  std::string backend_names() const;
 };
 
 /// Reads a config.json; throws corgy::Error naming the file and the key for invalid JSON, an unknown key, a value
@@ -76,8 +85,9 @@ struct LoadedModel {
   std::vector<std::unique_ptr<ModelInstance>> instances;
 };
 
-/// Loads config.instances models of the entry on config.backend, then runs each once at max_batch_size (when the
-/// input's size is fixed) so that the first request finds it planned. Throws corgy::Error naming the file.
+/// Loads config.instances models of the entry, instance i on config.backend_of(i), then runs each once at
+/// max_batch_size (when the input's size is fixed) so that the first request finds it planned. Throws corgy::Error
+/// naming the file.
 LoadedModel load_model(const RepositoryEntry& entry);
 
 /// A request shape (the signature's rank, batch first) in corgy's 4-D layout: (N, C, H, W) as is, (N, F) as

@@ -179,6 +179,25 @@ def test_darknet(server, corgy_run, tmp_path):
     assert_close(outputs["output_0"], expected)
 
 
+def test_a_list_of_backends_gives_each_instance_its_own(start_server, tmp_path):
+    """"backend": ["naive", "blas"] loads two instances, one on each (the form that puts an instance on each GPU);
+    an "instances" that disagrees with the list stops the server at start, naming both."""
+    repo = tmp_path / "repo"
+    write_model(repo, "mnist", {"model.onnx": MNIST / "model.onnx"},
+                {"backend": ["naive", "blas"], "threads": 1, "max_batch_size": 2})
+    server = start_server(repo)
+    server.wait_ready()
+    for _ in range(4):  # each instance answers some of them, batched or not
+        body, length = binary_request(MNIST_INPUT[:1])
+        assert_close(decode_response(post_binary(infer_url(server), body, length))["output"], MNIST_OUTPUT[:1])
+    assert "backend naive,blas, 2 instance(s)" in server.stderr()
+    bad = tmp_path / "bad"
+    write_model(bad, "mnist", {"model.onnx": MNIST / "model.onnx"}, {"backend": ["blas", "blas"], "instances": 3})
+    result = subprocess.run([str(server.process.args[0]), "--model-repository", str(bad), "--http-port", "0"],
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 1 and '"instances" is 3 but "backend" lists 2 backends' in result.stderr
+
+
 def batch_metrics(server, model, version):
     """(forwards, forwards of one item, successes) of a model version, from /metrics."""
     text = requests.get(server.url + "/metrics", timeout=TIMEOUT).text
