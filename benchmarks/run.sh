@@ -5,7 +5,7 @@
 # weights and inputs (PyTorch eager and jit-frozen, OpenCV DNN, ONNX Runtime, darknet; each checked against corgy's
 # outputs before it is timed), and the CPU's FMA peak and sgemm rate; then the tables and charts.
 #
-#   benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] [--models a,b]
+#   benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] [--models a,b] [--serve]
 #   benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR] [--models a,b]    (on the device tool's GPU machine)
 #
 # --quick       few repetitions, one process per configuration, naive and lavapipe on batch 1 only: checks the
@@ -18,6 +18,10 @@
 #               (convnext_tiny, inception_v3, shufflenet_v2_x1_0, fcn_resnet50, lraspp_mobilenet_v3_large) and
 #               yolov8n (to check a few rows quickly; docs/ is left as it is)
 # --no-peers    corgy alone: no peers and none of their packages (the pipeline smoke test that CI runs)
+# --serve       then the serve benchmark too (benchmarks/serve_benchmark.sh, with --quick, --build, --no-docs,
+#               --no-peers and the models it has among --models passed on; its work folder: WORK/serve): corgy-serve
+#               with and without dynamic batching against ONNX Runtime behind an HTTP server, 1, 8 and 32 clients
+#               (this machine; on the GPU machine: benchmarks/serve_benchmark.sh --gpu-machine)
 # --gpu-machine runs the GPU machine's set instead (vulkan on the GPU, blas on 2 pinned cores and all cores,
 #               PyTorch fp32 on CUDA) from prebuilt binaries (--prebuilt DIR with bin/model_benchmark,
 #               bin/roofline_benchmark, lib/libcorgy.so* and the libraries it needs that the GPU machine lacks,
@@ -38,19 +42,20 @@ ORT_VERSION=1.30.0
 SEED=1   # --random-weights of the Tiny YOLO runs
 
 command_line="benchmarks/run.sh $*"
-quick=0 gpu=0 docs=1 build=build/bench work="" prebuilt="" only_models="" with_peers=1
+quick=0 gpu=0 docs=1 build=build/bench work="" prebuilt="" only_models="" with_peers=1 serve=0
 while (($#)); do
   case $1 in
     --quick) quick=1 ;;
     --gpu-machine) gpu=1 ;;
     --no-docs) docs=0 ;;
     --no-peers) with_peers=0 ;;
+    --serve) serve=1 ;;
     --build) build=$2; shift ;;
     --work) work=$2; shift ;;
     --prebuilt) prebuilt=$2; shift ;;
     --models) only_models=$2; docs=0; shift ;;
     *)
-      echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] [--models a,b] [--no-peers]" >&2
+      echo "usage: benchmarks/run.sh [--quick] [--build DIR] [--work DIR] [--no-docs] [--models a,b] [--no-peers] [--serve]" >&2
       echo "       benchmarks/run.sh --gpu-machine --prebuilt DIR [--work DIR] [--models a,b]" >&2
       exit 2
       ;;
@@ -541,5 +546,23 @@ done
   docs/benchmarks/gpu-machine-*.jsonl \
   --out "$report_out" "${splice[@]}"
 log "tables and charts in $report_out"
+
+# The serve benchmark, with this run's choices (its models among --models; none there: it is not run).
+if ((serve)); then
+  serve_args=(--build "$build" --work "$work/serve")
+  ((quick)) && serve_args+=(--quick)
+  ((docs)) || serve_args+=(--no-docs)
+  ((with_peers)) || serve_args+=(--no-peers)
+  if [[ -n $only_models ]]; then
+    serve_models=$(tr , '\n' <<<"$only_models" | grep -xE 'mnist|yolov2-tiny-voc' | paste -sd, || true)
+    serve_args+=(--models "$serve_models")
+  fi
+  if [[ -z $only_models || -n $serve_models ]]; then
+    if ! bash benchmarks/serve_benchmark.sh "${serve_args[@]}"; then
+      log "FAILED: the serve benchmark"
+      failures=$((failures + 1))
+    fi
+  fi
+fi
 # A configuration that failed (its command is in failures.log) fails the run, after the rest was measured.
 ((failures == 0))

@@ -64,6 +64,16 @@ class WeightReader:
             raise ValueError(f"{self.path}: {self.values.size - self.offset} parameters more than the cfg needs")
 
 
+class NoWeights:
+    """Stands for a WeightReader where seeded_weights sets every value afterwards: zeros of any size asked."""
+
+    def take(self, count):
+        return np.zeros(count, np.float32)
+
+    def check_consumed(self):
+        pass
+
+
 def convolution(options, in_channels, weights):
     """A [convolutional] as an nn.Conv2d with batch norm folded in (darknet: scale * (x - mean) /
     (sqrt(variance) + 1e-6) + bias), and its activation."""
@@ -94,12 +104,13 @@ class DarknetNet(torch.nn.Module):
     """The layers of a darknet cfg; each step is (kind, module or parameters, inputs)."""
 
     def __init__(self, cfg_path, weights_path):
+        """weights_path None: zeros, for seeded_weights to fill."""
         super().__init__()
         sections = read_cfg(cfg_path)
         net = sections[0][1]
         channels, height, width = int(net["channels"]), int(net["height"]), int(net["width"])
         self.input_shape = (channels, height, width)
-        weights = WeightReader(weights_path)
+        weights = WeightReader(weights_path) if weights_path is not None else NoWeights()
         self.convs = torch.nn.ModuleList()
         self.steps, self.heads = [], []
         shapes = []  # (C, H, W) of each cfg layer's output
@@ -391,8 +402,9 @@ SEGMENTER_MODELS = {"unet": UNetSegmenter}
 
 def load_model(model, weights):
     """`model` is "mnist" (weights: the directory of its .npy files), "style256" / "style512" (weights: the style
-    network's folder), "resnet18" / "mobilenet_v2", one of TORCHVISION_MODELS, "yolov8n" or "unet" (weights: the seed of
-    seeded_weights) or a darknet cfg (weights: its .weights)."""
+    network's folder), "resnet18" / "mobilenet_v2", one of TORCHVISION_MODELS, "yolov8n" or "unet" (weights: the seed
+    of seeded_weights) or a darknet cfg (weights: its .weights, or a seed of seeded_weights: the serve benchmark's
+    Tiny YOLO, whose ONNX export then compresses for the trip to the GPU machine as the zoo's do)."""
     if model in IMAGENET_MODELS:
         net = seeded_weights(IMAGENET_MODELS[model](), int(weights))
     elif model in DETECTOR_MODELS:
@@ -405,6 +417,8 @@ def load_model(model, weights):
         net = MnistNet(weights)
     elif model.startswith("style"):
         net = StyleNet(weights, int(model[len("style"):]))
+    elif str(weights).isdigit():
+        net = seeded_weights(DarknetNet(model, None), int(weights))
     else:
         net = DarknetNet(model, weights)
     return net.eval()

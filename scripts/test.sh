@@ -98,14 +98,16 @@ fuzz_briefly() {
 }
 
 # The benchmark pipeline of docs/benchmarks.md (benchmarks/run.sh), as a smoke test on the release build: MNIST,
-# quick repetitions, corgy alone (no peers, none of their packages). Its numbers go to a temporary folder, never to
-# docs/; the step fails when a configuration or the report fails.
+# quick repetitions, corgy alone (no peers, none of their packages), then the serve benchmark likewise (--serve). Its
+# numbers go to a temporary folder, never to docs/; the step fails when a configuration or the report fails.
 benchmark_smoke() {
   local work
   work=$(mktemp -d /tmp/corgy-bench-smoke.XXXXXX)
   trap "rm -rf -- '$work'" EXIT
-  bash benchmarks/run.sh --quick --models mnist --no-peers --build "$CORGY_RELEASE_DIR" --work "$work"
+  bash benchmarks/run.sh --quick --models mnist --no-peers --serve --build "$CORGY_RELEASE_DIR" --work "$work"
   grep -q "MNIST, batch 64" "$work/report/cpu-machine.md"
+  # The serve benchmark's pipeline (--serve: corgy-serve alone, half a second per client count; a few seconds).
+  grep -q "| MNIST | 32 | \*\*" "$work/serve/report/serving.md"
 }
 
 # The Python package (python/): installed with pip into build/venv against the Release build (setup.sh), built as a
@@ -164,7 +166,7 @@ run_step "release tests: ctest" run_tests "$CORGY_RELEASE_DIR"
 run_step "serve: corgy-serve protocol, batching and shutdown tests" serve_tests
 run_step "install + find_package(corgy) from tests/consumer" check_installed_package
 run_step "python: pip install ./python into build/venv, pip wheel, pytest python/tests" python_tests
-run_step "benchmark pipeline: benchmarks/run.sh --quick --models mnist --no-peers" benchmark_smoke
+run_step "benchmark pipeline: benchmarks/run.sh --quick --models mnist --no-peers --serve" benchmark_smoke
 run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
 run_step "asan+ubsan tests: ctest" run_sanitized_tests
 run_step "asan+ubsan serve: the corgy-serve tests against the sanitized server" serve_sanitized_tests
