@@ -138,6 +138,12 @@ def make_handler(session, model_name):
     return Handler
 
 
+class Server(http.server.ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: 32 clients connecting at once had connections reset (the GPU machine's
+    # first run). corgy-serve's and node's backlogs are larger.
+    request_queue_size = 128
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--onnx", required=True)
@@ -147,7 +153,7 @@ def main():
     parser.add_argument("--lifetime", type=float, default=3600, help="seconds before it exits by itself")
     args = parser.parse_args()
     session = make_session(args.onnx, args.threads)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(session, args.model))
+    server = Server(("127.0.0.1", args.port), make_handler(session, args.model))
     server.daemon_threads = True  # open keep-alive connections do not hold the exit
     print(f"listening on 127.0.0.1:{server.server_address[1]}", flush=True)
 
