@@ -55,9 +55,10 @@ class DynamicBatcher {
   /// Takes the next batch from the queue: the oldest job, then (until max_queue_delay_us after the oldest's arrival
   /// or the batch is full) every job of the same item shape that fits. Empty when stopping with an empty queue.
   std::vector<Job> next_batch();
-  void run_batch(ModelInstance& instance, std::vector<Job>& jobs);
-  /// Runs the jobs as one forward and fulfils their promises; throws what the forward throws.
-  void forward(ModelInstance& instance, std::vector<Job>& jobs);
+  void run_batch(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_input);
+  /// Runs the jobs as one forward, in `batch_input` (the worker's batch tensor, reallocated only when the batch shape
+  /// changes), and fulfils their promises; throws what the forward throws.
+  void forward(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_input);
 
   std::vector<std::unique_ptr<ModelInstance>> instances_;
   const ModelConfig config_;
