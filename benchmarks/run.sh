@@ -38,7 +38,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 BENCH_DEBS=(python3-numpy python3-torch python3-torchvision python3-opencv python3-onnx python3-matplotlib darknet)
-ORT_VERSION=1.30.0
+source "$(dirname "${BASH_SOURCE[0]}")/peer_packages.sh"  # ORT_VERSION, install_peer_packages
 SEED=1   # --random-weights of the Tiny YOLO runs
 
 command_line="benchmarks/run.sh $*"
@@ -70,23 +70,9 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
 # --- setup ---------------------------------------------------------------------------------------------------
 install_packages() {
-  local missing=()
   # Without peers: what the pipeline itself needs (inputs, the report and its charts).
   ((with_peers)) || BENCH_DEBS=(python3-numpy python3-matplotlib)
-  for package in "${BENCH_DEBS[@]}"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
-  done
-  ((!with_peers)) || command -v npm >/dev/null || missing+=(nodejs npm)
-  if ((${#missing[@]})); then
-    log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
-  fi
-  if ((with_peers)) && [[ ! -d $build/node/node_modules/onnxruntime-node ]]; then
-    log "installing onnxruntime-node@$ORT_VERSION into $build/node"
-    mkdir -p "$build/node"
-    (cd "$build/node" && npm install --ignore-scripts --no-audit --no-fund --silent "onnxruntime-node@$ORT_VERSION")
-  fi
+  install_peer_packages "$with_peers" "$build" "${BENCH_DEBS[@]}"
 }
 
 build_programs() {

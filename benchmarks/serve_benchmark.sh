@@ -32,7 +32,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-ORT_VERSION=1.30.0
+source "$(dirname "${BASH_SOURCE[0]}")/peer_packages.sh"  # ORT_VERSION, install_peer_packages
 SEED=1   # seeded_weights of the Tiny YOLO network
 POOL=64  # distinct inputs per model
 
@@ -120,21 +120,7 @@ if ((!gpu)); then
   # the build folder (Debian has no ONNX Runtime for Python).
   debs=(python3-numpy python3-matplotlib)
   ((with_peers)) && debs+=(python3-torch python3-onnx)
-  missing=()
-  for package in "${debs[@]}"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
-  done
-  ((!with_peers)) || command -v npm >/dev/null || missing+=(nodejs npm)
-  if ((${#missing[@]})); then
-    log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
-  fi
-  if ((with_peers)) && [[ ! -d $build/node/node_modules/onnxruntime-node ]]; then
-    log "installing onnxruntime-node@$ORT_VERSION into $build/node"
-    mkdir -p "$build/node"
-    (cd "$build/node" && npm install --ignore-scripts --no-audit --no-fund --silent "onnxruntime-node@$ORT_VERSION")
-  fi
+  install_peer_packages "$with_peers" "$build" "${debs[@]}"
   [[ -f $build/CMakeCache.txt ]] ||
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORGY_BUILD_TESTS=OFF >"$work/cmake.log"
   cmake --build "$build" -j"$(nproc)" --target corgy-serve corgy-run model_benchmark >>"$work/cmake.log"
