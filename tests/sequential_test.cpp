@@ -222,6 +222,62 @@ TEST(Sequential, WeightsChangedAfterAForwardAreUsed) {
   }
 }
 
+TEST(Sequential, KeptPlansServeAlternatingBatchSizes) {
+  // A server runs batches of a few sizes in turn; with the plans of those sizes kept, a change of size reuses the
+  // plan (same intermediates) instead of planning again, and every output equals a model that plans afresh.
+  std::mt19937 rng(11);
+  for (const std::string& backend : all_backends()) {
+    Sequential model;
+    // A reflect-padded convolution (a step with a temporary slot), one fused with its activation and max pool, a
+    // kept output.
+    model.add(
+        Conv2d({.in_channels = 2, .out_channels = 4, .kernel = 3, .padding = 1, .padding_mode = PadMode::reflect}));
+    const int middle = model.add(Conv2d({.in_channels = 4, .out_channels = 3, .kernel = 3, .padding = 1}));
+    model.add(ReLU());
+    model.add(MaxPool2d({.kernel = 2}));
+    model.mark_output(middle);
+    randomize_parameters(model, rng);
+    model.set_backend(backend);
+    model.set_kept_plans(2);
+    EXPECT_EQ(model.kept_plans(), 2);
+    EXPECT_THROW(model.set_kept_plans(0), Error);
+
+    const Variable one = random_variable({1, 2, 6, 6}, rng);
+    const Variable three = random_variable({3, 2, 6, 6}, rng);
+    const Variable five = random_variable({5, 2, 6, 6}, rng);
+    const auto fresh = [&](const Variable& input) {
+      Sequential reference;
+      reference.add(
+          Conv2d({.in_channels = 2, .out_channels = 4, .kernel = 3, .padding = 1, .padding_mode = PadMode::reflect}));
+      reference.add(Conv2d({.in_channels = 4, .out_channels = 3, .kernel = 3, .padding = 1}));
+      reference.add(ReLU());
+      reference.add(MaxPool2d({.kernel = 2}));
+      for (int i = 0; i < 2; ++i) {
+        reference.layer_as<Conv2d>(i).set_weights(model.layer_as<Conv2d>(i).weights().values());
+        reference.layer_as<Conv2d>(i).set_bias(model.layer_as<Conv2d>(i).bias().values());
+      }
+      return reference.forward(input).clone();
+    };
+    const float* output_of_one = model.forward(one).data();
+    const float* middle_of_one = model.output(middle).data();
+    for (const Variable* input : {&three, &one, &three, &one}) {
+      const Variable& out = model.forward(*input);
+      EXPECT_TRUE(outputs_match(out, fresh(*input), 1e-5)) << backend;
+      if (input == &one) {
+        EXPECT_EQ(out.data(), output_of_one) << backend << ": the batch-1 plan was made again";
+        EXPECT_EQ(model.output(middle).data(), middle_of_one) << backend;
+      }
+    }
+    // A third size drops the least recently used plan (batch 3's), not batch 1's.
+    EXPECT_TRUE(outputs_match(model.forward(five), fresh(five), 1e-5)) << backend;
+    EXPECT_EQ(model.forward(one).data(), output_of_one) << backend;
+    EXPECT_TRUE(outputs_match(model.forward(three), fresh(three), 1e-5)) << backend;
+    // Fewer kept plans drop the older ones; the model still runs every shape.
+    model.set_kept_plans(1);
+    EXPECT_TRUE(outputs_match(model.forward(one), fresh(one), 1e-5)) << backend;
+  }
+}
+
 TEST(Sequential, UnknownBackendIsAClearError) {
   const std::string message = error_of([] { make_backend("cuda"); });
   EXPECT_NE(message.find("unknown backend 'cuda'"), std::string::npos) << message;

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+#include <span>
+
 #include "corgy/backends/naive/naive_backend.h"
 #include "corgy/error.h"
 #include "corgy/model/fusion.h"
@@ -72,7 +76,7 @@ int Sequential::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
                             arity == Layer::any_arity ? "one or more" : std::to_string(arity), inputs.size()));
   }
   nodes_.push_back({std::move(layer), std::move(inputs)});
-  planned_input_ = {};
+  forget_plans();
   weights_uploaded_ = false;
   return index;
 }
@@ -81,14 +85,14 @@ void Sequential::mark_output(int layer) {
   check_not_in_forward("mark_output");
   this->layer(layer);
   nodes_[layer].keep = true;
-  planned_input_ = {};
+  forget_plans();
 }
 
 void Sequential::set_backend(std::unique_ptr<Backend> backend) {
   if (!backend) throw Error("Sequential::set_backend: null backend");
   check_not_in_forward("set_backend");
+  forget_plans();  // before the old backend goes: the plans' buffers may be registered with it
   backend_ = std::move(backend);
-  planned_input_ = {};
   weights_uploaded_ = false;
 }
 
@@ -97,7 +101,22 @@ void Sequential::set_backend(const std::string& name, int threads) { set_backend
 void Sequential::set_fusion(bool enabled) {
   check_not_in_forward("set_fusion");
   fusion_ = enabled;
-  planned_input_ = {};
+  forget_plans();
+}
+
+void Sequential::set_kept_plans(int count) {
+  check_not_in_forward("set_kept_plans");
+  if (count < 1) throw Error(fmt::format("Sequential::set_kept_plans: {} plans; keep at least 1", count));
+  kept_plans_ = count;
+  if (plans_.size() > static_cast<std::size_t>(count)) plans_.resize(static_cast<std::size_t>(count));
+}
+
+void Sequential::forget_plans() {
+  plans_.clear();
+  steps_.clear();
+  temporaries_.clear();
+  planned_layers_.clear();
+  steps_planned_ = false;
 }
 
 Layer& Sequential::layer(int index) {
@@ -156,9 +175,10 @@ std::string Sequential::summary(const Shape& input) const {
   return text;
 }
 
-void Sequential::plan_steps(const Shape& model_input_shape) {
+void Sequential::plan_steps() {
   steps_.clear();
   planned_layers_.clear();
+  temporaries_.clear();
   FusedGraph graph;
   for (int i = 0; i < size(); ++i) {
     graph.nodes.push_back({nodes_[i].layer.get(), nodes_[i].inputs, nodes_[i].keep || i + 1 == size()});
@@ -169,10 +189,8 @@ void Sequential::plan_steps(const Shape& model_input_shape) {
     if (node.absorbed) continue;
     if (std::optional<PaddedConvExpansion> padded = expand_padded_conv(*node.layer)) {
       // Pad into a temporary slot of its own, then the convolution without padding reads that slot.
-      const int source = node.inputs[0];
-      const Shape& input = source == model_input ? model_input_shape : shapes_[source];
-      const int temporary = static_cast<int>(shapes_.size());
-      shapes_.push_back(padded->pad->output_shape(std::span<const Shape>(&input, 1)));
+      const int temporary = size() + static_cast<int>(temporaries_.size());
+      temporaries_.push_back({node.inputs[0], padded->pad.get()});
       steps_.push_back({i, temporary, padded->pad.get(), node.inputs});
       steps_.push_back({i, i, padded->conv.get(), {temporary}});
       planned_layers_.push_back(std::move(padded->pad));
@@ -182,58 +200,73 @@ void Sequential::plan_steps(const Shape& model_input_shape) {
     }
   }
   for (std::unique_ptr<Layer>& fused : graph.fused_layers) planned_layers_.push_back(std::move(fused));
+  steps_planned_ = true;
 }
 
-void Sequential::plan(const Shape& input) {
-  planned_input_ = {};
-  shapes_ = infer_shapes(input);
-  plan_steps(input);
+Sequential::ShapePlan Sequential::make_plan(const Shape& input) const {
+  ShapePlan plan;
+  plan.input = input;
+  plan.shapes = infer_shapes(input);
+  for (const Temporary& temporary : temporaries_) {
+    const Shape& source = temporary.source == model_input ? input : plan.shapes[temporary.source];
+    plan.shapes.push_back(temporary.pad->output_shape(std::span<const Shape>(&source, 1)));
+  }
   // The memory plan sees the steps' outputs in the order they run; a layer computed inside a fused step has none.
-  std::vector<int> entry_of_slot(shapes_.size(), -1);
+  std::vector<int> entry_of_slot(plan.shapes.size(), -1);
   std::vector<PlanEntry> entries;
   for (const Step& step : steps_) {
     PlanEntry entry{
-        shapes_[step.output].count(), {}, step.run->is_view(), step.output < size() && nodes_[step.output].keep};
+        plan.shapes[step.output].count(), {}, step.run->is_view(), step.output < size() && nodes_[step.output].keep};
     for (int source : step.inputs) entry.inputs.push_back(source == model_input ? model_input : entry_of_slot[source]);
     entry_of_slot[step.output] = static_cast<int>(entries.size());
     entries.push_back(std::move(entry));
   }
   const MemoryPlan memory = plan_memory(entries);
-  std::vector<int> buffer_of_slot(shapes_.size(), MemoryPlan::no_buffer);
-  for (std::size_t slot = 0; slot < shapes_.size(); ++slot) {
+  std::vector<int> buffer_of_slot(plan.shapes.size(), MemoryPlan::no_buffer);
+  for (std::size_t slot = 0; slot < plan.shapes.size(); ++slot) {
     if (entry_of_slot[slot] >= 0) buffer_of_slot[slot] = memory.buffer_of_layer[entry_of_slot[slot]];
   }
-  buffers_.clear();
-  for (std::size_t count : memory.buffer_sizes) buffers_.emplace_back(Shape::vector(static_cast<int>(count)));
-  outputs_.clear();
-  for (std::size_t slot = 0; slot < shapes_.size(); ++slot) {
+  for (std::size_t count : memory.buffer_sizes) plan.buffers.emplace_back(Shape::vector(static_cast<int>(count)));
+  for (std::size_t slot = 0; slot < plan.shapes.size(); ++slot) {
     const int buffer = buffer_of_slot[slot];
     // Views of the model input are rebound at every forward, since the input is the caller's; layers computed
     // inside a fused step have no output of their own.
-    outputs_.push_back(buffer < 0 ? Variable() : buffers_[buffer].view(shapes_[slot]));
+    plan.outputs.push_back(buffer < 0 ? Variable() : plan.buffers[buffer].view(plan.shapes[slot]));
   }
-  tell_backend_device_only(buffer_of_slot);
-  planned_input_ = input;
-}
-
-void Sequential::tell_backend_device_only(const std::vector<int>& buffer_of_slot) {
   // The last layer's output and the kept ones are read on the host; a GPU backend may keep the rest on the device.
-  std::vector<bool> read_on_host(buffers_.size(), false);
+  std::vector<bool> read_on_host(plan.buffers.size(), false);
   for (int i = 0; i < size(); ++i) {
     const int buffer = buffer_of_slot[i];
     if (buffer >= 0 && (nodes_[i].keep || i + 1 == size())) read_on_host[buffer] = true;
   }
-  std::vector<std::uint64_t> device_only;
-  for (std::size_t b = 0; b < buffers_.size(); ++b) {
-    if (!read_on_host[b]) device_only.push_back(buffers_[b].storage()->id());
+  for (std::size_t b = 0; b < plan.buffers.size(); ++b) {
+    if (!read_on_host[b]) plan.device_only.push_back(plan.buffers[b].storage()->id());
   }
-  backend_->set_device_only(device_only);
+  return plan;
+}
+
+void Sequential::use_plan(const Shape& input) {
+  if (!plans_.empty() && plans_.front().input == input) return;
+  const auto kept = std::find_if(plans_.begin(), plans_.end(), [&](const ShapePlan& p) { return p.input == input; });
+  if (kept != plans_.end()) {
+    std::rotate(plans_.begin(), kept, kept + 1);
+  } else {
+    if (!steps_planned_) plan_steps();
+    // Made before anything is dropped: a shape that does not fit the model leaves the kept plans as they were.
+    ShapePlan plan = make_plan(input);
+    if (plans_.size() >= static_cast<std::size_t>(kept_plans_))
+      plans_.resize(static_cast<std::size_t>(kept_plans_) - 1);
+    plans_.insert(plans_.begin(), std::move(plan));
+  }
+  backend_->set_device_only(current().device_only);
 }
 
 const Variable& Sequential::forward(const Variable& input) {
   const ExclusiveUse use(in_use_, "forward");
   if (input.empty()) throw Error("forward: the input Variable is empty");
-  if (input.shape() != planned_input_) plan(input.shape());
+  use_plan(input.shape());
+  std::vector<Variable>& outputs = current().outputs;
+  const std::vector<Shape>& shapes = current().shapes;
   if (!weights_uploaded_) {
     for (const Node& node : nodes_) node.layer->upload(*backend_);
     weights_uploaded_ = true;
@@ -243,13 +276,13 @@ const Variable& Sequential::forward(const Variable& input) {
   try {
     for (const Step& step : steps_) {
       in.clear();
-      for (int source : step.inputs) in.push_back(source == model_input ? &input : &outputs_[source]);
+      for (int source : step.inputs) in.push_back(source == model_input ? &input : &outputs[source]);
       if (step.run->is_view()) {
-        outputs_[step.output] = in[0]->view(shapes_[step.output]);
+        outputs[step.output] = in[0]->view(shapes[step.output]);
         continue;
       }
       backend_->begin_layer(step.layer);
-      with_layer_context(step.layer, *step.run, [&] { step.run->forward(*backend_, in, outputs_[step.output]); });
+      with_layer_context(step.layer, *step.run, [&] { step.run->forward(*backend_, in, outputs[step.output]); });
     }
     backend_->begin_layer(-1);
   } catch (...) {
@@ -257,7 +290,7 @@ const Variable& Sequential::forward(const Variable& input) {
     throw;
   }
   backend_->end_forward();
-  return outputs_[size() - 1];
+  return outputs[size() - 1];
 }
 
 const Variable& Sequential::output(int layer) const {
@@ -267,8 +300,8 @@ const Variable& Sequential::output(int layer) const {
     throw Error(fmt::format("{}: its output is not kept; call mark_output({}) before forward",
                             layer_name(layer, this->layer(layer)), layer));
   }
-  if (outputs_.empty() || outputs_[layer].empty()) throw Error("output(): no forward has run yet");
-  return outputs_[layer];
+  if (plans_.empty() || current().outputs[layer].empty()) throw Error("output(): no forward has run yet");
+  return current().outputs[layer];
 }
 
 }  // namespace corgy

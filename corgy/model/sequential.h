@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -26,8 +27,10 @@ struct MemoryPlan;
 ///   const corgy::Variable& probabilities = model.forward(images);  // images: (N, 1, 28, 28)
 ///
 /// Shapes are inferred and intermediates allocated once per input shape; later forwards with that shape reuse
-/// them. Intermediates whose lifetimes do not overlap share memory. Returned references stay valid until the
-/// next forward or the next change of the model.
+/// them. Intermediates whose lifetimes do not overlap share memory. The plans of the last set_kept_plans() input
+/// shapes (1 by default) are kept, so a caller that alternates between a few shapes (a server's batch sizes) does
+/// not plan again at each change. Returned references stay valid until the next forward or the next change of the
+/// model.
 ///
 /// Threads: one Sequential is used by one thread at a time (it owns its intermediates and its backend); different
 /// models may run forward concurrently on any backend. A forward() (or add, mark_output, set_backend, set_fusion,
@@ -66,8 +69,13 @@ class Sequential {
   /// Call after changing a layer's weights once the model has run, so the backend gets the new values.
   void weights_changed() {
     weights_uploaded_ = false;
-    planned_input_ = {};  // fused layers view the weights and bias storage: rebuild them
+    forget_plans();  // fused layers view the weights and bias storage: rebuild them
   }
+
+  /// How many input shapes keep their plan (their intermediates) at once, the most recently used first; at least
+  /// 1. Each kept plan holds its intermediates' memory; a forward at a shape not kept plans again.
+  void set_kept_plans(int count);
+  int kept_plans() const { return kept_plans_; }
 
   /// Whether a forward fuses each convolution with the max pool that alone reads its output into one backend
   /// operation (corgy/model/fusion.h), so the convolution's output is never written out. On by default; the
@@ -115,12 +123,31 @@ class Sequential {
     std::vector<int> inputs;  // the slots `run` reads (model_input for the model's input)
   };
 
-  void plan(const Shape& input);
-  /// The steps of a forward with fusion applied (when on) and padded convolutions expanded. Fills steps_ and
-  /// planned_layers_, and appends the shapes of the temporaries' slots to shapes_.
-  void plan_steps(const Shape& model_input_shape);
-  /// Backend::set_device_only with the buffers that hold no output the caller can read.
-  void tell_backend_device_only(const std::vector<int>& buffer_of_slot);
+  /// What a forward at one input shape needs: every slot's shape, the intermediates and the views of them.
+  struct ShapePlan {
+    Shape input;
+    std::vector<Shape> shapes;  // per slot: the model's layers (0 .. size() - 1), then the temporaries of steps_
+    std::vector<Variable> buffers;
+    std::vector<Variable> outputs;
+    std::vector<std::uint64_t> device_only;  // the buffers no caller reads (Backend::set_device_only)
+  };
+  /// A temporary slot of steps_: the padded input of a convolution, `pad` applied to slot `source`.
+  struct Temporary {
+    int source;
+    const Layer* pad;
+  };
+
+  /// Makes plans_.front() the plan of `input`: a kept one, or a new one (dropping the least recently used beyond
+  /// kept_plans_), and tells the backend its device-only buffers when the plan changed.
+  void use_plan(const Shape& input);
+  ShapePlan make_plan(const Shape& input) const;
+  /// The steps of a forward with fusion applied (when on) and padded convolutions expanded: fills steps_,
+  /// planned_layers_ and temporaries_. They do not depend on the input shape; the plans share them.
+  void plan_steps();
+  /// Drops the steps and every plan (the layers, the fusion or the backend changed).
+  void forget_plans();
+  ShapePlan& current() { return plans_.front(); }
+  const ShapePlan& current() const { return plans_.front(); }
   [[noreturn]] void throw_wrong_layer_type(int index) const;
 
   /// Set while a forward runs, so that a second thread using the model at the same time is detected. Moves as
@@ -138,15 +165,14 @@ class Sequential {
 
   std::vector<Node> nodes_;
   std::unique_ptr<Backend> backend_;
-  Shape planned_input_{};
   bool weights_uploaded_ = false;
   bool fusion_ = true;
+  bool steps_planned_ = false;
   std::vector<Step> steps_;
   std::vector<std::unique_ptr<Layer>> planned_layers_;  // fused layers and the expansions of padded convolutions
-  // Per slot: the model's layers (0 .. size() - 1), then the temporaries the plan added.
-  std::vector<Shape> shapes_;
-  std::vector<Variable> outputs_;
-  std::vector<Variable> buffers_;
+  std::vector<Temporary> temporaries_;                  // slot size() + i is temporaries_[i]
+  std::vector<ShapePlan> plans_;                        // the most recently used first
+  int kept_plans_ = 1;
   InUse in_use_;
 };
 
