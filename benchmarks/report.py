@@ -820,9 +820,13 @@ def serving_configuration(m):
         ort = first.get((model, "onnxruntime"))
         if not batching:
             continue
+        # Runs before allowed_batch_sizes had pad_batch: true padded every batch to max_batch_size.
+        if "allowed_batch_sizes" in batching:
+            padding = f"allowed_batch_sizes {batching['allowed_batch_sizes']}"
+        else:
+            padding = f"pad_batch {str(batching['pad_batch']).lower()}"
         parts = [f"backend `{batching['backend']}`, max_batch_size {batching['max_batch_size']}, "
-                 f"max_queue_delay_us {batching['max_queue_delay_us']}, pad_batch "
-                 f"{str(batching['pad_batch']).lower()}"]
+                 f"max_queue_delay_us {batching['max_queue_delay_us']}, {padding}"]
         if batch1:
             parts.append(f"batch 1: max_batch_size 1, max_queue_delay_us {batch1['max_queue_delay_us']}")
         if ort:

@@ -3,7 +3,8 @@
 the same ONNX file, each started fresh for every repetition, loaded by serve_client.py at each client count:
 
   corgy-batching   corgy-serve with dynamic batching: max_batch_size --max-batch-size, max_queue_delay_us
-                   --queue-delay-us, pad_batch --pad-batch (docs/serving.md)
+                   --queue-delay-us, allowed_batch_sizes --allowed-batch-sizes (default: the server's, the powers of
+                   two up to max_batch_size; docs/serving.md)
   corgy-batch1     corgy-serve with max_batch_size 1: every request its own forward, as it arrives
   onnxruntime      ONNX Runtime behind benchmarks/ort_serve.py (or .js): one session, its intra-op threads on every
                    core, one request at a time, no batching
@@ -15,7 +16,7 @@ same in every repetition; the load average is recorded after each server.
 
   serve_benchmark.py --model mnist --onnx mnist.onnx --inputs pool.npy --expected expected.npy \\
       --corgy-serve build/release/serve/corgy-serve [--backend blas] [--ort 'node benchmarks/ort_serve.js'] \\
-      [--max-batch-size 32] [--queue-delay-us 1000] [--pad-batch true] [--clients 1 8 32] [--duration 10] \\
+      [--max-batch-size 32] [--queue-delay-us 0] [--allowed-batch-sizes 1 2 4 8 16 32] [--clients 1 8 32] [--duration 10] \\
       [--max-requests 100000] [--repetitions 3] [--work DIR]
 
 JSON lines on stdout: one per (repetition, server, client count), serve_client.py's record with the server's
@@ -116,8 +117,12 @@ def corgy_repository(work, name, model, onnx, backends, config):
 def server_commands(args):
     """(server name, its configuration tags, a function work -> command) of every server of the run."""
     backends = args.backend.split(",")
+    # Written out even when it is corgy-serve's default (the powers of two below max_batch_size, then it), so that
+    # the records say what ran.
+    allowed = args.allowed_batch_sizes or [1 << k for k in range(args.max_batch_size.bit_length())
+                                           if 1 << k < args.max_batch_size] + [args.max_batch_size]
     batching = {"max_batch_size": args.max_batch_size, "max_queue_delay_us": args.queue_delay_us,
-                "pad_batch": args.pad_batch == "true", "max_queue_size": max(64, 2 * max(args.clients))}
+                "allowed_batch_sizes": allowed, "max_queue_size": max(64, 2 * max(args.clients))}
     batch1 = {"max_batch_size": 1, "max_queue_delay_us": 0, "max_queue_size": max(64, 2 * max(args.clients))}
 
     def corgy(name, config):
@@ -170,8 +175,8 @@ def main():
     parser.add_argument("--backend", default="blas")
     parser.add_argument("--ort", help="the ONNX Runtime server's command (without its arguments); none: no peer")
     parser.add_argument("--max-batch-size", type=int, default=32)
-    parser.add_argument("--queue-delay-us", type=int, default=1000)
-    parser.add_argument("--pad-batch", choices=["true", "false"], default="true")
+    parser.add_argument("--queue-delay-us", type=int, default=0)
+    parser.add_argument("--allowed-batch-sizes", type=int, nargs="+")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--max-requests", type=int, default=100_000)

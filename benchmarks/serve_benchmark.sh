@@ -74,18 +74,16 @@ done
 
 # --- what runs ---------------------------------------------------------------------------------------------------
 # Per model: seconds of each timed phase (at most; also at most max_requests requests), and corgy-serve's batching.
-# The queue delay, 1 ms, is what a request waits at most for others to join its batch: at one client every request
-# waits it out. pad_batch (docs/serving.md): on blas each batch runs at its own size: padded to 32, a batch of one
-# costs a forward of 32, and on the 2-core machine that lost to planning each new size again at every client count,
-# Tiny YOLO included (serve_benchmark.py --pad-batch true: 0.8 against 19 requests/s at one client). Vulkan builds
-# its pipelines per shape (a new shape costs its first forward, hundreds of ms: docs/benchmarks.md's "first ms"):
-# padded there.
+# The queue delay is 0 (corgy-serve's default, and Triton's): a free instance takes what is queued at once, so a
+# lone request never waits and batches grow while the instances are busy (a delay of 1 ms, before 2026-11-27, made
+# every request at one client wait it out, and with two instances the one forming a batch kept the other waiting).
+# Each batch runs padded to the next of corgy-serve's default allowed batch sizes (the powers of two up to
+# max_batch_size), each planned at load and kept: no batch waits for a plan (on blas each convolution's algorithm
+# is timed per shape; Vulkan builds pipelines per shape), and padding wastes less than half a batch.
 declare -A duration=([mnist]=6 [yolov2-tiny-voc]=10) max_requests=([mnist]=100000 [yolov2-tiny-voc]=20000)
-declare -A pad_batch=([mnist]=false [yolov2-tiny-voc]=false)
-max_batch_size=32 queue_delay_us=1000 repetitions=3 warmup=2 clients=(1 8 32)
+max_batch_size=32 queue_delay_us=0 repetitions=3 warmup=2 clients=(1 8 32)
 if ((gpu)); then
   duration=([mnist]=5 [yolov2-tiny-voc]=5)
-  pad_batch=([mnist]=true [yolov2-tiny-voc]=true)
   # Batches of up to 16: 32 clients that each wait for their answer fall into two cohorts of 16, so batches of up
   # to 32 held 16 on average and ran padded to 32 (H100, 23:46 UTC: Tiny YOLO 867 requests/s batched against 1264
   # one at a time).
@@ -176,7 +174,7 @@ for model in "${models[@]}"; do
   if ! "$python" benchmarks/serve_benchmark.py --model "$model" --onnx "$(onnx_of "$model")" \
     --inputs "$(input_of "$model")" --expected "$work/$model.expected.0.npy" --corgy-serve "$serve_bin/corgy-serve" \
     --backend "$backend" ${ort:+--ort "$ort"} --max-batch-size "$max_batch_size" --queue-delay-us "$queue_delay_us" \
-    --pad-batch "${pad_batch[$model]}" --clients "${clients[@]}" --duration "${duration[$model]}" \
+    --clients "${clients[@]}" --duration "${duration[$model]}" \
     --max-requests "${max_requests[$model]}" --warmup "$warmup" --repetitions "$repetitions" --work "$work" \
     >>"$results"; then
     log "FAILED: $model (see $work/*.log and the errors above)"

@@ -60,11 +60,11 @@ std::future<BatchResult> DynamicBatcher::submit(Variable input) {
 }
 
 void DynamicBatcher::work(ModelInstance& instance) {
-  Variable batch_input;  // this worker's, kept from batch to batch (forward says why)
+  Variable batch_storage;  // this worker's, kept from batch to batch (forward says why)
   for (;;) {
     std::vector<Job> batch = next_batch();
     if (batch.empty()) return;
-    run_batch(instance, batch, batch_input);
+    run_batch(instance, batch, batch_storage);
   }
 }
 
@@ -104,9 +104,9 @@ std::vector<DynamicBatcher::Job> DynamicBatcher::next_batch() {
   return batch;
 }
 
-void DynamicBatcher::run_batch(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_input) {
+void DynamicBatcher::run_batch(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_storage) {
   try {
-    forward(instance, jobs, batch_input);
+    forward(instance, jobs, batch_storage);
     return;
   } catch (const std::exception& e) {
     if (jobs.size() == 1) {
@@ -119,23 +119,27 @@ void DynamicBatcher::run_batch(ModelInstance& instance, std::vector<Job>& jobs, 
     std::vector<Job> one;
     one.push_back(std::move(job));
     try {
-      forward(instance, one, batch_input);
+      forward(instance, one, batch_storage);
     } catch (const std::exception& e) {
       one[0].promise.set_value({{}, e.what()});
     }
   }
 }
 
-void DynamicBatcher::forward(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_input) {
+void DynamicBatcher::forward(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_storage) {
   int items = 0;
   for (const Job& job : jobs) items += job.input.shape().n;
   Shape shape = jobs[0].input.shape();
-  shape.n = config_.pad_batch ? std::max(items, config_.max_batch_size) : items;
-  // The requests are copied into one tensor that the worker keeps while the batch shape stays the same: the Vulkan
-  // backend imports (pins) and mirrors in device memory each host tensor it has not seen, which for a new 64 MB
-  // batch every forward cost more than the forward itself (Tiny YOLO padded to 32 on an H100 served 325
-  // requests/s batched against 735 one at a time).
-  if (batch_input.empty() || batch_input.shape() != shape) batch_input = Variable(shape);
+  shape.n = config_.padded_batch_size(items);
+  // The requests are copied into one tensor that the worker keeps, sized for max_batch_size items, each batch a view
+  // of its first items: the Vulkan backend imports (pins) and mirrors in device memory each host storage it has not
+  // seen, which for a new 64 MB batch every forward cost more than the forward itself (Tiny YOLO padded to 32 on an
+  // H100 served 325 requests/s batched against 735 one at a time). A view keeps the storage, so every batch size
+  // reuses the one import.
+  Shape largest = shape;
+  largest.n = std::max(config_.max_batch_size, shape.n);
+  if (batch_storage.empty() || batch_storage.shape() != largest) batch_storage = Variable(largest);
+  Variable batch_input = batch_storage.view(shape);
   float* out = batch_input.data();
   for (const Job& job : jobs) {
     std::memcpy(out, job.input.data(), job.input.count() * sizeof(float));
@@ -143,7 +147,6 @@ void DynamicBatcher::forward(ModelInstance& instance, std::vector<Job>& jobs, Va
   }
   std::fill(out, batch_input.data() + batch_input.count(), 0.0f);  // the padding: zeros, not the last batch's items
   const Variable& input = batch_input;
-
   const auto start = std::chrono::steady_clock::now();
   for (const Job& job : jobs) metrics_.observe_queue_us(microseconds(start - job.arrival));
   const std::vector<const Variable*> outputs = instance.forward(input);

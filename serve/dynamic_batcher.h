@@ -1,6 +1,7 @@
 // Dynamic batching of one model version: requests wait in one queue; a worker per instance takes up to
 // max_batch_size items (the N of each request), waiting at most max_queue_delay_us after the first for more,
-// concatenates them along N into one input, runs one forward, and splits the outputs back to their requests.
+// concatenates them along N into one input padded to an allowed batch size, runs one forward, and splits the
+// outputs back to their requests.
 #pragma once
 
 #include <chrono>
@@ -55,10 +56,11 @@ class DynamicBatcher {
   /// Takes the next batch from the queue: the oldest job, then (until max_queue_delay_us after the oldest's arrival
   /// or the batch is full) every job of the same item shape that fits. Empty when stopping with an empty queue.
   std::vector<Job> next_batch();
-  void run_batch(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_input);
-  /// Runs the jobs as one forward, in `batch_input` (the worker's batch tensor, reallocated only when the batch shape
-  /// changes), and fulfils their promises; throws what the forward throws.
-  void forward(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_input);
+  void run_batch(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_storage);
+  /// Runs the jobs as one forward, padded to the allowed batch size, in a view of `batch_storage` (the worker's
+  /// tensor of max_batch_size items, reallocated only when the item shape changes), and fulfils their promises;
+  /// throws what the forward throws.
+  void forward(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_storage);
 
   std::vector<std::unique_ptr<ModelInstance>> instances_;
   const ModelConfig config_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -64,6 +65,7 @@ class OnnxInstance final : public ModelInstance {
  public:
   explicit OnnxInstance(corgy::OnnxModel net) : net_(std::move(net)) {}
   corgy::OnnxModel& net() { return net_; }
+  void keep_plans(int count) override { net_.model.set_kept_plans(count); }
   std::vector<const Variable*> forward(const Variable& input) override {
     net_.forward(input);
     std::vector<const Variable*> outputs;
@@ -79,6 +81,7 @@ class DarknetInstance final : public ModelInstance {
  public:
   explicit DarknetInstance(corgy::DarknetModel net) : net_(std::move(net)) {}
   corgy::DarknetModel& net() { return net_; }
+  void keep_plans(int count) override { net_.model.set_kept_plans(count); }
   std::vector<const Variable*> forward(const Variable& input) override { return net_.forward(input); }
 
  private:
@@ -155,6 +158,11 @@ ModelSignature darknet_signature(const corgy::DarknetModel& net) {
 
 std::string ModelConfig::backend_names() const { return fmt::format("{}", fmt::join(backends, ",")); }
 
+int ModelConfig::padded_batch_size(int items) const {
+  const auto size = std::lower_bound(allowed_batch_sizes.begin(), allowed_batch_sizes.end(), items);
+  return size == allowed_batch_sizes.end() ? items : *size;
+}
+
 ModelConfig read_model_config(const fs::path& path) {
   std::ifstream file(path);
   if (!file) throw Error(fmt::format("{}: cannot be read", path.string()));
@@ -181,9 +189,12 @@ ModelConfig read_model_config(const fs::path& path) {
       instances_given = true;
     } else if (key == "max_queue_size") {
       config.max_queue_size = int_key(value, where, 1, 1'000'000);
-    } else if (key == "pad_batch") {
-      if (!value.is_boolean()) throw Error(where + ": must be true or false");
-      config.pad_batch = value.get<bool>();
+    } else if (key == "allowed_batch_sizes") {
+      if (!value.is_array() || value.empty() || value.size() > 4096) {
+        throw Error(fmt::format("{}: must be a list of batch sizes such as [1, 2, 4, 8], got {}", where, value.dump()));
+      }
+      config.allowed_batch_sizes.clear();
+      for (const json& size : value) config.allowed_batch_sizes.push_back(int_key(size, where, 1, 4096));
     } else if (key == "width") {
       config.width = int_key(value, where, 0, 1 << 16);
     } else if (key == "height") {
@@ -203,6 +214,15 @@ ModelConfig read_model_config(const fs::path& path) {
                               path.string(), config.instances, listed));
     }
     config.instances = listed;
+  }
+  std::vector<int>& sizes = config.allowed_batch_sizes;
+  if (sizes.empty()) {
+    for (int size = 1; size < config.max_batch_size; size *= 2) sizes.push_back(size);
+    sizes.push_back(config.max_batch_size);
+  } else if (!std::is_sorted(sizes.begin(), sizes.end(), std::less_equal<>()) ||
+             sizes.back() != config.max_batch_size) {
+    throw Error(fmt::format("{}: \"allowed_batch_sizes\" {} must increase and end with max_batch_size {}",
+                            path.string(), json(sizes).dump(), config.max_batch_size));
   }
   if (config.max_queue_size < config.max_batch_size) {
     throw Error(fmt::format("{}: max_queue_size {} is below max_batch_size {}", path.string(), config.max_queue_size,
@@ -266,12 +286,18 @@ LoadedModel load_model(const RepositoryEntry& entry) {
       loaded.instances.push_back(std::move(instance));
     }
   }
-  // Plans every instance at the batch it will run (pad_batch) or at batch 1, where the input's size is fixed.
+  // Every instance keeps a plan per allowed batch size and, where the input's size is fixed, makes them now, so that
+  // the first requests find them made.
+  for (std::unique_ptr<ModelInstance>& instance : loaded.instances) {
+    instance->keep_plans(static_cast<int>(config.allowed_batch_sizes.size()));
+  }
   std::vector<std::int64_t> dims = loaded.signature.input.dims;
   if (std::all_of(dims.begin() + 1, dims.end(), [](std::int64_t d) { return d > 0; })) {
-    dims[0] = config.pad_batch ? config.max_batch_size : 1;
-    const Variable warm_up(to_corgy_shape(dims));
-    for (std::unique_ptr<ModelInstance>& instance : loaded.instances) instance->forward(warm_up);
+    for (int size : config.allowed_batch_sizes) {
+      dims[0] = size;
+      const Variable warm_up(to_corgy_shape(dims));
+      for (std::unique_ptr<ModelInstance>& instance : loaded.instances) instance->forward(warm_up);
+    }
   }
   return loaded;
 }

@@ -20,14 +20,16 @@ struct ModelConfig {
   /// The corgy backend names ("blas", "naive", "vulkan", "vulkan:0", "auto"...): one for every instance, or one per
   /// instance (config.json's "backend" as a list, such as ["vulkan:0", "vulkan:1"]: an instance on each GPU).
   std::vector<std::string> backends = {"blas"};
-  int threads = 0;                ///< CPU threads of each instance; 0: the cores divided among the instances
-  int max_batch_size = 8;         ///< the most items (the N of the inputs, summed) one forward runs
-  int max_queue_delay_us = 2000;  ///< how long a batch waits for more requests after its first one
-  int instances = 1;              ///< models loaded, each with its own backend and worker thread
-  int max_queue_size = 64;        ///< the most items waiting; more are refused with 503
-  /// Run every batch at max_batch_size, the rest zeros: the CPU backend plans (and times its algorithms) once per
-  /// input shape and keeps one plan, so batches of varying size would plan again and again.
-  bool pad_batch = true;
+  int threads = 0;             ///< CPU threads of each instance; 0: the cores divided among the instances
+  int max_batch_size = 8;      ///< the most items (the N of the inputs, summed) one forward runs
+  int max_queue_delay_us = 0;  ///< how long a batch waits for more requests after its first one
+  int instances = 1;           ///< models loaded, each with its own backend and worker thread
+  int max_queue_size = 64;     ///< the most items waiting; more are refused with 503
+  /// The batch sizes a forward runs at, increasing, the last max_batch_size: a batch of k items is padded with
+  /// zeros up to the smallest size >= k. Each size is planned at load and its plan kept (a backend plans, times
+  /// its algorithms and builds pipelines per input shape), so a batch never waits for a plan. Empty until
+  /// read_model_config fills it: by default the powers of two below max_batch_size, then max_batch_size.
+  std::vector<int> allowed_batch_sizes;
   int width = 0;   ///< darknet: network input width instead of the cfg's (0: the cfg's)
   int height = 0;  ///< darknet: network input height instead of the cfg's
   /// darknet without model.weights: deterministic random weights (as corgy-run --random-weights), for tests and
@@ -40,6 +42,8 @@ struct ModelConfig {
   }
   /// "blas", or the list "vulkan:0,vulkan:1", for messages.
   std::string backend_names() const;
+  /// The allowed batch size a batch of `items` (1 <= items <= max_batch_size) runs at.
+  int padded_batch_size(int items) const;
 };
 
 /// Reads a config.json; throws corgy::Error naming the file and the key for invalid JSON, an unknown key, a value
@@ -76,6 +80,8 @@ struct ModelSignature {
 class ModelInstance {
  public:
   virtual ~ModelInstance() = default;
+  /// Keeps the plans of `count` input shapes (Sequential::set_kept_plans): one per allowed batch size.
+  virtual void keep_plans(int count) = 0;
   /// Runs `input` (corgy's 4-D layout) and returns every output in signature order, valid until the next forward.
   virtual std::vector<const Variable*> forward(const Variable& input) = 0;
 };
@@ -85,9 +91,9 @@ struct LoadedModel {
   std::vector<std::unique_ptr<ModelInstance>> instances;
 };
 
-/// Loads config.instances models of the entry, instance i on config.backend_of(i), then runs each once at
-/// max_batch_size (when the input's size is fixed) so that the first request finds it planned. Throws corgy::Error
-/// naming the file.
+/// Loads config.instances models of the entry, instance i on config.backend_of(i), then runs each once at every
+/// allowed batch size (when the input's size is fixed) so that the first requests find them planned. Throws
+/// corgy::Error naming the file.
 LoadedModel load_model(const RepositoryEntry& entry);
 
 /// A request shape (the signature's rank, batch first) in corgy's 4-D layout: (N, C, H, W) as is, (N, F) as

@@ -198,6 +198,28 @@ def test_a_list_of_backends_gives_each_instance_its_own(start_server, tmp_path):
     assert result.returncode == 1 and '"instances" is 3 but "backend" lists 2 backends' in result.stderr
 
 
+def test_allowed_batch_sizes_pad_batches_and_bad_lists_stop_the_server(start_server, tmp_path):
+    """"allowed_batch_sizes": [2, 8]: a request of one item runs padded to 2, one of three padded to 8, and each gets
+    its own items' outputs; a list that does not end with max_batch_size (or does not increase) stops the server at
+    start, naming the key."""
+    repo = tmp_path / "repo"
+    write_model(repo, "mnist", {"model.onnx": MNIST / "model.onnx"},
+                {"backend": "blas", "threads": 1, "max_batch_size": 8, "allowed_batch_sizes": [2, 8]})
+    server = start_server(repo)
+    server.wait_ready()
+    inputs, outputs = np.concatenate([MNIST_INPUT] * 4), np.concatenate([MNIST_OUTPUT] * 4)
+    for items in (1, 3, 1, 8):
+        body, length = binary_request(inputs[:items])
+        assert_close(decode_response(post_binary(infer_url(server), body, length))["output"], outputs[:items])
+    for sizes in ([2, 4], [4, 2, 8], [0, 8]):
+        bad = tmp_path / f"bad{len(sizes)}{sizes[0]}"
+        write_model(bad, "mnist", {"model.onnx": MNIST / "model.onnx"},
+                    {"backend": "blas", "max_batch_size": 8, "allowed_batch_sizes": sizes})
+        result = subprocess.run([str(server.process.args[0]), "--model-repository", str(bad), "--http-port", "0"],
+                                capture_output=True, text=True, timeout=TIMEOUT)
+        assert result.returncode == 1 and '"allowed_batch_sizes"' in result.stderr, result.stderr
+
+
 def batch_metrics(server, model, version):
     """(forwards, forwards of one item, successes) of a model version, from /metrics."""
     text = requests.get(server.url + "/metrics", timeout=TIMEOUT).text
