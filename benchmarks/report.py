@@ -790,11 +790,15 @@ class ServeCell:
         self.p99 = statistics.median(r["p99_ms"] for r in runs)
         batches = [r["mean_batch"] for r in runs if r.get("mean_batch")]
         self.batch = statistics.median(batches) if batches else None
+        forwards = [r["mean_forward_ms"] for r in runs if r.get("mean_forward_ms")]  # (runs before 2026-11-27: none)
+        self.forward_ms = statistics.median(forwards) if forwards else None
         self.errors = sum(r["errors"] for r in runs)
         self.requests = sum(r["requests"] for r in runs)
 
     def text(self):
         batch = f" · batch {self.batch:.3g}" if self.batch else ""
+        if self.forward_ms:
+            batch += f" in {fmt_ms(self.forward_ms)} ms"
         wrong = f" · **{self.errors} errors** (wrong or failed responses)" if self.errors else ""
         return f"**{self.rate:.0f}** · {fmt_ms(self.p50)} / {fmt_ms(self.p99)}{batch}{wrong}"
 
@@ -875,7 +879,8 @@ def serving_section(path):
     clients = (f"the clients ran in {processes[0]} process{'es' if processes[0] > 1 else ''}" if len(processes) == 1
                else f"the clients ran in {min(processes)} to {max(processes)} processes")
     parts = [f"### {title}\n", machine_header(m, title), "",
-             f"Each cell: **requests/s** · p50 / p99 latency in ms · mean batch size (corgy-serve's /metrics), "
+             f"Each cell: **requests/s** · p50 / p99 latency in ms · mean batch size in the mean ms of its forward "
+             f"(corgy-serve's /metrics: the forward's own time, without the copies in and out of the batch), "
              f"{f'the medians of {rounds} repetitions' if rounds > 1 else 'one repetition'} (fresh server processes "
              f"each); {clients} (threads "
              f"of `benchmarks/serve_client.py`) on the same machine as the servers, whose CPU they share. Ratios: "

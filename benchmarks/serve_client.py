@@ -148,9 +148,13 @@ def process_main(pool, url, indices, clients, args, barrier, start, queue):
     queue.put(results)
 
 
+METRICS = ("corgy_inference_exec_total", "corgy_inference_items_total", "corgy_inference_compute_duration_us_sum",
+           "corgy_inference_queue_duration_us_sum", "corgy_inference_queue_duration_us_count")
+
+
 def scrape_batches(url, model):
-    """(forwards, items) of the model from corgy-serve's /metrics, summed over versions; None for a server without
-    them."""
+    """{metric: value} of METRICS for the model from corgy-serve's /metrics, summed over versions; None for a server
+    without them."""
     try:
         connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
         connection.request("GET", "/metrics")
@@ -162,12 +166,12 @@ def scrape_batches(url, model):
     if response.status != 200:
         return None
     totals = {}
-    for name in ("corgy_inference_exec_total", "corgy_inference_items_total"):
+    for name in METRICS:
         values = re.findall(rf'^{name}{{model="{re.escape(model)}",[^}}]*}} (\S+)$', text, re.M)
         if not values:
             return None
         totals[name] = sum(float(v) for v in values)
-    return totals["corgy_inference_exec_total"], totals["corgy_inference_items_total"]
+    return totals
 
 
 def run(pool, url, clients, args):
@@ -207,9 +211,15 @@ def run(pool, url, clients, args):
         p50, p99 = np.percentile(latencies, [50, 99])
         record |= {"requests_per_s": latencies.size / seconds, "p50_ms": float(p50), "p99_ms": float(p99),
                    "mean_ms": float(latencies.mean()), "max_ms": float(latencies.max())}
-    if before and after and after[0] > before[0]:
-        record["mean_batch"] = (after[1] - before[1]) / (after[0] - before[0])
-        record["forwards"] = int(after[0] - before[0])
+    if before and after and after["corgy_inference_exec_total"] > before["corgy_inference_exec_total"]:
+        delta = {name: after[name] - before[name] for name in METRICS}
+        forwards = delta["corgy_inference_exec_total"]
+        record["mean_batch"] = delta["corgy_inference_items_total"] / forwards
+        record["forwards"] = int(forwards)
+        # Where a request's time goes inside the server: its batch's forward, and its wait in the queue before it.
+        record["mean_forward_ms"] = delta["corgy_inference_compute_duration_us_sum"] / forwards / 1e3
+        record["mean_queue_ms"] = (delta["corgy_inference_queue_duration_us_sum"]
+                                  / delta["corgy_inference_queue_duration_us_count"] / 1e3)
     return record
 
 
