@@ -295,6 +295,10 @@ class Backend {
   /// keeps those in device memory and never copies them back; whatever else an operation writes must be
   /// readable on the host after end_forward(). Replaces the previous set. CPU backends ignore it.
   virtual void set_device_only(std::span<const std::uint64_t> storage_ids) { (void)storage_ids; }
+  /// How many input shapes the model keeps plans for (Sequential::set_kept_plans): a backend that plans an
+  /// operation per input shape (packed weights, a chosen algorithm) keeps that many per operation too, so that
+  /// alternating shapes do not plan again. Called before the first forward and at every change.
+  virtual void set_kept_plans(int count) { (void)count; }
   /// Bracket one model forward.
   virtual void begin_forward() {}
   virtual void end_forward() {}

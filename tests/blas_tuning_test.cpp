@@ -47,6 +47,31 @@ TEST(BlasTuning, TimesTheCandidatesOnceAndRemembersTheChoice) {
   EXPECT_TRUE(contains(forced_algorithm, "[forced]")) << forced_algorithm;
 }
 
+TEST(BlasTuning, KeptPlansAreFoundAgainAfterAnotherShape) {
+  // With the plans of two shapes kept (Sequential::set_kept_plans, passed to the backend), returning to the first
+  // shape finds its plan as it was made ("measured of 3"); with one kept, the first shape is planned again (from
+  // the process's table: "measured before"). Shapes no other test uses.
+  const auto algorithm_at = [](Sequential& model, const Shape& input) {
+    std::mt19937 rng(5);
+    model.forward(random_variable(input, rng));
+    return model.backend().take_profile().at(0).algorithm;
+  };
+  for (const int kept : {2, 1}) {
+    const Shape one{1, 24, 21 + kept, 17}, two{2, 24, 21 + kept, 17};
+    Sequential model;
+    model.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
+    std::mt19937 rng(9);
+    randomize_parameters(model, rng);
+    model.set_backend("blas", 1);
+    model.set_kept_plans(kept);
+    model.backend().set_profiling(true);
+    EXPECT_TRUE(contains(algorithm_at(model, one), "[measured of 3]"));
+    EXPECT_TRUE(contains(algorithm_at(model, two), "[measured of 3]"));
+    const std::string again = algorithm_at(model, one);
+    EXPECT_TRUE(contains(again, kept == 2 ? "[measured of 3]" : "[measured before]")) << kept << ": " << again;
+  }
+}
+
 TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
   const Conv2dDesc wide{.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1};
   const std::vector<blas::ConvChoice> three = blas::candidate_algorithms(wide, {1, 64, 56, 56});

@@ -93,6 +93,7 @@ void Sequential::set_backend(std::unique_ptr<Backend> backend) {
   check_not_in_forward("set_backend");
   forget_plans();  // before the old backend goes: the plans' buffers may be registered with it
   backend_ = std::move(backend);
+  backend_->set_kept_plans(kept_plans_);
   weights_uploaded_ = false;
 }
 
@@ -109,6 +110,7 @@ void Sequential::set_kept_plans(int count) {
   if (count < 1) throw Error(fmt::format("Sequential::set_kept_plans: {} plans; keep at least 1", count));
   kept_plans_ = count;
   if (plans_.size() > static_cast<std::size_t>(count)) plans_.resize(static_cast<std::size_t>(count));
+  backend_->set_kept_plans(count);
 }
 
 void Sequential::forget_plans() {

@@ -242,6 +242,8 @@ int BlasBackend::threads_for(std::size_t elements) const {
   return static_cast<int>(std::clamp<std::size_t>(elements / kMinElementsPerThread, 1, threads_));
 }
 
+void BlasBackend::set_kept_plans(int count) { plans_->set_kept_shapes(count); }
+
 void BlasBackend::keep_openblas_single_threaded() const { openblas_set_num_threads(1); }
 
 float* BlasBackend::column_buffer(std::size_t count) {

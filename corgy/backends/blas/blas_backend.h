@@ -57,6 +57,8 @@ class BlasBackend final : public Backend {
 
   /// Convolution weights and biases: packed for the chosen algorithm at the first forward that needs them.
   void upload_constant(const Variable& tensor) override;
+  /// Each convolution keeps its plans (packed weights) for that many input shapes.
+  void set_kept_plans(int count) override;
   void set_profiling(bool enabled) override { profiler_.set_enabled(enabled); }
   void begin_layer(int index) override { profiler_.begin_layer(index); }
   std::vector<OpProfile> take_profile() override { return profiler_.take(); }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "corgy/backends/blas/depthwise_conv.h"
 
 namespace corgy::blas {
@@ -79,19 +81,38 @@ void ConvPlanCache::add_constant(std::uint64_t storage_id) {
   plans_.clear();  // a constant changed: its plan (and its packed bias, keyed by the weights) must be made again
 }
 
-const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, const Variable& weights) const {
+const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, const Variable& weights) {
   const auto found = plans_.find(weights.storage()->id());
-  if (found == plans_.end() || found->second.input != input) return nullptr;
-  const Conv2dDesc& d = found->second.desc;
-  const bool same_desc = d.in_channels == desc.in_channels && d.out_channels == desc.out_channels &&
-                         d.kernel == desc.kernel && d.stride == desc.stride && d.padding == desc.padding &&
-                         d.dilation == desc.dilation && d.groups == desc.groups &&
-                         d.activation.kind == desc.activation.kind && d.activation.slope == desc.activation.slope;
-  return same_desc ? &found->second : nullptr;
+  if (found == plans_.end()) return nullptr;
+  std::list<ConvPlan>& kept = found->second;
+  for (auto plan = kept.begin(); plan != kept.end(); ++plan) {
+    const Conv2dDesc& d = plan->desc;
+    const bool same_desc = d.in_channels == desc.in_channels && d.out_channels == desc.out_channels &&
+                           d.kernel == desc.kernel && d.stride == desc.stride && d.padding == desc.padding &&
+                           d.dilation == desc.dilation && d.groups == desc.groups &&
+                           d.activation.kind == desc.activation.kind && d.activation.slope == desc.activation.slope;
+    if (plan->input == input && same_desc) {
+      kept.splice(kept.begin(), kept, plan);  // moves the node, not the plan: references stay valid
+      return &kept.front();
+    }
+  }
+  return nullptr;
 }
 
 const ConvPlan& ConvPlanCache::store(const Variable& weights, ConvPlan plan) {
-  return plans_[weights.storage()->id()] = std::move(plan);
+  std::list<ConvPlan>& kept = plans_[weights.storage()->id()];
+  // Another plan of the same shape (another description of the same weights) is replaced, not kept beside it.
+  kept.remove_if([&](const ConvPlan& p) { return p.input == plan.input; });
+  kept.push_front(std::move(plan));
+  while (kept.size() > kept_shapes_) kept.pop_back();
+  return kept.front();
+}
+
+void ConvPlanCache::set_kept_shapes(int count) {
+  kept_shapes_ = static_cast<std::size_t>(std::max(1, count));
+  for (auto& [id, kept] : plans_) {
+    while (kept.size() > kept_shapes_) kept.pop_back();
+  }
 }
 
 }  // namespace corgy::blas

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -60,15 +61,19 @@ struct BandBuffers {
 
 /// The plans of one backend, keyed by the weights' storage. Only weights the backend was told are constants
 /// (Backend::upload_constant) get a plan: packing is worth it once, not at every call, and a constant's values only
-/// change when upload_constant is called again, which drops every plan.
+/// change when upload_constant is called again, which drops every plan. Each weights keep the plans of their last
+/// kept_shapes input shapes (Backend::set_kept_plans; 1 by default, as each plan holds its own packed weights).
 class ConvPlanCache {
  public:
   void add_constant(std::uint64_t storage_id);
   bool is_constant(const Variable& weights) const { return constants_.contains(weights.storage()->id()); }
-  /// The plan made for these weights at this description and input shape, or null.
-  const ConvPlan* find(const Conv2dDesc& desc, const Shape& input, const Variable& weights) const;
-  /// Keeps `plan` as the plan of these weights (replacing one made for another input shape).
+  /// The plan made for these weights at this description and input shape, or null. A plan found becomes the most
+  /// recently used of its weights.
+  const ConvPlan* find(const Conv2dDesc& desc, const Shape& input, const Variable& weights);
+  /// Keeps `plan` as the most recent plan of these weights, dropping their least recently used one beyond
+  /// kept_shapes. The reference stays valid while the plan is kept (plans of other weights do not move it).
   const ConvPlan& store(const Variable& weights, ConvPlan plan);
+  void set_kept_shapes(int count);
 
   GemmWorkspace workspace;
   WinogradWorkspace winograd_workspace;
@@ -77,7 +82,8 @@ class ConvPlanCache {
 
  private:
   std::unordered_set<std::uint64_t> constants_;
-  std::unordered_map<std::uint64_t, ConvPlan> plans_;
+  std::unordered_map<std::uint64_t, std::list<ConvPlan>> plans_;  // per weights, the most recently used first
+  std::size_t kept_shapes_ = 1;
 };
 
 }  // namespace corgy::blas

@@ -75,8 +75,7 @@ void TensorBuffers::upload_constant(const Variable& tensor) {
   }
   entry->half_rows = Buffer();  // the values changed: the fp16 copy is made again on its next use
   entry->half_row_length = 0;
-  entry->derived = Buffer();
-  entry->derived_kind = nullptr;
+  entry->derived.clear();
   PendingConstant pending{factory_.host_buffer(bytes), &entry->device, bytes};
   std::memcpy(pending.staging.mapped(), tensor.storage()->data(), bytes);
   pending_constants_.push_back(std::move(pending));
@@ -203,16 +202,22 @@ BufferUse TensorBuffers::derived_constant(const Variable& constant, const void* 
   if (entry.place != TensorPlace::constant) {
     throw Error(fmt::format("Vulkan: weights of shape {} were not uploaded as a constant", constant.shape().str()));
   }
-  if (entry.derived.empty() || entry.derived_kind != kind || entry.derived.size() < bytes) {
+  auto found = std::find_if(entry.derived.begin(), entry.derived.end(),
+                            [&](const std::unique_ptr<TensorEntry::Derived>& d) { return d->kind == kind; });
+  if (found == entry.derived.end()) {
+    entry.derived.push_back(std::make_unique<TensorEntry::Derived>(TensorEntry::Derived{kind, Buffer()}));
+    found = entry.derived.end() - 1;
+  }
+  Buffer& derived = (*found)->buffer;
+  if (derived.empty() || derived.size() < bytes) {
     Buffer device = factory_.device_buffer(bytes);
     PendingConstant pending{factory_.host_buffer(bytes), nullptr, bytes};
     fill(constant.data(), pending.staging.mapped());
-    entry.derived = std::move(device);
-    entry.derived_kind = kind;
-    pending.target = &entry.derived;
+    derived = std::move(device);
+    pending.target = &derived;
     pending_constants_.push_back(std::move(pending));
   }
-  return {&entry.derived, bytes, false, 0, TensorFormat::fp32, static_cast<std::size_t>(bytes / sizeof(float))};
+  return {&derived, bytes, false, 0, TensorFormat::fp32, static_cast<std::size_t>(bytes / sizeof(float))};
 }
 
 std::vector<HostTransfer> TensorBuffers::uploads() const {

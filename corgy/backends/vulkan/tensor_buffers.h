@@ -61,9 +61,14 @@ struct TensorEntry {
   // conv2d_coopmat.comp), made on first use.
   Buffer half_rows;
   std::uint32_t half_row_length = 0;
-  // Constants: a copy rearranged for one kernel (Winograd's transformed weights), made on first use.
-  Buffer derived;
-  const void* derived_kind = nullptr;
+  // Constants: copies rearranged for kernels (Winograd's transformed weights), each made on first use and kept,
+  // one per arrangement: a model planned at several input shapes (Sequential::set_kept_plans) may pick another
+  // algorithm at each, and must not rebuild the arrangement at every change of shape.
+  struct Derived {
+    const void* kind;
+    Buffer buffer;
+  };
+  std::vector<std::unique_ptr<Derived>> derived;  // unique_ptr: a pending upload targets the Buffer's address
 
   const Buffer& kernel_buffer() const { return device.empty() ? host : device; }
 };
