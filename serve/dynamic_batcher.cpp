@@ -7,6 +7,7 @@
 
 #include "corgy/error.h"
 #include "serve/inference_protocol.h"
+#include "serve/parallel_copy.h"
 
 namespace corgy::serve {
 
@@ -60,11 +61,11 @@ std::future<BatchResult> DynamicBatcher::submit(Variable input) {
 }
 
 void DynamicBatcher::work(ModelInstance& instance) {
-  Variable batch_storage;  // this worker's, kept from batch to batch (forward says why)
+  BatchTensor batch;  // this worker's, kept from batch to batch (forward says why)
   for (;;) {
-    std::vector<Job> batch = next_batch();
-    if (batch.empty()) return;
-    run_batch(instance, batch, batch_storage);
+    std::vector<Job> jobs = next_batch();
+    if (jobs.empty()) return;
+    run_batch(instance, jobs, batch);
   }
 }
 
@@ -104,9 +105,9 @@ std::vector<DynamicBatcher::Job> DynamicBatcher::next_batch() {
   return batch;
 }
 
-void DynamicBatcher::run_batch(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_storage) {
+void DynamicBatcher::run_batch(ModelInstance& instance, std::vector<Job>& jobs, BatchTensor& batch) {
   try {
-    forward(instance, jobs, batch_storage);
+    forward(instance, jobs, batch);
     return;
   } catch (const std::exception& e) {
     if (jobs.size() == 1) {
@@ -119,14 +120,14 @@ void DynamicBatcher::run_batch(ModelInstance& instance, std::vector<Job>& jobs, 
     std::vector<Job> one;
     one.push_back(std::move(job));
     try {
-      forward(instance, one, batch_storage);
+      forward(instance, one, batch);
     } catch (const std::exception& e) {
       one[0].promise.set_value({{}, e.what()});
     }
   }
 }
 
-void DynamicBatcher::forward(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_storage) {
+void DynamicBatcher::forward(ModelInstance& instance, std::vector<Job>& jobs, BatchTensor& batch) {
   int items = 0;
   for (const Job& job : jobs) items += job.input.shape().n;
   Shape shape = jobs[0].input.shape();
@@ -138,14 +139,22 @@ void DynamicBatcher::forward(ModelInstance& instance, std::vector<Job>& jobs, Va
   // reuses the one import.
   Shape largest = shape;
   largest.n = std::max(config_.max_batch_size, shape.n);
-  if (batch_storage.empty() || batch_storage.shape() != largest) batch_storage = Variable(largest);
-  Variable batch_input = batch_storage.view(shape);
+  if (batch.storage.empty() || batch.storage.shape() != largest) batch = {Variable(largest), 0};
+  Variable batch_input = batch.storage.view(shape);
+  std::vector<CopySegment> copies;
   float* out = batch_input.data();
   for (const Job& job : jobs) {
-    std::memcpy(out, job.input.data(), job.input.count() * sizeof(float));
+    copies.push_back({job.input.data(), out, job.input.count() * sizeof(float)});
     out += job.input.count();
   }
-  std::fill(out, batch_input.data() + batch_input.count(), 0.0f);  // the padding: zeros, not the last batch's items
+  copy_in_parallel(copies);
+  // The padding is zeros, not an earlier batch's items: only what an earlier batch left there is cleared.
+  const std::size_t item = batch_input.count() / static_cast<std::size_t>(shape.n);
+  const int cleared_until = std::min(batch.written_items, shape.n);
+  if (cleared_until > items) {
+    std::fill(batch_input.data() + item * items, batch_input.data() + item * cleared_until, 0.0f);
+  }
+  batch.written_items = batch.written_items > shape.n ? batch.written_items : items;
   const Variable& input = batch_input;
   const auto start = std::chrono::steady_clock::now();
   for (const Job& job : jobs) metrics_.observe_queue_us(microseconds(start - job.arrival));

@@ -52,15 +52,21 @@ class DynamicBatcher {
     std::promise<BatchResult> promise;
   };
 
+  /// A worker's batch tensor: max_batch_size items, of which each batch uses the first (a view).
+  struct BatchTensor {
+    Variable storage;
+    int written_items = 0;  // items from the start that may hold an earlier batch's values (the rest are zeros)
+  };
+
   void work(ModelInstance& instance);
   /// Takes the next batch from the queue: the oldest job, then (until max_queue_delay_us after the oldest's arrival
   /// or the batch is full) every job of the same item shape that fits. Empty when stopping with an empty queue.
   std::vector<Job> next_batch();
-  void run_batch(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_storage);
-  /// Runs the jobs as one forward, padded to the allowed batch size, in a view of `batch_storage` (the worker's
-  /// tensor of max_batch_size items, reallocated only when the item shape changes), and fulfils their promises;
+  void run_batch(ModelInstance& instance, std::vector<Job>& jobs, BatchTensor& batch);
+  /// Runs the jobs as one forward, padded to the allowed batch size, in a view of `batch` (the worker's tensor of
+  /// max_batch_size items, reallocated only when the item shape changes), and fulfils their promises;
   /// throws what the forward throws.
-  void forward(ModelInstance& instance, std::vector<Job>& jobs, Variable& batch_storage);
+  void forward(ModelInstance& instance, std::vector<Job>& jobs, BatchTensor& batch);
 
   std::vector<std::unique_ptr<ModelInstance>> instances_;
   const ModelConfig config_;
