@@ -95,6 +95,9 @@ std::vector<DynamicBatcher::Job> DynamicBatcher::next_batch() {
   take();
   // Bounded by the deadline: each wake-up takes what arrived, and the wait ends at the deadline at the latest.
   while (items < config_.max_batch_size && !stopping_) {
+    // A wait on a deadline already past is still a system call (about 20 us on these VMs, a fifth of an MNIST
+    // forward on the GPU): with no delay left, the batch goes as it is.
+    if (std::chrono::steady_clock::now() >= deadline) break;
     const bool timed_out = arrived_.wait_until(lock, deadline) == std::cv_status::timeout;
     take();
     if (timed_out) break;
