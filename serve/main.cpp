@@ -3,12 +3,14 @@
 //   corgy-serve --model-repository DIR [--http-port 8000] [--http-address 127.0.0.1]
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <thread>
 
@@ -94,6 +96,14 @@ int serve(const Options& options) {
   server.set_keep_alive_timeout(2);  // an idle connection delays shutdown by this much at most
   server.set_read_timeout(10);
   server.set_write_timeout(10);
+  // Debian's cpp-httplib 0.11 listens with a backlog of 5, compiled into its library: 32 clients connecting at once
+  // overflowed it and some got their connection reset. The listening socket is kept here to listen again on it
+  // with the system's largest backlog once it is bound.
+  socket_t listening_socket = INVALID_SOCKET;
+  server.set_socket_options([&listening_socket](socket_t socket) {
+    httplib::default_socket_options(socket);
+    listening_socket = socket;
+  });
   install_routes(server, registry, metrics,
                  {.server_version = CORGY_SERVE_VERSION,
                   .max_request_bytes = options.max_request_bytes,
@@ -108,6 +118,9 @@ int serve(const Options& options) {
   if (port < 0) {
     std::fprintf(stderr, "corgy-serve: cannot listen on %s:%d\n", options.http_address.c_str(), options.http_port);
     return 1;
+  }
+  if (listening_socket != INVALID_SOCKET && ::listen(listening_socket, SOMAXCONN) != 0) {
+    std::fprintf(stderr, "corgy-serve: note: the listen backlog stays at cpp-httplib's 5 (%s)\n", std::strerror(errno));
   }
   std::printf("listening on %s:%d\n", options.http_address.c_str(), port);
   std::fflush(stdout);
