@@ -1,7 +1,7 @@
 // The blas backend's depthwise kernels at the depthwise layers of MobileNetV2 / V3 and EfficientNet-B0 (batch 1, one
 // thread, every channel plane of one image, as depthwise_conv runs them): each way of computing a plane
-// (DepthwisePath) and the automatic choice, on the widest instruction set of this CPU. GFLOP/s counts 2 * taps per
-// output. Run with --benchmark_enable_random_interleaving=true on a shared machine.
+// (DepthwisePath), the automatic choice and the channel-block kernel, on the widest instruction set of this CPU.
+// GFLOP/s counts 2 * taps per output. Run with --benchmark_enable_random_interleaving=true on a shared machine.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -63,6 +63,37 @@ void BM_Depthwise(benchmark::State& state, DepthwiseShape shape, corgy::blas::De
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// The same layer by the channel-block kernel (every plane of the image in one call, as a member's queue item).
+void BM_DepthwiseChannelBlocks(benchmark::State& state, DepthwiseShape shape) {
+  using namespace corgy::blas;
+  const int padding = shape.kernel / 2;
+  const DepthwiseGeometry geometry = depthwise_geometry(shape.kernel, shape.stride, 1, padding, shape.size, shape.size);
+  const DepthwiseChannelBlockKernel kernel = depthwise_channel_block_kernel(corgy::widest_cpu_isa());
+  const std::size_t in_plane = static_cast<std::size_t>(shape.size) * shape.size;
+  const std::size_t out_plane = static_cast<std::size_t>(geometry.out_h) * geometry.out_w;
+  std::mt19937 generator(11);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> input(in_plane * shape.channels);
+  std::vector<float> weights(static_cast<std::size_t>(geometry.taps) * shape.channels);
+  std::vector<float> bias(shape.channels, 0.1f);
+  for (float& x : input) x = value(generator);
+  for (float& w : weights) w = value(generator);
+  const std::vector<float> packed =
+      pack_depthwise_channel_weights(weights.data(), bias.data(), shape.channels, geometry.taps);
+  std::vector<float> output(out_plane * shape.channels);
+  std::vector<float> buffer;
+  prepare_depthwise_channel_buffer(geometry, buffer);
+  for (auto _ : state) {
+    kernel(geometry, input.data(), 0, shape.channels, shape.channels, packed.data(), corgy::Activation::relu6(),
+           output.data(), buffer.data());
+    benchmark::DoNotOptimize(output.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * geometry.taps * static_cast<double>(out_plane) * shape.channels * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,6 +104,16 @@ int main(int argc, char** argv) {
                                      std::pair{"direct_blocks", corgy::blas::DepthwisePath::direct_blocks}}) {
       const std::string full = "depthwise/" + label(shape) + "/" + name;
       benchmark::RegisterBenchmark(full.c_str(), BM_Depthwise, shape, path)
+          ->Unit(benchmark::kMicrosecond)
+          ->MinTime(0.2)
+          ->Repetitions(5)
+          ->ReportAggregatesOnly(true)
+          ->ComputeStatistics("min",
+                              [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+    }
+    if (corgy::blas::depthwise_channel_blocks_apply(shape.kernel, shape.stride, 1)) {
+      const std::string full = "depthwise/" + label(shape) + "/channel_blocks";
+      benchmark::RegisterBenchmark(full.c_str(), BM_DepthwiseChannelBlocks, shape)
           ->Unit(benchmark::kMicrosecond)
           ->MinTime(0.2)
           ->Repetitions(5)

@@ -273,4 +273,72 @@ TEST(CpuKernels, DepthwiseAgreesWithTheDefinition) {
 }
 
 }  // namespace
+TEST(CpuKernels, DepthwiseChannelBlocksAgreeWithTheDefinition) {
+  // Kernels 3, 5 and 7 at strides 1 and 2 on planes from 1 x 1 up (odd, wide, tall), channel counts below, at and
+  // past a register (so that blocks run from one image into the next), and plane ranges that start and end inside a
+  // block.
+  struct Case {
+    DepthwiseCase conv;
+    int images, channels;
+    std::size_t first, end;
+  };
+  const std::vector<Case> cases = {
+      {{3, 1, 1, 1, 7, 7}, 2, 20, 0, 40},    {{3, 2, 1, 1, 14, 14}, 3, 24, 5, 67}, {{5, 1, 1, 2, 7, 7}, 1, 37, 0, 37},
+      {{5, 2, 1, 2, 14, 14}, 2, 17, 3, 34},  {{5, 2, 1, 2, 15, 13}, 1, 9, 0, 9},   {{7, 1, 1, 3, 9, 11}, 2, 5, 1, 10},
+      {{7, 2, 1, 3, 12, 10}, 1, 33, 0, 33},  {{3, 1, 1, 1, 1, 1}, 3, 7, 0, 21},    {{3, 1, 1, 0, 3, 5}, 1, 16, 0, 16},
+      {{5, 1, 1, 4, 2, 3}, 2, 3, 0, 6},      {{3, 2, 1, 1, 29, 30}, 1, 18, 2, 18}, {{3, 1, 1, 1, 3, 40}, 1, 4, 0, 4},
+      {{5, 1, 1, 2, 28, 28}, 1, 32, 16, 32}, {{3, 2, 1, 0, 9, 9}, 2, 11, 0, 22},   {{3, 1, 1, 1, 2, 12}, 4, 3, 2, 11}};
+  std::mt19937 random(9);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  for (const CpuIsa isa : isas_of_this_cpu()) {
+    const blas::DepthwiseChannelBlockKernel kernel = blas::depthwise_channel_block_kernel(isa);
+    for (const Case& test : cases) {
+      const DepthwiseCase& c = test.conv;
+      ASSERT_TRUE(blas::depthwise_channel_blocks_apply(c.kernel, c.stride, c.dilation));
+      const blas::DepthwiseGeometry geometry =
+          blas::depthwise_geometry(c.kernel, c.stride, c.dilation, c.padding, c.in_h, c.in_w);
+      const std::size_t planes = static_cast<std::size_t>(test.images) * test.channels;
+      const std::size_t in_plane = static_cast<std::size_t>(c.in_h) * c.in_w;
+      const std::size_t out_plane = static_cast<std::size_t>(geometry.out_h) * geometry.out_w;
+      const int taps = c.kernel * c.kernel;
+      std::vector<float> input(planes * in_plane);
+      std::vector<float> weights(static_cast<std::size_t>(test.channels) * taps);
+      std::vector<float> bias(test.channels);
+      for (float& x : input) x = value(random);
+      for (float& w : weights) w = value(random);
+      for (float& b : bias) b = value(random);
+      const std::vector<float> packed =
+          blas::pack_depthwise_channel_weights(weights.data(), bias.data(), test.channels, taps);
+      for (const Activation activation : {Activation::none(), Activation::relu6(), Activation::hard_swish()}) {
+        std::vector<float> buffer;
+        blas::prepare_depthwise_channel_buffer(geometry, buffer);
+        // One more plane: nothing may be written outside planes [first, end).
+        std::vector<float> got((planes + 1) * out_plane, 12345.0f);
+        kernel(geometry, input.data(), test.first, test.end, test.channels, packed.data(), activation, got.data(),
+               buffer.data());
+        for (std::size_t p = 0; p <= planes; ++p) {
+          const bool computed = p >= test.first && p < test.end;
+          std::vector<float> want(out_plane, 12345.0f);
+          if (computed) {
+            const int channel = static_cast<int>(p % test.channels);
+            const std::vector<float> plane_input(input.begin() + static_cast<std::ptrdiff_t>(p * in_plane),
+                                                 input.begin() + static_cast<std::ptrdiff_t>((p + 1) * in_plane));
+            const std::vector<float> plane_weights(weights.begin() + channel * taps,
+                                                   weights.begin() + (channel + 1) * taps);
+            want = depthwise_reference(c, plane_input, plane_weights, bias[channel], activation);
+          }
+          double worst = 0.0;
+          for (std::size_t i = 0; i < out_plane; ++i) {
+            worst = std::max(worst, std::abs(double{got[p * out_plane + i]} - want[i]));
+          }
+          EXPECT_LE(worst, 1e-5) << isa_name(isa) << " kernel " << c.kernel << " stride " << c.stride << " padding "
+                                 << c.padding << " plane " << c.in_h << " x " << c.in_w << " channels " << test.channels
+                                 << " plane " << p << (computed ? "" : " (not to be written)") << " "
+                                 << activation.str();
+        }
+      }
+    }
+  }
+}
+
 }  // namespace corgy::testing

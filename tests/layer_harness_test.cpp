@@ -24,7 +24,8 @@ void PrintTo(const LayerCase& layer_case, std::ostream* os) { *os << layer_case.
 std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
-  for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands"})
+  for (const char* forced :
+       {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands", "blas:channel_blocks"})
     names.push_back(forced);
   return names;
 }
@@ -139,6 +140,32 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
         .dilation = 3,
         .groups = 5,
         .activation = Activation::tanh()}},
+      // The channel-block kernel's blocks of 16 consecutive planes: channel counts that leave a block running from
+      // one image into the next (19 at batch 3, 40), a last block of fewer planes, 7x7 at stride 2, no padding.
+      {{3, 19, 9, 11},
+       {.in_channels = 19,
+        .out_channels = 19,
+        .kernel = 3,
+        .padding = 1,
+        .groups = 19,
+        .activation = Activation::relu()}},
+      {{2, 40, 14, 14},
+       {.in_channels = 40,
+        .out_channels = 40,
+        .kernel = 5,
+        .stride = 2,
+        .padding = 2,
+        .groups = 40,
+        .activation = Activation::leaky_relu(0.1f)}},
+      {{3, 7, 13, 12},
+       {.in_channels = 7,
+        .out_channels = 7,
+        .kernel = 7,
+        .stride = 2,
+        .padding = 3,
+        .groups = 7,
+        .activation = Activation::relu6()}},
+      {{1, 33, 8, 8}, {.in_channels = 33, .out_channels = 33, .kernel = 3, .stride = 2, .groups = 33}},
   };
   for (const ConvShape& s : shapes) {
     const Conv2d layer(s.options);

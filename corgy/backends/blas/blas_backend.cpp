@@ -200,6 +200,11 @@ void add_channel_bias_and_activate(const TeamMember& member, Activation activati
 /// Floats per task of the element-wise passes: a few pages, so that a team splits even a small tensor evenly.
 constexpr std::size_t kElementsPerTask = 4096;
 
+bool is_depthwise_plan(const blas::ConvPlan& plan) {
+  return plan.algorithm == blas::ConvAlgorithm::depthwise ||
+         plan.algorithm == blas::ConvAlgorithm::depthwise_channel_blocks;
+}
+
 }  // namespace
 
 BlasBackend::BlasBackend(int threads) : BlasBackend(BlasOptions{.threads = threads}) {}
@@ -225,6 +230,7 @@ std::string BlasBackend::name() const {
     case BlasConvolution::winograd: return "blas:winograd";
     case BlasConvolution::winograd2x2: return "blas:winograd2x2";
     case BlasConvolution::bands: return "blas:bands";
+    case BlasConvolution::channel_blocks: return "blas:channel_blocks";
   }
   return "blas";
 }
@@ -283,7 +289,11 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   profiler_.set_muted(true);
   const std::size_t fastest = blas::fastest_candidate(plans.size(), [&](std::size_t i) {
     const auto start = std::chrono::steady_clock::now();
-    run_plan(plans[i], nullptr, *input, out, scratch);
+    if (is_depthwise_plan(plans[i])) {
+      run_depthwise(plans[i], *input, weights, bias, scratch);
+    } else {
+      run_plan(plans[i], nullptr, *input, out, scratch);
+    }
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   });
   profiler_.set_muted(false);
@@ -304,7 +314,7 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
     conv2d_baseline(desc, input, weights, bias, output);
     return;
   }
-  if (plan->algorithm == blas::ConvAlgorithm::depthwise) {
+  if (is_depthwise_plan(*plan)) {
     run_depthwise(*plan, input, weights, bias, output);
     return;
   }
@@ -328,14 +338,20 @@ void BlasBackend::run_depthwise(const blas::ConvPlan& plan, const Variable& inpu
                                 const Variable* bias, Variable& output) {
   profiler_.note(plan.describe());
   const std::size_t planes = static_cast<std::size_t>(output.shape().n) * output.shape().c;
-  const std::size_t per_item = blas::depthwise_planes_per_item(output.shape());
+  const bool channel_blocks = plan.algorithm == blas::ConvAlgorithm::depthwise_channel_blocks;
+  const std::size_t per_item = channel_blocks ? blas::depthwise_channel_planes_per_item(planes, threads_)
+                                              : blas::depthwise_planes_per_item(output.shape());
   const std::size_t items = (planes + per_item - 1) / per_item;
   const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
   blas::WorkQueue queue(items);
   team_->run(team, [&](const TeamMember& member) {
-    blas::depthwise_conv(member, queue, plan.desc, plan.depthwise, input, weights, bias, output,
-                         plans_->band_buffers[member.index()].depthwise);
+    std::vector<float>& buffer = plans_->band_buffers[member.index()].depthwise;
+    if (channel_blocks) {
+      blas::depthwise_conv_channel_blocks(queue, per_item, plan, input, output, buffer);
+    } else {
+      blas::depthwise_conv(member, queue, plan.desc, plan.depthwise, input, weights, bias, output, buffer);
+    }
   });
 }
 

@@ -30,6 +30,9 @@ enum class BlasConvolution {
   /// Convolutions as automatic, and every inverted residual block that can run in bands of rows does, in bands of
   /// two rows, whatever its size and measured speed ("blas:bands"; tests).
   bands,
+  /// Convolutions as automatic, and every depthwise convolution that the channel-block kernel computes by it
+  /// ("blas:channel_blocks"; tests).
+  channel_blocks,
 };
 
 struct BlasOptions {

@@ -18,6 +18,9 @@ std::string ConvPlan::describe() const {
       text = fmt::format("depthwise {} kernel, {} phase plane{}", isa_name(widest_cpu_isa()),
                          depthwise.stride * depthwise.stride, depthwise.stride > 1 ? "s" : "");
       break;
+    case ConvAlgorithm::depthwise_channel_blocks:
+      text = fmt::format("depthwise {} kernel, channel blocks", isa_name(widest_cpu_isa()));
+      break;
     case ConvAlgorithm::packed_gemm:
       text = fmt::format("packed sgemm {}, {}", kernel->name,
                          reads_planes_in_place(desc) ? "input planes in place"
@@ -40,8 +43,12 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
   plan.input = input;
   plan.algorithm = choice.algorithm;
   const float* bias_values = bias ? bias->data() : nullptr;
-  if (plan.algorithm == ConvAlgorithm::depthwise) {
+  if (plan.algorithm == ConvAlgorithm::depthwise || plan.algorithm == ConvAlgorithm::depthwise_channel_blocks) {
     plan.depthwise = depthwise_geometry(desc.kernel, desc.stride, desc.dilation, desc.padding, input.h, input.w);
+  }
+  if (plan.algorithm == ConvAlgorithm::depthwise_channel_blocks) {
+    plan.depthwise_packed =
+        pack_depthwise_channel_weights(weights.data(), bias_values, desc.out_channels, desc.kernel * desc.kernel);
   } else if (plan.algorithm == ConvAlgorithm::packed_gemm) {
     const int pixels = desc.output_size(input.h) * desc.output_size(input.w);
     plan.kernel = &kernel_for(gemm_kernels(), desc.out_channels / desc.groups, pixels);
@@ -59,7 +66,10 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
   if (choice == BlasConvolution::im2col || (is_depthwise(desc) && !depthwise_kernel_applies(desc))) {
     // im2col + OpenBLAS; for a depthwise convolution, the baseline's scalar loop (also for kernels too large for
     // the SIMD kernels).
-  } else if (depthwise_kernel_applies(desc)) {
+  } else if (choice == BlasConvolution::channel_blocks && depthwise_kernel_applies(desc) &&
+             depthwise_channel_blocks_apply(desc.kernel, desc.stride, desc.dilation)) {
+    chosen = {ConvAlgorithm::depthwise_channel_blocks};
+  } else if (depthwise_kernel_applies(desc) && choice != BlasConvolution::automatic) {
     chosen = {ConvAlgorithm::depthwise};
   } else if ((choice == BlasConvolution::winograd || choice == BlasConvolution::winograd2x2) &&
              winograd_applies(desc)) {

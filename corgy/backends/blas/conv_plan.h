@@ -18,10 +18,11 @@
 namespace corgy::blas {
 
 enum class ConvAlgorithm {
-  im2col_openblas,  ///< im2col, then one OpenBLAS sgemm per image and group: corgy's baseline
-  depthwise,        ///< our SIMD kernels, one channel plane at a time (depthwise_kernels.h)
-  packed_gemm,      ///< our micro-kernels on weights packed once, B packed from the input (conv_gemm.h)
-  winograd,         ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
+  im2col_openblas,           ///< im2col, then one OpenBLAS sgemm per image and group: corgy's baseline
+  depthwise,                 ///< our SIMD kernels, one channel plane at a time (depthwise_kernels.h)
+  depthwise_channel_blocks,  ///< our SIMD kernels, a register of planes at a time, channels in the lanes (the same)
+  packed_gemm,               ///< our micro-kernels on weights packed once, B packed from the input (conv_gemm.h)
+  winograd,  ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
 };
 
 struct ConvPlan {
@@ -33,7 +34,8 @@ struct ConvPlan {
   const GemmMicroKernel* kernel = nullptr;  // packed_gemm
   PackedConvWeights packed;                 // packed_gemm
   WinogradPlan winograd;                    // winograd
-  DepthwiseGeometry depthwise;              // depthwise
+  DepthwiseGeometry depthwise;              // depthwise, depthwise_channel_blocks
+  std::vector<float> depthwise_packed;      // depthwise_channel_blocks: pack_depthwise_channel_weights's
 
   /// For the profile: "packed sgemm avx512 12x32, implicit im2col".
   std::string describe() const;

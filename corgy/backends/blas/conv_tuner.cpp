@@ -12,9 +12,27 @@
 
 namespace corgy::blas {
 
+namespace {
+
+/// The largest padded input tile of the channel-block depthwise kernel worth trying.
+constexpr std::size_t kMaxChannelTileBytes = std::size_t{256} << 10;
+
+}  // namespace
+
 std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape& input) {
-  (void)input;
-  if (depthwise_kernel_applies(desc)) return {{ConvAlgorithm::depthwise}};
+  if (depthwise_kernel_applies(desc)) {
+    // The channel blocks where their padded input tile stays in L2 (on a 112 x 112 plane, 832 KB, they ran at 0.7x
+    // the plane kernel's speed); first (the table's choice) on all but the large planes, where they lost or tied
+    // (benchmarks/depthwise_benchmark).
+    const DepthwiseGeometry g =
+        depthwise_geometry(desc.kernel, desc.stride, desc.dilation, desc.padding, input.h, input.w);
+    if (!depthwise_channel_blocks_apply(desc.kernel, desc.stride, desc.dilation) ||
+        g.channel_tile_floats * sizeof(float) > kMaxChannelTileBytes) {
+      return {{ConvAlgorithm::depthwise}};
+    }
+    if (input.w > 28) return {{ConvAlgorithm::depthwise}, {ConvAlgorithm::depthwise_channel_blocks}};
+    return {{ConvAlgorithm::depthwise_channel_blocks}, {ConvAlgorithm::depthwise}};
+  }
   std::vector<ConvChoice> candidates;
   // The static table (measured on Tiny YOLO's and MNIST's layers): Winograd wherever it applies to more than a few
   // channels, else our packed GEMM.

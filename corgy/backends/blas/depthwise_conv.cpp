@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/fused_activation.h"
 #include "corgy/backends/blas/im2col.h"
 #include "corgy/error.h"
@@ -91,6 +92,11 @@ DepthwiseGeometry depthwise_band_geometry(int kernel, int stride, int dilation, 
   g.phase_floats = static_cast<std::size_t>(stride) * stride * phase_size + g.phase_w + 64;
   g.block_rows = std::clamp(kBlockFloats / g.phase_w, 1, g.out_h);
   g.block_floats = static_cast<std::size_t>(g.block_rows) * g.phase_w + 64;
+  g.channel_tile_floats =
+      static_cast<std::size_t>(pad_top + in_h + pad_bottom) * (in_w + 2 * padding) * kDepthwiseChannelBlock;
+  g.channel_buffer_floats =
+      g.channel_tile_floats +
+      (static_cast<std::size_t>(g.out_h) * g.out_w + kDepthwiseChannelBlock) * kDepthwiseChannelBlock;
   return g;
 }
 
@@ -119,6 +125,41 @@ DepthwiseKernel depthwise_kernel() {
   return best;
 }
 
+bool depthwise_channel_blocks_apply(int kernel, int stride, int dilation) {
+  return (kernel == 3 || kernel == 5 || kernel == 7) && (stride == 1 || stride == 2) && dilation == 1;
+}
+
+std::vector<float> pack_depthwise_channel_weights(const float* weights, const float* bias, int channels, int taps) {
+  const std::size_t stride = static_cast<std::size_t>(channels) + kDepthwiseChannelBlock;
+  std::vector<float> packed(stride * (taps + 1));
+  for (std::size_t c = 0; c < stride; ++c) {
+    const std::size_t channel = c % static_cast<std::size_t>(channels);
+    for (int t = 0; t < taps; ++t) packed[t * stride + c] = weights[channel * taps + t];
+    packed[taps * stride + c] = bias ? bias[channel] : 0.0f;
+  }
+  return packed;
+}
+
+void prepare_depthwise_channel_buffer(const DepthwiseGeometry& geometry, std::vector<float>& buffer) {
+  if (buffer.size() < geometry.channel_buffer_floats) buffer.resize(geometry.channel_buffer_floats);
+  std::fill(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(geometry.channel_buffer_floats), 0.0f);
+}
+
+DepthwiseChannelBlockKernel depthwise_channel_block_kernel(CpuIsa isa) {
+  if (!cpu_has(isa)) throw Error(fmt::format("blas: this CPU cannot run the {} depthwise kernels", isa_name(isa)));
+  switch (isa) {
+    case CpuIsa::avx512: return avx512_depthwise_channel_block_kernel();
+    case CpuIsa::avx2: return avx2_depthwise_channel_block_kernel();
+    case CpuIsa::generic: break;
+  }
+  return generic_depthwise_channel_block_kernel();
+}
+
+DepthwiseChannelBlockKernel depthwise_channel_block_kernel() {
+  static const DepthwiseChannelBlockKernel best = depthwise_channel_block_kernel(widest_cpu_isa());
+  return best;
+}
+
 void depthwise_conv(const TeamMember& /*member*/, WorkQueue& queue, const Conv2dDesc& desc,
                     const DepthwiseGeometry& geometry, const Variable& input, const Variable& weights,
                     const Variable* bias, Variable& output, std::vector<float>& buffer) {
@@ -138,6 +179,24 @@ void depthwise_conv(const TeamMember& /*member*/, WorkQueue& queue, const Conv2d
              buffer.data());
     }
   }
+}
+
+void depthwise_conv_channel_blocks(WorkQueue& queue, std::size_t per_item, const ConvPlan& plan, const Variable& input,
+                                   Variable& output, std::vector<float>& buffer) {
+  prepare_depthwise_channel_buffer(plan.depthwise, buffer);
+  const DepthwiseChannelBlockKernel kernel = depthwise_channel_block_kernel();
+  const std::size_t planes = static_cast<std::size_t>(output.shape().n) * output.shape().c;
+  std::size_t item = 0;
+  while (queue.next(item)) {
+    kernel(plan.depthwise, input.data(), item * per_item, std::min(planes, (item + 1) * per_item), output.shape().c,
+           plan.depthwise_packed.data(), plan.desc.activation, output.data(), buffer.data());
+  }
+}
+
+std::size_t depthwise_channel_planes_per_item(std::size_t planes, int threads) {
+  constexpr std::size_t block = kDepthwiseChannelBlock;
+  const std::size_t blocks = (planes + block - 1) / block;
+  return std::max<std::size_t>(1, blocks / (4 * static_cast<std::size_t>(std::max(threads, 1)))) * block;
 }
 
 std::size_t depthwise_planes_per_item(const Shape& output) {

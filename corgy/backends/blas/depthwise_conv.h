@@ -11,6 +11,8 @@
 
 namespace corgy::blas {
 
+struct ConvPlan;
+
 /// True when every output channel sees exactly one input channel (groups == in_channels == out_channels).
 inline bool is_depthwise(const Conv2dDesc& desc) {
   return desc.groups > 1 && desc.groups == desc.in_channels && desc.groups == desc.out_channels;
@@ -28,6 +30,14 @@ void depthwise_conv(const TeamMember& member, WorkQueue& queue, const Conv2dDesc
                     const DepthwiseGeometry& geometry, const Variable& input, const Variable& weights,
                     const Variable* bias, Variable& output, std::vector<float>& buffer);
 std::size_t depthwise_planes_per_item(const Shape& output);
+
+/// The same by the channel-block kernel (plan.algorithm == ConvAlgorithm::depthwise_channel_blocks): each member
+/// takes items of `per_item` planes (depthwise_channel_planes_per_item) from `queue` (of ceil(N * C / per_item)).
+void depthwise_conv_channel_blocks(WorkQueue& queue, std::size_t per_item, const ConvPlan& plan, const Variable& input,
+                                   Variable& output, std::vector<float>& buffer);
+/// Planes per queue item of the channel-block kernel for `planes` planes over `threads` members: whole register
+/// blocks, about four items per member, so that a member held back by the machine leaves little for the others.
+std::size_t depthwise_channel_planes_per_item(std::size_t planes, int threads);
 
 /// The baseline ("blas:im2col"): one output plane (image, channel) = `plane` of output = activation(depthwise_conv(
 /// input, weights) + bias) by a scalar loop over taps; bias may be null. Planes are independent, so callers spread

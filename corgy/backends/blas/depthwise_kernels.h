@@ -42,6 +42,10 @@ struct DepthwiseGeometry {
   /// Output rows computed per block (the block's extended rows stay in L1), and floats of the block buffer.
   int block_rows = 1;
   std::size_t block_floats = 0;
+  /// The channel-block kernel's buffer (DepthwiseChannelBlockKernel): the padded input tile, a register of
+  /// kDepthwiseChannelBlock channels per pixel, then the output tile with a register of pixels of slack.
+  std::size_t channel_tile_floats = 0;
+  std::size_t channel_buffer_floats = 0;
 
   /// Floats of one thread's buffer: phases, then the block.
   std::size_t buffer_floats() const { return phase_floats + block_floats; }
@@ -82,5 +86,34 @@ DepthwiseKernel avx512_depthwise_kernel(DepthwisePath path);
 /// benchmarks).
 DepthwiseKernel depthwise_kernel();
 DepthwiseKernel depthwise_kernel(CpuIsa isa, DepthwisePath path = DepthwisePath::automatic);
+
+/// The channel-block kernel: planes [first, end) of a tensor (plane p at input + p * in_h * in_w, of channel
+/// p % channels; its output at output + p * out_h * out_w), a register's worth of consecutive planes at once with
+/// their channels in the lanes (kernels/depthwise_channel_block_kernel.h says why). 3 x 3, 5 x 5 and 7 x 7 kernels,
+/// strides 1 and 2, dilation 1 (depthwise_channel_blocks_apply). `packed` is pack_depthwise_channel_weights's, and
+/// `buffer` holds geometry.channel_buffer_floats floats, zeroed by prepare_depthwise_channel_buffer (the kernel keeps
+/// the tile's padding border zero).
+using DepthwiseChannelBlockKernel = void (*)(const DepthwiseGeometry& geometry, const float* input, std::size_t first,
+                                             std::size_t end, int channels, const float* packed, Activation activation,
+                                             float* output, float* buffer);
+
+/// Lanes of the widest register: the packed weights' padding and the tiles' registers are sized for it.
+constexpr int kDepthwiseChannelBlock = 16;
+
+bool depthwise_channel_blocks_apply(int kernel, int stride, int dilation);
+/// The weights (channels, k, k) and bias (channels values, or null for zeros) of a depthwise layer as the
+/// channel-block kernel reads them: taps + 1 rows (the taps, then the bias) of channels + kDepthwiseChannelBlock
+/// floats, row t holding tap t of channel c % channels at column c, so that the lanes of any block of consecutive
+/// planes, even one that runs from one image into the next, are one unaligned load.
+std::vector<float> pack_depthwise_channel_weights(const float* weights, const float* bias, int channels, int taps);
+/// Sizes `buffer` for `geometry`'s channel-block kernel and zeroes it.
+void prepare_depthwise_channel_buffer(const DepthwiseGeometry& geometry, std::vector<float>& buffer);
+
+DepthwiseChannelBlockKernel generic_depthwise_channel_block_kernel();
+DepthwiseChannelBlockKernel avx2_depthwise_channel_block_kernel();
+DepthwiseChannelBlockKernel avx512_depthwise_channel_block_kernel();
+/// The channel-block kernel of the widest instruction set this CPU has, or of `isa` (tests, benchmarks).
+DepthwiseChannelBlockKernel depthwise_channel_block_kernel();
+DepthwiseChannelBlockKernel depthwise_channel_block_kernel(CpuIsa isa);
 
 }  // namespace corgy::blas

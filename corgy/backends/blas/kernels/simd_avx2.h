@@ -35,6 +35,30 @@ struct Avx2 {
     even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0x88)), 0xD8));
     odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0xDD)), 0xD8));
   }
+  /// r[i][c] becomes r[c][i]: an 8 x 8 block transposed in registers (24 shuffles).
+  static void transpose(Reg r[8]) {
+    Reg t[8];
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // r[4 i + e], half k: rows 4 i .. 4 i + 3 of column 4 k + e.
+    for (int i = 0; i < 2; ++i) {
+      const __m256d a = _mm256_castps_pd(t[4 * i]);
+      const __m256d b = _mm256_castps_pd(t[4 * i + 2]);
+      const __m256d c = _mm256_castps_pd(t[4 * i + 1]);
+      const __m256d d = _mm256_castps_pd(t[4 * i + 3]);
+      r[4 * i] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
+      r[4 * i + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, b));
+      r[4 * i + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(c, d));
+      r[4 * i + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(c, d));
+    }
+    for (int e = 0; e < 4; ++e) {
+      t[e] = _mm256_permute2f128_ps(r[e], r[4 + e], 0x20);
+      t[4 + e] = _mm256_permute2f128_ps(r[e], r[4 + e], 0x31);
+    }
+    for (int i = 0; i < 8; ++i) r[i] = t[i];
+  }
   static Reg floor(Reg x) { return _mm256_floor_ps(x); }
   /// 2^n for integer-valued n in [-126, 127], built in the exponent bits.
   static Reg pow2(Reg n) {

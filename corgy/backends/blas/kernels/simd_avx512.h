@@ -32,6 +32,40 @@ struct Avx512 {
   static Reg select_less(Reg x, Reg limit, Reg if_less, Reg otherwise) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, limit, _CMP_LT_OQ), otherwise, if_less);
   }
+  /// r[i][c] becomes r[c][i]: a 16 x 16 block transposed in registers (pairs of rows interleaved, then quads, then
+  /// 128-bit quarters twice; 64 shuffles).
+  static void transpose(Reg r[16]) {
+    Reg t[16];
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // r[4 i + e], quarter k: rows 4 i .. 4 i + 3 of column 4 k + e.
+    for (int i = 0; i < 4; ++i) {
+      const __m512d a = _mm512_castps_pd(t[4 * i]);
+      const __m512d b = _mm512_castps_pd(t[4 * i + 2]);
+      const __m512d c = _mm512_castps_pd(t[4 * i + 1]);
+      const __m512d d = _mm512_castps_pd(t[4 * i + 3]);
+      r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+      r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+      r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    // t[e]: rows 0-3 and 4-7 of columns e and 8 + e; t[4 + e] of columns 4 + e and 12 + e; t[8 + e], t[12 + e]
+    // the same of rows 8-15.
+    for (int e = 0; e < 4; ++e) {
+      t[e] = _mm512_shuffle_f32x4(r[e], r[4 + e], 0x88);
+      t[4 + e] = _mm512_shuffle_f32x4(r[e], r[4 + e], 0xDD);
+      t[8 + e] = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0x88);
+      t[12 + e] = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0xDD);
+    }
+    for (int e = 0; e < 4; ++e) {
+      r[e] = _mm512_shuffle_f32x4(t[e], t[8 + e], 0x88);
+      r[8 + e] = _mm512_shuffle_f32x4(t[e], t[8 + e], 0xDD);
+      r[4 + e] = _mm512_shuffle_f32x4(t[4 + e], t[12 + e], 0x88);
+      r[12 + e] = _mm512_shuffle_f32x4(t[4 + e], t[12 + e], 0xDD);
+    }
+  }
   /// even[k] = x[2 k], odd[k] = x[2 k + 1] for k < 16 (reads x[0, 32)).
   static void deinterleave2(const float* x, Reg& even, Reg& odd) {
     const __m512i even_index = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);

@@ -32,6 +32,8 @@ struct Sse2 {
     even = _mm_shuffle_ps(load(x), load(x + 4), 0x88);
     odd = _mm_shuffle_ps(load(x), load(x + 4), 0xDD);
   }
+  /// r[i][c] becomes r[c][i]: a 4 x 4 block transposed in registers.
+  static void transpose(Reg r[4]) { _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]); }
   /// SSE2 has no rounding instruction: truncate, then step down where truncation rounded up (|x| < 2^31).
   static Reg floor(Reg x) {
     const Reg truncated = _mm_cvtepi32_ps(_mm_cvttps_epi32(x));
