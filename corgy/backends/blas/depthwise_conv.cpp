@@ -94,9 +94,9 @@ DepthwiseGeometry depthwise_band_geometry(int kernel, int stride, int dilation, 
   g.block_floats = static_cast<std::size_t>(g.block_rows) * g.phase_w + 64;
   g.channel_tile_floats =
       static_cast<std::size_t>(pad_top + in_h + pad_bottom) * (in_w + 2 * padding) * kDepthwiseChannelBlock;
-  g.channel_buffer_floats =
-      g.channel_tile_floats +
-      (static_cast<std::size_t>(g.out_h) * g.out_w + kDepthwiseChannelBlock) * kDepthwiseChannelBlock;
+  const std::size_t out_plane = static_cast<std::size_t>(g.out_h) * g.out_w;
+  g.channel_buffer_floats = g.channel_tile_floats + (out_plane + kDepthwiseChannelBlock) * kDepthwiseChannelBlock +
+                            kDepthwiseChannelBlock * out_plane + kDepthwiseChannelBlock;
   return g;
 }
 

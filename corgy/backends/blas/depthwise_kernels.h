@@ -43,7 +43,8 @@ struct DepthwiseGeometry {
   int block_rows = 1;
   std::size_t block_floats = 0;
   /// The channel-block kernel's buffer (DepthwiseChannelBlockKernel): the padded input tile, a register of
-  /// kDepthwiseChannelBlock channels per pixel, then the output tile with a register of pixels of slack.
+  /// kDepthwiseChannelBlock channels per pixel, the output tile with a register of pixels of slack, then the output
+  /// planes staged as they are laid out, and a register of slack.
   std::size_t channel_tile_floats = 0;
   std::size_t channel_buffer_floats = 0;
 
