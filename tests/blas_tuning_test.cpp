@@ -83,7 +83,18 @@ TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
   const Conv2dDesc strided{.in_channels = 64, .out_channels = 64, .kernel = 3, .stride = 2, .padding = 1};
   EXPECT_EQ(blas::candidate_algorithms(strided, {1, 64, 56, 56}).size(), 1u);
   const Conv2dDesc depthwise{.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 8};
-  EXPECT_EQ(blas::candidate_algorithms(depthwise, {1, 8, 9, 9}).at(0).algorithm, blas::ConvAlgorithm::depthwise);
+  // Depthwise: the channel blocks first on small planes, the plane kernel first on large ones; each times the other.
+  const std::vector<blas::ConvChoice> small = blas::candidate_algorithms(depthwise, {1, 8, 9, 9});
+  ASSERT_EQ(small.size(), 2u);
+  EXPECT_EQ(small[0].algorithm, blas::ConvAlgorithm::depthwise_channel_blocks);
+  EXPECT_EQ(small[1].algorithm, blas::ConvAlgorithm::depthwise);
+  EXPECT_EQ(blas::candidate_algorithms(depthwise, {1, 8, 56, 56}).at(0).algorithm, blas::ConvAlgorithm::depthwise);
+  // Only the plane kernel where the channel blocks' tile would outgrow L2 (112 x 112), or at dilation 2.
+  EXPECT_EQ(blas::candidate_algorithms(depthwise, {1, 8, 112, 112}).size(), 1u);
+  Conv2dDesc dilated = depthwise;
+  dilated.dilation = 2;
+  dilated.padding = 2;
+  EXPECT_EQ(blas::candidate_algorithms(dilated, {1, 8, 9, 9}).size(), 1u);
   EXPECT_NE(blas::tuning_key(wide, {1, 64, 56, 56}, 1), blas::tuning_key(wide, {1, 64, 56, 56}, 2));
 }
 
