@@ -77,7 +77,8 @@ std::unique_ptr<Backend> make_backend(const std::string& full_name, const Backen
   for (const auto& [suffix, convolution] :
        {std::pair{"im2col", BlasConvolution::im2col}, std::pair{"packed", BlasConvolution::packed},
         std::pair{"winograd", BlasConvolution::winograd}, std::pair{"winograd2x2", BlasConvolution::winograd2x2},
-        std::pair{"bands", BlasConvolution::bands}, std::pair{"channel_blocks", BlasConvolution::channel_blocks}}) {
+        std::pair{"bands", BlasConvolution::bands}, std::pair{"channel_blocks", BlasConvolution::channel_blocks},
+        std::pair{"batch", BlasConvolution::batch}}) {
     if (name == std::string("blas:") + suffix)
       return std::make_unique<BlasBackend>(BlasOptions{options.threads, convolution});
   }
@@ -92,7 +93,8 @@ std::unique_ptr<Backend> make_backend(const std::string& full_name, const Backen
   }
   throw Error(fmt::format(
       "unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, blas:winograd, "
-      "blas:winograd2x2, blas:bands, blas:channel_blocks, vulkan, vulkan:<device>, auto, each optionally with +fp16",
+      "blas:winograd2x2, blas:bands, blas:channel_blocks, blas:batch, vulkan, vulkan:<device>, auto, each optionally "
+      "with +fp16",
       full_name));
 }
 

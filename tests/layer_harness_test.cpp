@@ -25,7 +25,8 @@ std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
   for (const char* forced :
-       {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands", "blas:channel_blocks"})
+       {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands", "blas:channel_blocks",
+        "blas:batch"})
     names.push_back(forced);
   return names;
 }

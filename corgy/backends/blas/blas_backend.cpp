@@ -17,6 +17,7 @@
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/im2col.h"
+#include "corgy/backends/blas/pointwise_batch_gemm.h"
 #include "corgy/backends/blas/thread_team.h"
 #include "corgy/error.h"
 
@@ -231,6 +232,7 @@ std::string BlasBackend::name() const {
     case BlasConvolution::winograd2x2: return "blas:winograd2x2";
     case BlasConvolution::bands: return "blas:bands";
     case BlasConvolution::channel_blocks: return "blas:channel_blocks";
+    case BlasConvolution::batch: return "blas:batch";
   }
   return "blas";
 }
@@ -355,9 +357,34 @@ void BlasBackend::run_depthwise(const blas::ConvPlan& plan, const Variable& inpu
   });
 }
 
+void BlasBackend::run_pointwise_batch(const blas::ConvPlan& plan, std::span<const Variable* const> inputs,
+                                      const blas::InputAffine* affine, Variable& output) {
+  const Conv2dDesc& desc = plan.desc;
+  const Shape& out = output.shape();
+  const blas::PackedA& a = plan.packed.groups[0];
+  const int team = std::max(
+      threads_for(out.count()),
+      gemm_threads(threads_, desc.out_channels, static_cast<int>(out.n * out.plane_count()), desc.in_channels));
+  profiler_.note(plan.describe() + (affine ? ", input affine applied while packing" : ""));
+  if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+  blas::WorkQueue queue(blas::pointwise_batch_items(*plan.kernel, a, out, team));
+  team_->run(team, [&](const TeamMember& member) {
+    blas::pointwise_batch_gemm(member, queue, *plan.kernel, a, inputs, affine, desc.activation, output,
+                               plans_->band_buffers[member.index()].gemm.packed_b);
+  });
+}
+
 void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input,
                            const Shape& conv_output, Variable& output) {
   const Conv2dDesc& desc = plan.desc;
+  if (plan.algorithm == blas::ConvAlgorithm::pointwise_batch) {
+    const Variable* inputs[] = {&input};
+    if (!pool) return run_pointwise_batch(plan, inputs, nullptr, output);
+    if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
+    Variable conv_result = conv_output_scratch_.view(conv_output);
+    run_pointwise_batch(plan, inputs, nullptr, conv_result);
+    return pool2d(*pool, conv_result, output);
+  }
   const int team =
       std::max(threads_for(conv_output.count()),
                gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(conv_output.plane_count()),

@@ -16,6 +16,7 @@ namespace corgy {
 
 namespace blas {
 class ConvPlanCache;
+struct InputAffine;
 struct ConvPlan;
 struct BandBuffers;
 }  // namespace blas
@@ -33,6 +34,9 @@ enum class BlasConvolution {
   /// Convolutions as automatic, and every depthwise convolution that the channel-block kernel computes by it
   /// ("blas:channel_blocks"; tests).
   channel_blocks,
+  /// Every pointwise convolution (1x1, stride 1, no padding, one group) as one GEMM over the batch's pixels, the
+  /// others as automatic ("blas:batch"; tests).
+  batch,
 };
 
 struct BlasOptions {
@@ -147,6 +151,10 @@ class BlasBackend final : public Backend {
   void inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
                               const blas::ConvPlan* project, const Variable& input, const Variable* residual,
                               Variable& output, int n, int r0, int r1, blas::BandBuffers& buffers);
+  /// A pointwise_batch plan on the channel concatenation of `inputs` (one input: a plain convolution), with the
+  /// per-input-channel `affine` (or null) applied while B is packed.
+  void run_pointwise_batch(const blas::ConvPlan& plan, std::span<const Variable* const> inputs,
+                           const blas::InputAffine* affine, Variable& output);
   /// A depthwise plan: the planes shared among the team by a queue.
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
                      Variable& output);
@@ -166,7 +174,7 @@ class BlasBackend final : public Backend {
   std::unique_ptr<blas::ThreadTeam> team_;
   std::vector<float> columns_;
   Variable conv_output_scratch_;
-  Variable block_expanded_;  // inverted_residual's intermediates when it runs as its three convolutions
+  Variable block_expanded_;      // inverted_residual's intermediates when it runs as its three convolutions
   Variable block_filtered_;
   std::unique_ptr<blas::ConvPlanCache> plans_;
   cpu::CpuProfiler profiler_;

@@ -27,6 +27,9 @@ std::string ConvPlan::describe() const {
                          : reads_padded_rows(desc)   ? "input rows in place"
                                                      : "implicit im2col");
       break;
+    case ConvAlgorithm::pointwise_batch:
+      text = fmt::format("packed sgemm {}, one GEMM over the batch's pixels", kernel->name);
+      break;
     case ConvAlgorithm::winograd:
       text = fmt::format("winograd F({0}x{0},{1}x{1}), sgemm {2}, {3} tiles/block",
                          winograd_geometry(winograd.variant).output_tile, winograd_geometry(winograd.variant).kernel,
@@ -53,6 +56,10 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     const int pixels = desc.output_size(input.h) * desc.output_size(input.w);
     plan.kernel = &kernel_for(gemm_kernels(), desc.out_channels / desc.groups, pixels);
     plan.packed = pack_conv_weights(desc, weights.data(), bias_values, *plan.kernel);
+  } else if (plan.algorithm == ConvAlgorithm::pointwise_batch) {
+    const int columns = input.n * desc.output_size(input.h) * desc.output_size(input.w);
+    plan.kernel = &kernel_for(gemm_kernels(), desc.out_channels, columns);
+    plan.packed = pack_conv_weights(desc, weights.data(), bias_values, *plan.kernel);
   } else if (plan.algorithm == ConvAlgorithm::winograd) {
     plan.winograd = plan_winograd(desc, input, weights.data(), bias_values, choice.variant, team);
     plan.kernel = plan.winograd.kernel;
@@ -76,6 +83,8 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     chosen = {ConvAlgorithm::winograd, desc.kernel == 5                         ? WinogradVariant::f2x2_5x5
                                        : choice == BlasConvolution::winograd2x2 ? WinogradVariant::f2x2
                                                                                 : WinogradVariant::f4x4};
+  } else if (choice == BlasConvolution::batch && reads_planes_in_place(desc) && desc.groups == 1) {
+    chosen = {ConvAlgorithm::pointwise_batch};
   } else if (choice == BlasConvolution::packed) {
     chosen = {ConvAlgorithm::packed_gemm};
   } else {

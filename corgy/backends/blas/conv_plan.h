@@ -23,6 +23,7 @@ enum class ConvAlgorithm {
   depthwise_channel_blocks,  ///< our SIMD kernels, a register of planes at a time, channels in the lanes (the same)
   packed_gemm,               ///< our micro-kernels on weights packed once, B packed from the input (conv_gemm.h)
   winograd,  ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
+  pointwise_batch,  ///< a pointwise convolution as one packed GEMM over every image's pixels (pointwise_batch_gemm.h)
 };
 
 struct ConvPlan {
@@ -31,8 +32,8 @@ struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::im2col_openblas;
   /// How the algorithm was chosen, for the profile: "table", "forced", "measured of 3", "measured before".
   std::string origin = "table";
-  const GemmMicroKernel* kernel = nullptr;  // packed_gemm
-  PackedConvWeights packed;                 // packed_gemm
+  const GemmMicroKernel* kernel = nullptr;  // packed_gemm, pointwise_batch
+  PackedConvWeights packed;                 // packed_gemm, pointwise_batch
   WinogradPlan winograd;                    // winograd
   DepthwiseGeometry depthwise;              // depthwise, depthwise_channel_blocks
   std::vector<float> depthwise_packed;      // depthwise_channel_blocks: pack_depthwise_channel_weights's

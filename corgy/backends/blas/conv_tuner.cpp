@@ -44,6 +44,10 @@ std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape
     candidates.push_back({ConvAlgorithm::winograd, WinogradVariant::f2x2_5x5});
   }
   candidates.push_back({ConvAlgorithm::packed_gemm});
+  // A pointwise convolution also as one GEMM over the batch's pixels, which pays on small maps, whose per-image GEMMs
+  // pad their last column panel (7x7: 49 columns in two panels of 32) and come in too few pieces to share; measured,
+  // never the table's first guess (the fused blocks plan without measuring and keep their packed GEMM).
+  if (reads_planes_in_place(desc) && desc.groups == 1) candidates.push_back({ConvAlgorithm::pointwise_batch});
   return candidates;
 }
 

@@ -56,12 +56,29 @@ struct Im2colRow {
 using Im2colRowPacker = void (*)(const Im2colRow& row, int pixel, int count, int nr, std::size_t panel_stride,
                                  float* out);
 
+/// One row of B read from channel planes (pointwise_batch_gemm.h): the channel's plane in image 0, the floats from
+/// one image's plane to the next's, and the affine applied while packing (activation(x * scale + shift)).
+struct PlaneRow {
+  const float* plane = nullptr;
+  std::size_t image_stride = 0;
+  float scale = 1.0f;
+  float shift = 0.0f;
+};
+
+/// Packs B rows [0, kc) of `rows` at columns [n0, n0 + valid) (column j: pixel j % pixels of image j / pixels) into
+/// panels of nr columns (panel_stride floats apart; row k of a panel at k * nr), the last panel's columns past
+/// `valid` zero; each value activation(x * scale + shift) (`slope`: Activation::slope) with `affine`, else copied.
+using PlaneRowsPacker = void (*)(const PlaneRow* rows, int kc, int pixels, int n0, int valid, int nr,
+                                 std::size_t panel_stride, bool affine, ActivationKind activation, float slope,
+                                 float* out);
+
 /// The kernels of each instruction set (defined in kernels/sgemm_<isa>.cpp), with tiles of different shapes: a GEMM
 /// uses the one that wastes least on its row and column counts (A and B are padded to whole panels).
 struct GemmKernelSet {
   static constexpr int size = 3;
   GemmMicroKernel kernels[size];
   Im2colRowPacker pack_im2col_row = nullptr;
+  PlaneRowsPacker pack_channel_planes = nullptr;
 };
 GemmKernelSet generic_gemm_kernels();
 GemmKernelSet avx2_gemm_kernels();

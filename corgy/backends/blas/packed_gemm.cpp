@@ -31,10 +31,12 @@ Blocking blocking_for(const GemmMicroKernel& kernel, int depth, int columns) {
   return {kc, mc_panels};
 }
 
-/// One C tile: the kernel writes it in place when it lies wholly inside C, else through a tile-sized buffer.
+/// One C tile: the kernel writes it in place when it lies wholly inside C (and, with `images`, inside one image),
+/// else through a tile-sized buffer. `c` is the tile's first element, or with `images` C's first (image 0, row 0,
+/// column 0) and `column` the tile's first column.
 void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_panel, const float* b_panel,
               const std::int32_t* row_offsets, float* c, std::size_t ldc, int rows, int cols, bool accumulate,
-              const TileEpilogue* epilogue, bool padded_columns) {
+              const TileEpilogue* epilogue, bool padded_columns, const ImageColumns* images = nullptr, int column = 0) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
   const auto run = [&](float* target, std::size_t ld) {
@@ -44,6 +46,34 @@ void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_pane
       kernel.run(kc, a_panel, b_panel, target, ld, accumulate, epilogue);
     }
   };
+  if (images) {
+    const int image = column / images->pixels;
+    const int pixel = column - image * images->pixels;
+    float* first = c + image * images->image_stride + pixel;
+    if (pixel + cols <= images->pixels) {
+      run_tile(kernel, kc, a_panel, b_panel, row_offsets, first, ldc, rows, cols, accumulate, epilogue, false);
+      return;
+    }
+    // The tile's columns run into the next image(s): through the buffer, a run of columns per image.
+    alignas(64) float tile[32 * 32] = {};
+    const auto each_run = [&](auto&& copy) {
+      for (int j = 0, n = image, p = pixel; j < cols; ++n, p = 0) {
+        const int length = std::min(cols - j, images->pixels - p);
+        copy(c + n * images->image_stride + p, j, length);
+        j += length;
+      }
+    };
+    if (accumulate) {
+      each_run([&](const float* source, int j, int length) {
+        for (int i = 0; i < rows; ++i) std::memcpy(tile + i * nr + j, source + i * ldc, sizeof(float) * length);
+      });
+    }
+    run(tile, static_cast<std::size_t>(nr));
+    each_run([&](float* target, int j, int length) {
+      for (int i = 0; i < rows; ++i) std::memcpy(target + i * ldc, tile + i * nr + j, sizeof(float) * length);
+    });
+    return;
+  }
   if (rows == mr && (cols == nr || padded_columns)) {
     run(c, ldc);
   } else {
@@ -60,7 +90,8 @@ void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_pane
 /// [k0, k0 + kc).
 void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, const PackedA& a, int panel_begin,
                     int panel_end, const PackedBlock& block, int k0, int kc, int n0, int nc, float* c, int c_origin,
-                    std::size_t ldc, Activation activation, bool padded_columns = false) {
+                    std::size_t ldc, Activation activation, bool padded_columns = false,
+                    const ImageColumns* images = nullptr) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
   const bool accumulate = k0 > 0;
@@ -71,9 +102,9 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
     const int row = ip * mr;
     const TileEpilogue epilogue{a.bias() ? a.bias() + row : nullptr, activation.kind, activation.slope};
     run_tile(kernel, static_cast<std::size_t>(kc), a.panel(ip) + static_cast<std::size_t>(k0) * mr,
-             block.base + jp * block.panel_stride, block.row_offsets, c + row * ldc + (col - c_origin), ldc,
-             std::min(mr, a.rows() - row), std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr,
-             padded_columns);
+             block.base + jp * block.panel_stride, block.row_offsets,
+             images ? c + row * ldc : c + row * ldc + (col - c_origin), ldc, std::min(mr, a.rows() - row),
+             std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr, padded_columns, images, col);
   };
   if (static_cast<std::size_t>(b_panels) * kc * nr * sizeof(float) <= kL2BlockBytes) {
     // The whole block of B stays in L2: each A panel is read once (from memory, the weights of a large layer) and
@@ -95,7 +126,8 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
 /// packed_gemm_columns over A's panels [panel_begin, panel_end).
 void gemm_panel_columns(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
                         const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
-                        Activation activation, std::vector<float>& scratch, bool padded_columns) {
+                        Activation activation, std::vector<float>& scratch, bool padded_columns,
+                        const ImageColumns* images = nullptr) {
   const Blocking blocking = blocking_for(kernel, a.depth(), column_end - column_begin);
   const int nr = kernel.nr;
   const int panels = (column_end - column_begin + nr - 1) / nr;
@@ -107,7 +139,7 @@ void gemm_panel_columns(const GemmMicroKernel& kernel, const PackedA& a, int pan
       const int kc = std::min(blocking.kc, a.depth() - k0);
       const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
       multiply_block(kernel, blocking, a, panel_begin, panel_end, block, k0, kc, n0, nc, c, column_begin, ldc,
-                     activation, padded_columns);
+                     activation, padded_columns, images);
     }
   }
 }
@@ -229,6 +261,13 @@ void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int pan
                         Activation activation, std::vector<float>& scratch) {
   gemm_panel_columns(kernel, a, panel_begin, panel_end, b, column_begin, column_end, c, ldc, activation, scratch,
                      false);
+}
+
+void packed_gemm_image_columns(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
+                               const BSource& b, int column_begin, int column_end, float* c, const ImageColumns& images,
+                               Activation activation, std::vector<float>& scratch) {
+  gemm_panel_columns(kernel, a, panel_begin, panel_end, b, column_begin, column_end, c, images.pixels, activation,
+                     scratch, false, &images);
 }
 
 }  // namespace corgy::blas

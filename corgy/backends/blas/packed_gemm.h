@@ -127,4 +127,18 @@ void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int pan
                         const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
                         Activation activation, std::vector<float>& scratch);
 
+/// C's columns spread over the images of an NCHW tensor whose channels are C's rows: column j is pixel j % pixels of
+/// image j / pixels, images image_stride floats apart, rows (channels) `pixels` floats apart. One GEMM then covers
+/// every image of a batch, so the last column panel of a small map is padded once, not once per image.
+struct ImageColumns {
+  int pixels = 0;
+  std::size_t image_stride = 0;
+};
+
+/// packed_gemm_panels into such a C: c points at image 0's first channel (row 0); column_begin need not be a
+/// multiple of nr unless B is prepacked. By the calling thread alone.
+void packed_gemm_image_columns(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
+                               const BSource& b, int column_begin, int column_end, float* c, const ImageColumns& images,
+                               Activation activation, std::vector<float>& scratch);
+
 }  // namespace corgy::blas

@@ -1,6 +1,7 @@
 // The sgemm micro-kernels for AVX2 + FMA (8 floats per register, 16 registers). Compiled with -mavx2 -mfma; called
 // only when cpuid reports both (gemm_kernels()).
 
+#include "corgy/backends/blas/kernels/channel_planes_pack.h"
 #include "corgy/backends/blas/kernels/im2col_pack.h"
 #include "corgy/backends/blas/kernels/sgemm_micro_kernel.h"
 #include "corgy/backends/blas/kernels/simd_avx2.h"
@@ -16,7 +17,8 @@ GemmKernelSet avx2_gemm_kernels() {
             kernels::micro_kernel_rows<kernels::Avx2, 6, 2>},
            {CpuIsa::avx2, 12, 8, kernels::micro_kernel<kernels::Avx2, 12, 1>, "avx2 12x8",
             kernels::micro_kernel_rows<kernels::Avx2, 12, 1>}},
-          kernels::pack_im2col_row<kernels::Avx2>};
+          kernels::pack_im2col_row<kernels::Avx2>,
+          kernels::pack_channel_planes<kernels::Avx2>};
 }
 
 }  // namespace corgy::blas

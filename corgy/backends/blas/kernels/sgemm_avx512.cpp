@@ -1,6 +1,7 @@
 // The sgemm micro-kernels for AVX-512F (16 floats per register, 32 registers). Compiled with -mavx512f -mfma;
 // called only when cpuid reports AVX-512F (gemm_kernels()).
 
+#include "corgy/backends/blas/kernels/channel_planes_pack.h"
 #include "corgy/backends/blas/kernels/im2col_pack.h"
 #include "corgy/backends/blas/kernels/sgemm_micro_kernel.h"
 #include "corgy/backends/blas/kernels/simd_avx512.h"
@@ -16,7 +17,8 @@ GemmKernelSet avx512_gemm_kernels() {
             kernels::micro_kernel_rows<kernels::Avx512, 12, 2>},
            {CpuIsa::avx512, 28, 16, kernels::micro_kernel<kernels::Avx512, 28, 1>, "avx512 28x16",
             kernels::micro_kernel_rows<kernels::Avx512, 28, 1>}},
-          kernels::pack_im2col_row<kernels::Avx512>};
+          kernels::pack_im2col_row<kernels::Avx512>,
+          kernels::pack_channel_planes<kernels::Avx512>};
 }
 
 }  // namespace corgy::blas
