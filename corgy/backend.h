@@ -328,6 +328,14 @@ class Backend {
   /// never output itself.
   virtual void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                           const Variable& residual, Variable& output) = 0;
+  /// A convolution of a per-channel affine and activation of the channel concatenation of `inputs` (DenseNet's
+  /// BN-ReLU-Conv on its concatenated features; Sequential fuses a Concat, a ChannelAffine and a pointwise
+  /// convolution into it, corgy/model/fusion.h): output = conv(a) with a = input_activation(concat(inputs) *
+  /// scale[c] + shift[c]), the convolution's bias and desc.activation as in conv2d; zero padding pads a. inputs
+  /// (N, C_i, H, W) with sum C_i = desc.in_channels; scale, shift (1, 1, 1, desc.in_channels).
+  virtual void preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs,
+                                   const Variable& scale, const Variable& shift, Activation input_activation,
+                                   const Variable& weights, const Variable* bias, Variable& output) = 0;
   /// Squeeze-and-excitation as one operation (SqueezeExciteDesc; Sequential fuses the pool, the two 1x1 convolutions
   /// and the product into it): input and output (N, C, H, W); reduce_weights (S, C, 1, 1), expand_weights
   /// (C, S, 1, 1); the biases (1, 1, 1, S) and (1, 1, 1, C) or null.

@@ -47,6 +47,7 @@
 #include "corgy/layers/linear.h"
 #include "corgy/layers/maxpool2d.h"
 #include "corgy/layers/pad.h"
+#include "corgy/layers/preactivated_conv2d.h"
 #include "corgy/layers/prelu.h"
 #include "corgy/layers/reduce_axis.h"
 #include "corgy/layers/relu.h"

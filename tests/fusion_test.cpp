@@ -126,6 +126,32 @@ TEST(Fusion, TurnsXTimesHardSigmoidXIntoAHardSwishConvolution) {
   EXPECT_EQ(none.nodes[6].layer->type(), "elementwise");
 }
 
+TEST(Fusion, FoldsAConcatenationAndItsBatchNormIntoTheConvolutionAfterThem) {
+  // DenseNet's layers: concat -> batch norm + ReLU (a ChannelAffine) -> 1x1 convolution.
+  Sequential model;
+  const int stem = model.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1}));  // 0
+  model.add(Concat(), {stem, Sequential::model_input});                                                  // 1
+  model.add(ChannelAffine(7, Activation::relu()));                                                       // 2
+  model.add(Conv2d({.in_channels = 7, .out_channels = 5, .kernel = 1}));                                 // 3
+  model.add(ReLU());                                                                                     // 4
+  const int kept = model.add(Concat(), {stem, 4});                                                       // 5
+  model.add(ChannelAffine(9, Activation::relu()));                                                       // 6
+  model.add(Conv2d({.in_channels = 9, .out_channels = 2, .kernel = 1}));                                 // 7
+  model.add(ChannelAffine(2), {7});                                                                      // 8
+  model.add(Conv2d({.in_channels = 2, .out_channels = 2, .kernel = 3, .padding = 1}));                   // 9
+  model.add(Add(), {9, kept});  // 10: the second concatenation is read twice
+  const FusedGraph graph = fused(model);
+  // 1, 2 and 3 (with the ReLU 4) become one layer reading the concatenated tensors; 5 is read by 6 and 10 and stays;
+  // the 3x3 convolution 9 takes no affine (it joins the add 10).
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3, 6, 9}));
+  EXPECT_EQ(graph.nodes[4].layer->type(), "preactivated_conv2d");
+  EXPECT_EQ(graph.nodes[4].layer->describe(), "channel_affine 7, relu -> conv2d 1x1/1 pad 0, 7->5, relu");
+  EXPECT_EQ(graph.nodes[4].inputs, (std::vector<int>{stem, Sequential::model_input}));
+  EXPECT_EQ(graph.nodes[7].layer->type(), "preactivated_conv2d");
+  EXPECT_EQ(graph.nodes[7].inputs, std::vector<int>{kept});
+  EXPECT_EQ(graph.nodes[8].layer->type(), "channel_affine");
+}
+
 TEST(Fusion, FoldsAResidualAddIntoTheConvolutionBeforeIt) {
   Sequential model;
   const int stem = model.add(

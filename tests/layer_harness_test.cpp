@@ -505,6 +505,47 @@ void add_multi_input_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"concat of 1 (route copy) (2, 3, 5, 5)", {2, 3, 5, 5}, [](Sequential& m) {
                      m.add(Concat(), {Sequential::model_input});
                    }});
+  // A pointwise convolution of a per-channel affine and activation of a concatenation (DenseNet's BN-ReLU-Conv),
+  // fused into a PreactivatedConv2d: the blas backend applies the affine while it packs the convolution's input.
+  // Channel counts no multiple of 8 or 16, batch 3 and 8 (columns of one GEMM panel from two images), maps of 7x7
+  // and 14x14, the model input among the concatenated tensors, one input without a concatenation, every kind of
+  // activation on the affine, convolutions with and without bias and activation.
+  cases.push_back(
+      {"preactivated conv of a concat of 3, relu -> 1x1 relu (3, 5, 7, 9)", {3, 5, 7, 9}, [](Sequential& m) {
+         const int a =
+             m.add(Conv2d({.in_channels = 5, .out_channels = 6, .kernel = 3, .padding = 1}), {Sequential::model_input});
+         const int b = m.add(Conv2d({.in_channels = 5, .out_channels = 3, .kernel = 1}), {Sequential::model_input});
+         m.add(Concat(), {a, Sequential::model_input, b});
+         m.add(ChannelAffine(14, Activation::relu()));
+         m.add(Conv2d({.in_channels = 14, .out_channels = 13, .kernel = 1, .activation = Activation::relu()}));
+       }});
+  cases.push_back(
+      {"preactivated conv, leaky affine -> 1x1 no bias (2, 19, 14, 14)", {2, 19, 14, 14}, [](Sequential& m) {
+         m.add(ChannelAffine(19, Activation::leaky_relu(0.1f)));
+         m.add(Conv2d({.in_channels = 19, .out_channels = 40, .kernel = 1, .bias = false}));
+       }});
+  cases.push_back(
+      {"preactivated conv of a concat, batch 8 (8, 64, 7, 7)", {8, 64, 7, 7}, [](Sequential& m) {
+         const int a = m.add(Conv2d({.in_channels = 64, .out_channels = 32, .kernel = 3, .padding = 1}),
+                             {Sequential::model_input});
+         m.add(Concat(), {Sequential::model_input, a});
+         m.add(ChannelAffine(96, Activation::relu()));
+         m.add(Conv2d({.in_channels = 96, .out_channels = 128, .kernel = 1, .activation = Activation::relu()}));
+       }});
+  for (const Activation activation :
+       {Activation::none(), Activation::swish(), Activation::hard_swish(), Activation::clipped_relu(0.5f),
+        Activation::sigmoid(), Activation::tanh(), Activation::mish()}) {
+    cases.push_back(
+        {fmt::format("preactivated conv, {} affine (3, 17, 14, 13)", activation.str()),
+         {3, 17, 14, 13},
+         [activation](Sequential& m) {
+           const int a = m.add(Conv2d({.in_channels = 17, .out_channels = 16, .kernel = 1}), {Sequential::model_input});
+           m.add(Concat(), {Sequential::model_input, a});
+           m.add(ChannelAffine(33, activation));
+           m.add(Conv2d(
+               {.in_channels = 33, .out_channels = 100, .kernel = 1, .activation = Activation::leaky_relu(0.2f)}));
+         }});
+  }
   // Channel copies: a slice (every other channel, a range at the end) and shuffles; convolutions after them so the
   // copies feed computed layers, as in ShuffleNet.
   cases.push_back({"channel slices (3, 9, 5, 7)", {3, 9, 5, 7}, [](Sequential& m) {

@@ -9,6 +9,7 @@
 #include "corgy/layers/avgpool2d.h"
 #include "corgy/layers/broadcast_binary.h"
 #include "corgy/layers/channel_affine.h"
+#include "corgy/layers/concat.h"
 #include "corgy/layers/conv2d.h"
 #include "corgy/layers/conv2d_maxpool.h"
 #include "corgy/layers/elementwise.h"
@@ -16,6 +17,7 @@
 #include "corgy/layers/inverted_residual.h"
 #include "corgy/layers/layer_norm.h"
 #include "corgy/layers/maxpool2d.h"
+#include "corgy/layers/preactivated_conv2d.h"
 #include "corgy/layers/reduce_axis.h"
 #include "corgy/layers/squeeze_excite.h"
 #include "corgy/layers/unary.h"
@@ -276,6 +278,27 @@ void fuse_inverted_residuals(Rewriter& r) {
   }
 }
 
+// 8. [concat ->] channel affine (with its activation) -> pointwise convolution -> PreactivatedConv2d (DenseNet's
+// BN-ReLU-Conv on its concatenated features).
+void fuse_preactivated_convs(Rewriter& r) {
+  for (int c = 0; c < r.size(); ++c) {
+    const std::optional<ConvView> conv = conv_view(r, c);
+    if (!conv || conv->residual || !pointwise(conv->desc) || r.node(c).inputs.size() != 1) continue;
+    const int a = r.node(c).inputs[0];
+    const auto* affine = r.as<ChannelAffine>(a);
+    if (!affine || !r.private_to_pattern(a) || r.node(a).inputs.size() != 1) continue;
+    std::vector<int> inputs = r.node(a).inputs;
+    std::vector<int> absorbed{a};
+    const int j = inputs[0];
+    if (r.as<Concat>(j) && r.private_to_pattern(j)) {
+      inputs = r.node(j).inputs;
+      absorbed.push_back(j);
+    }
+    r.rewrite(c, std::make_unique<PreactivatedConv2d>(*affine, conv->desc, *conv->weights, *conv->bias),
+              std::move(inputs), std::move(absorbed));
+  }
+}
+
 /// y = x * scale + shift with one scale and one shift for every value: a ChannelAffine without activation whose
 /// values are all equal, or a BroadcastBinary add, subtract, multiply or divide by a one-value constant (how an
 /// exported graph's `x / 1.4142`, `+ 1`, `* 0.5`, `+ 1e-5` arrive). The pair, or nullopt.
@@ -512,7 +535,7 @@ FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   // Each rewrite sees the graph as the ones before left it (counts of readers included).
   for (void (*rewrite)(Rewriter&) :
        {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite,
-        fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms}) {
+        fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

@@ -48,6 +48,9 @@ struct FusedGraph {
 ///     Sqrt / Div along one axis (ReduceAxis, BroadcastBinary, Unary square, a scalar shift, Unary sqrt,
 ///     BroadcastBinary), with the scale and shift after it (BroadcastBinary constants along that axis, or a
 ///     ChannelAffine when the axis is the channels), becomes one LayerNorm (ConvNeXt's blocks).
+///  8. a ChannelAffine (a batch norm no convolution precedes, with its activation) whose output only a pointwise
+///     convolution (a Conv2d or a FusedConv2d without a residual) reads becomes a PreactivatedConv2d, and the Concat
+///     before it joins it when only the ChannelAffine reads the Concat (DenseNet's BN-ReLU-Conv).
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 

@@ -81,6 +81,12 @@ class BlasBackend final : public Backend {
   /// the first forward measured faster (where the expanded tensor fits in cache anyway, the three).
   void inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                          Variable& output) override;
+  /// Pointwise (with constant weights): one GEMM over the batch's pixels whose B is packed from the inputs with the
+  /// affine applied (pointwise_batch_gemm.h); other convolutions: the concatenation and the affine into a scratch
+  /// tensor, then conv2d.
+  void preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs, const Variable& scale,
+                           const Variable& shift, Activation input_activation, const Variable& weights,
+                           const Variable* bias, Variable& output) override;
   /// Defined in squeeze_excite.cpp.
   void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                       const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
@@ -174,6 +180,7 @@ class BlasBackend final : public Backend {
   std::unique_ptr<blas::ThreadTeam> team_;
   std::vector<float> columns_;
   Variable conv_output_scratch_;
+  Variable preactivated_input_;  // preactivated_conv2d's concatenated, normalised input where it is not fused
   Variable block_expanded_;      // inverted_residual's intermediates when it runs as its three convolutions
   Variable block_filtered_;
   std::unique_ptr<blas::ConvPlanCache> plans_;

@@ -57,6 +57,27 @@ void NaiveBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, con
   direct_conv2d(desc, input, weights, bias, &residual, output);
 }
 
+void NaiveBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs,
+                                       const Variable& scale, const Variable& shift, Activation input_activation,
+                                       const Variable& weights, const Variable* bias, Variable& output) {
+  const Shape& first = inputs[0]->shape();
+  Variable preactivated(Shape{first.n, desc.in_channels, first.h, first.w});
+  for (int n = 0; n < first.n; ++n) {
+    int channel = 0;
+    for (const Variable* input : inputs) {
+      for (int c = 0; c < input->shape().c; ++c, ++channel) {
+        for (int y = 0; y < first.h; ++y) {
+          for (int x = 0; x < first.w; ++x) {
+            const float value = input->at(n, c, y, x) * scale.data()[channel] + shift.data()[channel];
+            preactivated.at(n, channel, y, x) = apply_activation(input_activation, value);
+          }
+        }
+      }
+    }
+  }
+  direct_conv2d(desc, preactivated, weights, bias, nullptr, output);
+}
+
 void NaiveBackend::inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                                      Variable& output) {
   const Shape& in = input.shape();

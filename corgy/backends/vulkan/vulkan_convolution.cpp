@@ -248,6 +248,22 @@ void VulkanBackend::inverted_residual(const InvertedResidualDesc& desc, const Va
   });
 }
 
+void VulkanBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs,
+                                        const Variable& scale, const Variable& shift, Activation input_activation,
+                                        const Variable& weights, const Variable* bias, Variable& output) {
+  as_forward("preactivated_conv2d", [&] {
+    // The concatenation and the affine into device-only scratch tensors (slots 1 and 2: a pooled convolution's
+    // output takes slot 0), then the convolution.
+    const Shape& first = inputs[0]->shape();
+    const Shape joined{first.n, desc.in_channels, first.h, first.w};
+    Variable concatenated = runtime_->scratch_tensor(joined, 1);
+    concat_channels(inputs, concatenated);
+    Variable preactivated = runtime_->scratch_tensor(joined, 2);
+    channel_affine(concatenated, scale, shift, input_activation, preactivated);
+    conv2d(desc, preactivated, weights, bias, output);
+  });
+}
+
 void VulkanBackend::linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
                            Variable& output) {
   as_forward("linear", [&] {

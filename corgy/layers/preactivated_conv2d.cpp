@@ -1,0 +1,74 @@
+#include "corgy/layers/preactivated_conv2d.h"
+
+#include <fmt/format.h>
+
+namespace corgy {
+
+namespace {
+
+Variable view_of(const Variable& tensor) { return tensor.empty() ? Variable() : tensor.view(tensor.shape()); }
+
+}  // namespace
+
+PreactivatedConv2d::PreactivatedConv2d(const ChannelAffine& affine, const Conv2dDesc& conv, const Variable& weights,
+                                       const Variable& bias)
+    : desc_(conv),
+      input_activation_(affine.activation()),
+      scale_(view_of(affine.scale())),
+      shift_(view_of(affine.shift())),
+      weights_(view_of(weights)),
+      bias_(view_of(bias)) {
+  if (affine.channels() != conv.in_channels) {
+    throw_parameter_error("preactivated_conv2d", fmt::format("the affine's {} channels are not the convolution's {}",
+                                                             affine.channels(), conv.in_channels));
+  }
+}
+
+std::string PreactivatedConv2d::describe() const {
+  const std::string affine = input_activation_.kind == ActivationKind::none
+                                 ? fmt::format("channel_affine {}", desc_.in_channels)
+                                 : fmt::format("channel_affine {}, {}", desc_.in_channels, input_activation_.str());
+  const Conv2dWindow w = desc_.window();
+  std::string conv = fmt::format("conv2d {}x{}/{} pad {}, {}->{}", w.kernel_h, w.kernel_w, w.stride_h, w.pad_top,
+                                 desc_.in_channels, desc_.out_channels);
+  if (desc_.activation.kind != ActivationKind::none) conv += ", " + desc_.activation.str();
+  return affine + " -> " + conv;
+}
+
+Shape PreactivatedConv2d::output_shape(std::span<const Shape> inputs) const {
+  int channels = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Shape& in = inputs[i];
+    if (in.n != inputs[0].n || in.h != inputs[0].h || in.w != inputs[0].w) {
+      throw_shape_error(fmt::format("input {} to match the first input's N, H, W {}", i, inputs[0].str()), in);
+    }
+    channels += in.c;
+  }
+  const Shape& in = inputs[0];
+  if (channels != desc_.in_channels) {
+    throw_shape_error(fmt::format("inputs of {} channels in all", desc_.in_channels),
+                      Shape{in.n, channels, in.h, in.w});
+  }
+  const Shape out{in.n, desc_.out_channels, desc_.output_h(in.h), desc_.output_w(in.w)};
+  if (out.h <= 0 || out.w <= 0) throw_shape_error("an input larger than the convolution's kernel", in);
+  return out;
+}
+
+void PreactivatedConv2d::upload(Backend& backend) const {
+  for (const Variable* tensor : {&scale_, &shift_, &weights_, &bias_}) {
+    if (!tensor->empty()) backend.upload_constant(*tensor);
+  }
+}
+
+void PreactivatedConv2d::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
+  backend.preactivated_conv2d(desc_, inputs, scale_, shift_, input_activation_, weights_,
+                              bias_.empty() ? nullptr : &bias_, output);
+}
+
+double PreactivatedConv2d::flops(std::span<const Shape> inputs) const {
+  const Shape& in = inputs[0];
+  const double outputs = static_cast<double>(in.n) * desc_.out_channels * desc_.output_h(in.h) * desc_.output_w(in.w);
+  return 2.0 * outputs * (desc_.in_channels / desc_.groups) * desc_.taps();  // as Conv2d counts
+}
+
+}  // namespace corgy
