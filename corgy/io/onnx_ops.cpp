@@ -1580,6 +1580,10 @@ void map_pad(Graph& g) {
   if (std::any_of(full.begin(), full.end(), [](std::int64_t p) { return p > largest_pad; })) {
     g.fail(fmt::format("has pads [{}]; each must be at most {}", fmt::join(full, ", "), largest_pad));
   }
+  // No pad at all (PyTorch exports one before DenseNet's average pools): the input itself, not a copy of it.
+  if (std::all_of(full.begin(), full.end(), [](std::int64_t p) { return p == 0; })) {
+    return g.set_alias_output(0, x.dims);
+  }
   const PadDesc desc{.mode = mode,
                      .top = static_cast<int>(full[2]),
                      .left = static_cast<int>(full[3]),
