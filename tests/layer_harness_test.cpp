@@ -562,6 +562,22 @@ void add_multi_input_cases(std::vector<LayerCase>& cases) {
                      m.add(ChannelShuffle(2), {Sequential::model_input});
                      m.add(Conv2d({.in_channels = 10, .out_channels = 3, .kernel = 1}));
                    }});
+  // A pointwise convolution whose output only an add reads (ResNet's expansions): one GEMM over the batch's pixels
+  // ("blas:batch", and "blas" where it measures faster) adds the residual in its epilogue, also in the tiles that
+  // cross an image boundary or end the matrix.
+  cases.push_back({"1x1 conv + add, relu (3, 40, 14, 13)", {3, 40, 14, 13}, [](Sequential& m) {
+                     const int shortcut =
+                         m.add(Conv2d({.in_channels = 40, .out_channels = 36, .kernel = 3, .padding = 1}),
+                               {Sequential::model_input});
+                     const int conv =
+                         m.add(Conv2d({.in_channels = 40, .out_channels = 36, .kernel = 1}), {Sequential::model_input});
+                     m.add(Add(Activation::relu()), {conv, shortcut});
+                   }});
+  cases.push_back({"1x1 conv + add (8, 64, 7, 7)", {8, 64, 7, 7}, [](Sequential& m) {
+                     const int conv =
+                         m.add(Conv2d({.in_channels = 64, .out_channels = 64, .kernel = 1}), {Sequential::model_input});
+                     m.add(Add(), {conv, Sequential::model_input});
+                   }});
   cases.push_back({"add (3, 4, 8, 6)", {3, 4, 8, 6}, [](Sequential& m) {
                      const int a = m.add(Conv2d({.in_channels = 4, .out_channels = 4, .kernel = 3, .padding = 1}),
                                          {Sequential::model_input});

@@ -327,6 +327,14 @@ void BlasBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, cons
                              const Variable* bias, const Variable& residual, Variable& output) {
   Conv2dDesc before_add = desc;
   before_add.activation = Activation::none();
+  if (desc.is_square()) {
+    // The plan conv2d(before_add) would run; one GEMM over the batch's pixels adds the residual in its epilogue.
+    const blas::ConvPlan* plan = plan_for(before_add, input.shape(), &input, weights, bias);
+    if (plan && plan->algorithm == blas::ConvAlgorithm::pointwise_batch) {
+      const Variable* inputs[] = {&input};
+      return run_pointwise_batch(*plan, inputs, nullptr, &residual, desc.activation, output);
+    }
+  }
   conv2d(before_add, input, weights, bias, output);
   const std::size_t count = output.count();
   parallel_for(threads_for(count), (count + kElementsPerTask - 1) / kElementsPerTask, [&](std::size_t task) {
@@ -358,18 +366,20 @@ void BlasBackend::run_depthwise(const blas::ConvPlan& plan, const Variable& inpu
 }
 
 void BlasBackend::run_pointwise_batch(const blas::ConvPlan& plan, std::span<const Variable* const> inputs,
-                                      const blas::InputAffine* affine, Variable& output) {
+                                      const blas::InputAffine* affine, const Variable* residual, Activation activation,
+                                      Variable& output) {
   const Conv2dDesc& desc = plan.desc;
   const Shape& out = output.shape();
   const blas::PackedA& a = plan.packed.groups[0];
   const int team = std::max(
       threads_for(out.count()),
       gemm_threads(threads_, desc.out_channels, static_cast<int>(out.n * out.plane_count()), desc.in_channels));
-  profiler_.note(plan.describe() + (affine ? ", input affine applied while packing" : ""));
+  profiler_.note(plan.describe() + (affine ? ", input affine applied while packing" : "") +
+                 (residual ? ", residual added in the epilogue" : ""));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
   blas::WorkQueue queue(blas::pointwise_batch_items(*plan.kernel, a, out, team));
   team_->run(team, [&](const TeamMember& member) {
-    blas::pointwise_batch_gemm(member, queue, *plan.kernel, a, inputs, affine, desc.activation, output,
+    blas::pointwise_batch_gemm(member, queue, *plan.kernel, a, inputs, affine, activation, residual, output,
                                plans_->band_buffers[member.index()].gemm.packed_b);
   });
 }
@@ -379,10 +389,10 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
   const Conv2dDesc& desc = plan.desc;
   if (plan.algorithm == blas::ConvAlgorithm::pointwise_batch) {
     const Variable* inputs[] = {&input};
-    if (!pool) return run_pointwise_batch(plan, inputs, nullptr, output);
+    if (!pool) return run_pointwise_batch(plan, inputs, nullptr, nullptr, desc.activation, output);
     if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
     Variable conv_result = conv_output_scratch_.view(conv_output);
-    run_pointwise_batch(plan, inputs, nullptr, conv_result);
+    run_pointwise_batch(plan, inputs, nullptr, nullptr, desc.activation, conv_result);
     return pool2d(*pool, conv_result, output);
   }
   const int team =

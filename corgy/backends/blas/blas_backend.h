@@ -74,7 +74,8 @@ class BlasBackend final : public Backend {
               Variable& output) override;
   void conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool, const Variable& input, const Variable& weights,
                       const Variable* bias, Variable& output) override;
-  /// The convolution without its activation, then one pass of output = activation(output + residual).
+  /// A pointwise convolution planned as one GEMM over the batch's pixels adds the residual in its epilogue; others
+  /// run without their activation, then one pass of output = activation(output + residual).
   void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                   const Variable& residual, Variable& output) override;
   /// Defined in inverted_residual.cpp: bands of rows through the three convolutions, or the three in turn, whichever
@@ -158,9 +159,11 @@ class BlasBackend final : public Backend {
                               const blas::ConvPlan* project, const Variable& input, const Variable* residual,
                               Variable& output, int n, int r0, int r1, blas::BandBuffers& buffers);
   /// A pointwise_batch plan on the channel concatenation of `inputs` (one input: a plain convolution), with the
-  /// per-input-channel `affine` (or null) applied while B is packed.
+  /// per-input-channel `affine` (or null) applied while B is packed, and `residual` (or null) added before
+  /// `activation`.
   void run_pointwise_batch(const blas::ConvPlan& plan, std::span<const Variable* const> inputs,
-                           const blas::InputAffine* affine, Variable& output);
+                           const blas::InputAffine* affine, const Variable* residual, Activation activation,
+                           Variable& output);
   /// A depthwise plan: the planes shared among the team by a queue.
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
                      Variable& output);

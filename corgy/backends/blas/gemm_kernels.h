@@ -15,6 +15,10 @@ struct TileEpilogue {
   const float* bias = nullptr;  ///< one value per tile row (output channel), or null
   ActivationKind activation = ActivationKind::none;
   float slope = 0.0f;  ///< Activation::slope: leaky ReLU's slope, clipped ReLU's ceiling
+  /// A tile of the same shape added before the bias and activation (a residual connection), rows residual_ld
+  /// floats apart, or null.
+  const float* residual = nullptr;
+  std::size_t residual_ld = 0;
 };
 
 /// c[mr x nr] (+)= a_panel x b_panel, where a_panel holds `depth` columns of mr floats (packed A: row block,

@@ -33,55 +33,81 @@ Blocking blocking_for(const GemmMicroKernel& kernel, int depth, int columns) {
 
 /// One C tile: the kernel writes it in place when it lies wholly inside C (and, with `images`, inside one image),
 /// else through a tile-sized buffer. `c` is the tile's first element, or with `images` C's first (image 0, row 0,
-/// column 0) and `column` the tile's first column.
+/// column 0) and `column` the tile's first column. `residual` (or null; images only) is laid out as C, `c` and it
+/// pointing at the same element: the epilogue adds it.
 void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_panel, const float* b_panel,
               const std::int32_t* row_offsets, float* c, std::size_t ldc, int rows, int cols, bool accumulate,
-              const TileEpilogue* epilogue, bool padded_columns, const ImageColumns* images = nullptr, int column = 0) {
+              const TileEpilogue* epilogue, bool padded_columns, const ImageColumns* images = nullptr, int column = 0,
+              const float* residual = nullptr) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
-  const auto run = [&](float* target, std::size_t ld) {
+  TileEpilogue with_residual;
+  const auto run = [&](float* target, std::size_t ld, const float* residual_tile, std::size_t residual_ld) {
+    const TileEpilogue* applied = epilogue;
+    if (epilogue && residual_tile) {
+      with_residual = *epilogue;
+      with_residual.residual = residual_tile;
+      with_residual.residual_ld = residual_ld;
+      applied = &with_residual;
+    }
     if (row_offsets) {
-      kernel.run_rows(kc, a_panel, b_panel, row_offsets, target, ld, accumulate, epilogue);
+      kernel.run_rows(kc, a_panel, b_panel, row_offsets, target, ld, accumulate, applied);
     } else {
-      kernel.run(kc, a_panel, b_panel, target, ld, accumulate, epilogue);
+      kernel.run(kc, a_panel, b_panel, target, ld, accumulate, applied);
     }
   };
+  const bool adds_residual = residual && epilogue;
   if (images) {
     const int image = column / images->pixels;
     const int pixel = column - image * images->pixels;
-    float* first = c + image * images->image_stride + pixel;
+    const std::size_t first = image * images->image_stride + pixel;
     if (pixel + cols <= images->pixels) {
-      run_tile(kernel, kc, a_panel, b_panel, row_offsets, first, ldc, rows, cols, accumulate, epilogue, false);
+      run_tile(kernel, kc, a_panel, b_panel, row_offsets, c + first, ldc, rows, cols, accumulate, epilogue, false,
+               nullptr, 0, residual ? residual + first : nullptr);
       return;
     }
     // The tile's columns run into the next image(s): through the buffer, a run of columns per image.
     alignas(64) float tile[32 * 32] = {};
+    alignas(64) float residual_tile[32 * 32];
     const auto each_run = [&](auto&& copy) {
       for (int j = 0, n = image, p = pixel; j < cols; ++n, p = 0) {
         const int length = std::min(cols - j, images->pixels - p);
-        copy(c + n * images->image_stride + p, j, length);
+        copy(n * images->image_stride + p, j, length);
         j += length;
       }
     };
     if (accumulate) {
-      each_run([&](const float* source, int j, int length) {
-        for (int i = 0; i < rows; ++i) std::memcpy(tile + i * nr + j, source + i * ldc, sizeof(float) * length);
+      each_run([&](std::size_t at, int j, int length) {
+        for (int i = 0; i < rows; ++i) std::memcpy(tile + i * nr + j, c + at + i * ldc, sizeof(float) * length);
       });
     }
-    run(tile, static_cast<std::size_t>(nr));
-    each_run([&](float* target, int j, int length) {
-      for (int i = 0; i < rows; ++i) std::memcpy(target + i * ldc, tile + i * nr + j, sizeof(float) * length);
+    if (adds_residual) {
+      std::fill(residual_tile, residual_tile + mr * nr, 0.0f);
+      each_run([&](std::size_t at, int j, int length) {
+        for (int i = 0; i < rows; ++i) {
+          std::memcpy(residual_tile + i * nr + j, residual + at + i * ldc, sizeof(float) * length);
+        }
+      });
+    }
+    run(tile, static_cast<std::size_t>(nr), adds_residual ? residual_tile : nullptr, static_cast<std::size_t>(nr));
+    each_run([&](std::size_t at, int j, int length) {
+      for (int i = 0; i < rows; ++i) std::memcpy(c + at + i * ldc, tile + i * nr + j, sizeof(float) * length);
     });
     return;
   }
   if (rows == mr && (cols == nr || padded_columns)) {
-    run(c, ldc);
+    run(c, ldc, adds_residual ? residual : nullptr, ldc);
   } else {
     alignas(64) float tile[32 * 32] = {};
+    alignas(64) float residual_tile[32 * 32];
     if (accumulate) {
       for (int i = 0; i < rows; ++i) std::memcpy(tile + i * nr, c + i * ldc, sizeof(float) * cols);
     }
-    run(tile, static_cast<std::size_t>(nr));
+    if (adds_residual) {
+      std::fill(residual_tile, residual_tile + mr * nr, 0.0f);
+      for (int i = 0; i < rows; ++i) std::memcpy(residual_tile + i * nr, residual + i * ldc, sizeof(float) * cols);
+    }
+    run(tile, static_cast<std::size_t>(nr), adds_residual ? residual_tile : nullptr, static_cast<std::size_t>(nr));
     for (int i = 0; i < rows; ++i) std::memcpy(c + i * ldc, tile + i * nr, sizeof(float) * cols);
   }
 }
@@ -104,7 +130,8 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
     run_tile(kernel, static_cast<std::size_t>(kc), a.panel(ip) + static_cast<std::size_t>(k0) * mr,
              block.base + jp * block.panel_stride, block.row_offsets,
              images ? c + row * ldc : c + row * ldc + (col - c_origin), ldc, std::min(mr, a.rows() - row),
-             std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr, padded_columns, images, col);
+             std::min(nr, n0 + nc - col), accumulate, last ? &epilogue : nullptr, padded_columns, images, col,
+             images && images->residual ? images->residual + row * ldc : nullptr);
   };
   if (static_cast<std::size_t>(b_panels) * kc * nr * sizeof(float) <= kL2BlockBytes) {
     // The whole block of B stays in L2: each A panel is read once (from memory, the weights of a large layer) and

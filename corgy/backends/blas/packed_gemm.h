@@ -133,6 +133,8 @@ void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int pan
 struct ImageColumns {
   int pixels = 0;
   std::size_t image_stride = 0;
+  /// A tensor laid out as C that the epilogue adds before the bias and activation (a residual connection), or null.
+  const float* residual = nullptr;
 };
 
 /// packed_gemm_panels into such a C: c points at image 0's first channel (row 0); column_begin need not be a

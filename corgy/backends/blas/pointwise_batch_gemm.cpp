@@ -68,11 +68,12 @@ std::size_t pointwise_batch_items(const GemmMicroKernel& kernel, const PackedA& 
 
 void pointwise_batch_gemm(const TeamMember& member, WorkQueue& queue, const GemmMicroKernel& kernel, const PackedA& a,
                           std::span<const Variable* const> inputs, const InputAffine* affine, Activation activation,
-                          Variable& output, std::vector<float>& scratch) {
+                          const Variable* residual, Variable& output, std::vector<float>& scratch) {
   const Shape& out = output.shape();
   const Split split = split_for(kernel, a, out, member.count());
   const ChannelPlanesB b(inputs, affine, gemm_kernels(kernel.isa).pack_channel_planes);
-  const ImageColumns images{static_cast<int>(out.plane_count()), out.image_count()};
+  const ImageColumns images{static_cast<int>(out.plane_count()), out.image_count(),
+                            residual ? residual->data() : nullptr};
   const int chunk_columns = split.chunk_panels * kernel.nr;
   std::size_t item = 0;
   while (queue.next(item)) {

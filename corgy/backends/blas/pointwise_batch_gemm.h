@@ -41,12 +41,13 @@ class ChannelPlanesB final : public BSource {
   PlaneRowsPacker packer_;
 };
 
-/// output (N, a.rows(), H, W) = activation(a x B + a.bias()) for ChannelPlanesB(inputs, affine): by the whole team
+/// output (N, a.rows(), H, W) = activation(a x B + a.bias() [+ residual]) for ChannelPlanesB(inputs, affine), the
+/// residual (output's shape, or null) added in the micro-kernel's epilogue (ResNet's shortcut): by the whole team
 /// (each member calls it; it returns after the team's barrier), which takes column chunks, or, where there are too
 /// few to share evenly, halves of A's rows too, from a queue. `scratch`: one buffer per member.
 void pointwise_batch_gemm(const TeamMember& member, WorkQueue& queue, const GemmMicroKernel& kernel, const PackedA& a,
                           std::span<const Variable* const> inputs, const InputAffine* affine, Activation activation,
-                          Variable& output, std::vector<float>& scratch);
+                          const Variable* residual, Variable& output, std::vector<float>& scratch);
 
 /// The queue's item count for pointwise_batch_gemm at these sizes (the same split it computes).
 std::size_t pointwise_batch_items(const GemmMicroKernel& kernel, const PackedA& a, const Shape& output, int members);

@@ -22,7 +22,7 @@ void BlasBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const Va
                                                    blas::ConvChoice{blas::ConvAlgorithm::pointwise_batch}, *team_));
     }
     const blas::InputAffine affine{scale.data(), shift.data(), input_activation};
-    run_pointwise_batch(*plan, inputs, &affine, output);
+    run_pointwise_batch(*plan, inputs, &affine, nullptr, desc.activation, output);
     return;
   }
   if (preactivated_input_.capacity() < joined.count()) preactivated_input_ = Variable(joined);

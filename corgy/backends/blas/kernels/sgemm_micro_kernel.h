@@ -55,6 +55,15 @@ void micro_kernel_body(std::size_t depth, const float* a, const float* b, const 
     }
   }
   if (epilogue) {
+    if (epilogue->residual) {
+#pragma GCC unroll 32
+      for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) {
+          acc[i][j] = Simd::add(acc[i][j], Simd::load(epilogue->residual + i * epilogue->residual_ld + j * lanes));
+        }
+      }
+    }
     if (epilogue->bias) {
 #pragma GCC unroll 32
       for (int i = 0; i < MR; ++i) {
