@@ -34,7 +34,8 @@ TEST(BlasTuning, TimesTheCandidatesOnceAndRemembersTheChoice) {
   ASSERT_EQ(algorithms.size(), 3u);
   EXPECT_TRUE(contains(algorithms[0], "[measured of 3]")) << algorithms[0];
   EXPECT_TRUE(contains(algorithms[1], "[measured before]")) << algorithms[1];  // the same shape: not timed again
-  EXPECT_TRUE(contains(algorithms[2], "[table]")) << algorithms[2];            // a 1x1: one candidate
+  // A 1x1: the packed GEMM per image against one GEMM over the batch's pixels.
+  EXPECT_TRUE(contains(algorithms[2], "[measured of 2]")) << algorithms[2];
 
   Sequential second;  // another model with the same layer shape: the process remembers
   second.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
@@ -79,6 +80,12 @@ TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
   EXPECT_EQ(three[0].algorithm, blas::ConvAlgorithm::winograd);
   EXPECT_EQ(three[0].variant, blas::WinogradVariant::f4x4);
   EXPECT_EQ(three[2].algorithm, blas::ConvAlgorithm::packed_gemm);
+
+  const Conv2dDesc pointwise{.in_channels = 64, .out_channels = 32, .kernel = 1};
+  const std::vector<blas::ConvChoice> two = blas::candidate_algorithms(pointwise, {8, 64, 7, 7});
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].algorithm, blas::ConvAlgorithm::packed_gemm);
+  EXPECT_EQ(two[1].algorithm, blas::ConvAlgorithm::pointwise_batch);
 
   const Conv2dDesc strided{.in_channels = 64, .out_channels = 64, .kernel = 3, .stride = 2, .padding = 1};
   EXPECT_EQ(blas::candidate_algorithms(strided, {1, 64, 56, 56}).size(), 1u);
