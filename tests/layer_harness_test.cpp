@@ -24,9 +24,8 @@ void PrintTo(const LayerCase& layer_case, std::ostream* os) { *os << layer_case.
 std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
-  for (const char* forced :
-       {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands", "blas:channel_blocks",
-        "blas:batch"})
+  for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands",
+                             "blas:channel_blocks", "blas:batch"})
     names.push_back(forced);
   return names;
 }

@@ -22,7 +22,7 @@ enum class ConvAlgorithm {
   depthwise,                 ///< our SIMD kernels, one channel plane at a time (depthwise_kernels.h)
   depthwise_channel_blocks,  ///< our SIMD kernels, a register of planes at a time, channels in the lanes (the same)
   packed_gemm,               ///< our micro-kernels on weights packed once, B packed from the input (conv_gemm.h)
-  winograd,  ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
+  winograd,         ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
   pointwise_batch,  ///< a pointwise convolution as one packed GEMM over every image's pixels (pointwise_batch_gemm.h)
 };
 
