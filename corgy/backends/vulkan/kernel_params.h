@@ -150,7 +150,7 @@ struct SplitKReduceParams {
 
 /// The ids of tensor_storage.glsl's constants in the element-wise _fp16 kernels (pool2d, upsample_nearest,
 /// concat_copy, tensor_convert): binding 0 read, binding 1 written.
-enum class ElementwiseFp16Constant : std::uint32_t { source_fp16 = 0, result_fp16 = 1 };
+enum class ElementwiseFp16Constant : std::uint32_t { source_fp16 = 0, result_fp16 = 1, second_source_fp16 = 2 };
 
 struct ConvertParams {
   std::uint32_t count;
@@ -334,6 +334,7 @@ inline constexpr KernelInfo upsample_nearest{"upsample_nearest", 2, sizeof(Upsam
 inline constexpr KernelInfo concat_copy{"concat_copy", 2, sizeof(ConcatCopyParams)};
 inline constexpr KernelInfo gather_channels{"gather_channels", 2, sizeof(GatherChannelsParams)};
 inline constexpr KernelInfo add{"add", 3, sizeof(AddParams)};
+inline constexpr KernelInfo add_fp16{"add_fp16", 3, sizeof(AddParams), true};
 inline constexpr KernelInfo instance_norm{"instance_norm", 4, sizeof(InstanceNormParams)};
 inline constexpr KernelInfo pad{"pad", 2, sizeof(PadParams)};
 inline constexpr KernelInfo pad_fp16{"pad_fp16", 2, sizeof(PadParams), true};
@@ -372,7 +373,6 @@ static_assert(static_cast<int>(ReduceOp::mean) == 0 && static_cast<int>(ReduceOp
 
 /// The _fp16 variants' constant_id values: which bindings hold fp16 (the first input and the output as
 /// ElementwiseFp16Constant numbers them, the second input of the two-input kernels).
-enum class TensorMathFp16Constant : std::uint32_t { left_fp16 = 0, result_fp16 = 1, right_fp16 = 2 };
 
 struct BroadcastBinaryParams {
   std::uint32_t count, op, rank;

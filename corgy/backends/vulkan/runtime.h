@@ -54,8 +54,10 @@ struct Runtime {
 };
 
 /// The pipeline of an element-wise kernel that has an _fp16 variant (source binding: constant 0, result: constant 1,
-/// ElementwiseFp16Constant): the fp32 kernel when neither buffer holds fp16, else the variant with its constants.
+/// a second source, if any: constant 2; ElementwiseFp16Constant): the fp32 kernel when no buffer holds fp16, else
+/// the variant with its constants.
 const Pipeline& elementwise_pipeline(Runtime& runtime, const KernelInfo& fp32_kernel, const KernelInfo& fp16_kernel,
-                                     const BufferUse& source, const BufferUse& result);
+                                     const BufferUse& source, const BufferUse& result,
+                                     const BufferUse* second_source = nullptr);
 
 }  // namespace corgy::vulkan

@@ -18,13 +18,15 @@ std::uint32_t elementwise_groups(std::size_t elements) {
 }
 
 const Pipeline& elementwise_pipeline(Runtime& runtime, const KernelInfo& fp32_kernel, const KernelInfo& fp16_kernel,
-                                     const BufferUse& source, const BufferUse& result) {
+                                     const BufferUse& source, const BufferUse& result, const BufferUse* second_source) {
   const bool source_half = source.format == TensorFormat::fp16;
+  const bool second_half = second_source && second_source->format == TensorFormat::fp16;
   const bool result_half = result.format == TensorFormat::fp16;
-  if (!source_half && !result_half) return runtime.pipelines.get(fp32_kernel);
+  if (!source_half && !second_half && !result_half) return runtime.pipelines.get(fp32_kernel);
   SpecializationConstants constants;
   constants.set_flag(ElementwiseFp16Constant::source_fp16, source_half)
       .set_flag(ElementwiseFp16Constant::result_fp16, result_half);
+  if (second_source) constants.set_flag(ElementwiseFp16Constant::second_source_fp16, second_half);
   return runtime.pipelines.get(fp16_kernel, constants);
 }
 
@@ -220,9 +222,18 @@ void VulkanBackend::add(const Variable& a, const Variable& b, Activation activat
   as_forward("add", [&] {
     const vulkan::AddParams params{u32(a.count()), vulkan::activation_kind(activation), activation.slope};
     vulkan::TensorBuffers& tensors = runtime_->tensors;
-    runtime_->recorder.dispatch(runtime_->pipelines.get(vulkan::kernels::add),
-                                {tensors.read(a), tensors.read(b), tensors.write(output)}, params,
-                                elementwise_groups(a.count()));
+    const vulkan::BufferUse left = tensors.read(a);
+    const vulkan::BufferUse right = tensors.read(b);
+    // In place (conv2d_add adds over the convolution's output), the sum keeps the format the convolution stored:
+    // an invocation reads and writes its own element, and fp16 written over fp32 would move bytes that other
+    // invocations still read.
+    const auto keeps_format = [&](const Variable& input, const vulkan::BufferUse& use) {
+      return input.storage() != output.storage() || use.format == vulkan::TensorFormat::fp16;
+    };
+    const vulkan::BufferUse result = tensors.write(output, keeps_format(a, left) && keeps_format(b, right));
+    runtime_->recorder.dispatch(
+        elementwise_pipeline(*runtime_, vulkan::kernels::add, vulkan::kernels::add_fp16, left, result, &right),
+        {left, right, result}, params, elementwise_groups(a.count()));
   });
 }
 

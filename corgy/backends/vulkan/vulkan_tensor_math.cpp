@@ -11,24 +11,10 @@
 namespace corgy {
 
 using vulkan::elementwise_groups;
+using vulkan::elementwise_pipeline;
 using vulkan::u32;
 
 namespace {
-
-/// The fp32 kernel, or its _fp16 variant with the flags of the bindings that hold fp16.
-const vulkan::Pipeline& math_pipeline(vulkan::Runtime& runtime, const vulkan::KernelInfo& fp32_kernel,
-                                      const vulkan::KernelInfo& fp16_kernel, const vulkan::BufferUse& left,
-                                      const vulkan::BufferUse* right, const vulkan::BufferUse& result) {
-  const bool left_half = left.format == vulkan::TensorFormat::fp16;
-  const bool right_half = right && right->format == vulkan::TensorFormat::fp16;
-  const bool result_half = result.format == vulkan::TensorFormat::fp16;
-  if (!left_half && !right_half && !result_half) return runtime.pipelines.get(fp32_kernel);
-  vulkan::SpecializationConstants constants;
-  constants.set_flag(vulkan::TensorMathFp16Constant::left_fp16, left_half)
-      .set_flag(vulkan::TensorMathFp16Constant::result_fp16, result_half);
-  if (right) constants.set_flag(vulkan::TensorMathFp16Constant::right_fp16, right_half);
-  return runtime.pipelines.get(fp16_kernel, constants);
-}
 
 /// Throws corgy::Error when a tensor or an offset the kernel computes does not fit its 32-bit indices.
 void check_fits(const vulkan::Runtime& runtime, const char* what, std::initializer_list<const Variable*> tensors) {
@@ -62,8 +48,8 @@ void VulkanBackend::broadcast_binary(BinaryOp op, const BroadcastDesc& desc, con
     const vulkan::BufferUse left = runtime.tensors.read(a);
     const vulkan::BufferUse right = runtime.tensors.read(b);
     const vulkan::BufferUse result = runtime.tensors.write(output, true);
-    runtime.recorder.dispatch(math_pipeline(runtime, vulkan::kernels::broadcast_binary,
-                                            vulkan::kernels::broadcast_binary_fp16, left, &right, result),
+    runtime.recorder.dispatch(elementwise_pipeline(runtime, vulkan::kernels::broadcast_binary,
+                                                   vulkan::kernels::broadcast_binary_fp16, left, result, &right),
                               {left, right, result}, params, elementwise_groups(desc.count()));
   });
 }
@@ -76,7 +62,7 @@ void VulkanBackend::unary(UnaryOp op, const Variable& input, Variable& output) {
     const vulkan::BufferUse source = runtime.tensors.read(input);
     const vulkan::BufferUse result = runtime.tensors.write(output, true);
     runtime.recorder.dispatch(
-        math_pipeline(runtime, vulkan::kernels::unary, vulkan::kernels::unary_fp16, source, nullptr, result),
+        elementwise_pipeline(runtime, vulkan::kernels::unary, vulkan::kernels::unary_fp16, source, result),
         {source, result}, params, elementwise_groups(input.count()));
   });
 }
@@ -89,9 +75,9 @@ void VulkanBackend::reduce_axis(ReduceOp op, const AxisExtent& axis, const Varia
                                           static_cast<std::uint32_t>(op)};
     const vulkan::BufferUse source = runtime.tensors.read(input);
     const vulkan::BufferUse result = runtime.tensors.write(output, true);
-    runtime.recorder.dispatch(math_pipeline(runtime, vulkan::kernels::reduce_axis, vulkan::kernels::reduce_axis_fp16,
-                                            source, nullptr, result),
-                              {source, result}, params, elementwise_groups(axis.outer * axis.inner));
+    runtime.recorder.dispatch(
+        elementwise_pipeline(runtime, vulkan::kernels::reduce_axis, vulkan::kernels::reduce_axis_fp16, source, result),
+        {source, result}, params, elementwise_groups(axis.outer * axis.inner));
   });
 }
 
@@ -102,8 +88,8 @@ void VulkanBackend::softmax_axis(const AxisExtent& axis, bool log, const Variabl
     const vulkan::SoftmaxAxisParams params{u32(axis.outer), u32(axis.length), u32(axis.inner), log ? 1u : 0u};
     const vulkan::BufferUse source = runtime.tensors.read(input);
     const vulkan::BufferUse result = runtime.tensors.write(output, true);
-    runtime.recorder.dispatch(math_pipeline(runtime, vulkan::kernels::softmax_axis, vulkan::kernels::softmax_axis_fp16,
-                                            source, nullptr, result),
+    runtime.recorder.dispatch(elementwise_pipeline(runtime, vulkan::kernels::softmax_axis,
+                                                   vulkan::kernels::softmax_axis_fp16, source, result),
                               {source, result}, params, elementwise_groups(axis.outer * axis.inner));
   });
 }
@@ -123,8 +109,8 @@ void VulkanBackend::batched_matmul(const BatchedMatmulDesc& desc, const Variable
     const vulkan::BufferUse left = runtime.tensors.read(a);
     const vulkan::BufferUse right = runtime.tensors.read(b);
     const vulkan::BufferUse result = runtime.tensors.write(output, true);
-    runtime.recorder.dispatch(math_pipeline(runtime, vulkan::kernels::batched_matmul,
-                                            vulkan::kernels::batched_matmul_fp16, left, &right, result),
+    runtime.recorder.dispatch(elementwise_pipeline(runtime, vulkan::kernels::batched_matmul,
+                                                   vulkan::kernels::batched_matmul_fp16, left, result, &right),
                               {left, right, result}, params, elementwise_groups(output.count()));
   });
 }
@@ -138,7 +124,7 @@ void VulkanBackend::layer_norm(const AxisExtent& axis, float epsilon, const Vari
     const vulkan::BufferUse source = runtime.tensors.read(input);
     const vulkan::BufferUse result = runtime.tensors.write(output, true);
     runtime.recorder.dispatch(
-        math_pipeline(runtime, vulkan::kernels::layer_norm, vulkan::kernels::layer_norm_fp16, source, nullptr, result),
+        elementwise_pipeline(runtime, vulkan::kernels::layer_norm, vulkan::kernels::layer_norm_fp16, source, result),
         {source, runtime.tensors.read(scale), runtime.tensors.read(shift), result}, params,
         elementwise_groups(axis.outer * axis.inner));
   });
