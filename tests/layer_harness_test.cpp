@@ -485,6 +485,10 @@ void add_linear_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"linear 45->33 (9, 45, 1, 1)", {9, 45, 1, 1}, [](Sequential& m) {
                      m.add(Linear({.in_features = 45, .out_features = 33}));
                    }});
+  // Past it, the Vulkan backend plans a batch of rows as a 1x1 convolution of 1x1 images (split K included).
+  cases.push_back({"linear unflattened 784->21 relu (12, 16, 7, 7)", {12, 16, 7, 7}, [](Sequential& m) {
+                     m.add(Linear({.in_features = 784, .out_features = 21, .activation = Activation::relu()}));
+                   }});
 }
 
 // Concat and Add take their inputs from convolutions of the model input, so they see distinct tensors.

@@ -136,7 +136,7 @@ struct VulkanOptions {
   std::function<void(const std::string&)> on_validation_message;
   /// Copy Variables through staging buffers even where host memory could be imported (tests, measurements).
   bool force_staging = false;
-  /// gemm_tiled.comp's tile (im2col convolutions, linear, matmul).
+  /// gemm_tiled.comp's tile (im2col convolutions, matmul).
   VulkanGemmTiles gemm_tiles{};
   VulkanConvolutionOptions convolution{};
   /// Precision::fp16: see corgy::Precision. Falls back to fp32 where the device lacks 16-bit storage, and to

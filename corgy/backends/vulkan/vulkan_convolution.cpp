@@ -272,32 +272,20 @@ void VulkanBackend::linear(const Variable& input, const Variable& weights, const
       return vulkan::record_matvec(runtime, input, weights, bias, activation, weights.shape().rows(),
                                    weights.shape().cols(), output, false);
     }
-    // output (batch x out) = input (batch x in) x weights^T, weights stored (out x in).
-    const std::uint32_t batch = u32(input.shape().n);
-    const std::uint32_t in_features = u32(weights.shape().cols());
-    const std::uint32_t out_features = u32(weights.shape().rows());
-    vulkan::GemmCall call;
-    call.a = runtime.tensors.read(input);
-    call.b = runtime.tensors.read(weights);
-    call.b_transposed = true;
-    call.c = runtime.tensors.write(output);
-    call.bias = bias ? runtime.tensors.read(*bias) : runtime.recorder.unused_binding();
-    call.params = {batch,
-                   out_features,
-                   in_features,
-                   in_features,
-                   in_features,
-                   out_features,
-                   1,
-                   0,
-                   0,
-                   0,
-                   0,
-                   0,
-                   bias ? vulkan::GemmBias::per_column : vulkan::GemmBias::none,
-                   vulkan::activation_kind(activation),
-                   activation.slope};
-    vulkan::record_gemm(runtime, call);
+    // A batch of rows is a 1x1 convolution of 1x1 images, planned as one: the plans split a long K over more
+    // workgroups and use tensor cores in fp16, where one gemm_tiled dispatch made few tiles of the small
+    // (batch x out_features) result and left most of a large GPU idle (VGG-16's 25088 -> 4096 at batch 32: 1.39 ms
+    // on an H100, 4.7 TFLOP/s).
+    const int batch = input.shape().n;
+    const int in_features = weights.shape().cols();
+    const int out_features = weights.shape().rows();
+    Conv2dDesc desc;
+    desc.in_channels = in_features;
+    desc.out_channels = out_features;
+    desc.activation = activation;
+    Variable rows_as_images = output.view({batch, out_features, 1, 1});
+    record_planned_conv(*this, runtime, desc, nullptr, input.view({batch, in_features, 1, 1}),
+                        weights.view({out_features, in_features, 1, 1}), bias, rows_as_images);
   });
 }
 
