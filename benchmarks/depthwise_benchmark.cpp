@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "corgy/backends/blas/depthwise_kernels.h"
@@ -34,64 +35,84 @@ std::string label(const DepthwiseShape& s) {
          std::to_string(s.channels) + "x" + std::to_string(s.size) + "x" + std::to_string(s.size);
 }
 
+/// One image of a depthwise layer: its geometry and seeded input and weights, and room for its output.
+struct DepthwiseLayer {
+  explicit DepthwiseLayer(const DepthwiseShape& shape)
+      : channels(shape.channels),
+        geometry(
+            corgy::blas::depthwise_geometry(shape.kernel, shape.stride, 1, shape.kernel / 2, shape.size, shape.size)),
+        in_plane(static_cast<std::size_t>(shape.size) * shape.size),
+        out_plane(static_cast<std::size_t>(geometry.out_h) * geometry.out_w),
+        input(in_plane * channels),
+        weights(static_cast<std::size_t>(geometry.taps) * channels),
+        output(out_plane * channels) {
+    std::mt19937 generator(11);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    for (float& x : input) x = value(generator);
+    for (float& w : weights) w = value(generator);
+  }
+
+  /// The layer's rate counter: 2 * taps per output.
+  void count_flops(benchmark::State& state) const {
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(2.0 * geometry.taps * static_cast<double>(out_plane) * channels * 1e-9,
+                           benchmark::Counter::kIsIterationInvariantRate);
+  }
+
+  int channels;
+  corgy::blas::DepthwiseGeometry geometry;
+  std::size_t in_plane;
+  std::size_t out_plane;
+  std::vector<float> input;
+  std::vector<float> weights;
+  std::vector<float> output;
+};
+
 void BM_Depthwise(benchmark::State& state, DepthwiseShape shape, corgy::blas::DepthwisePath path) {
   using namespace corgy::blas;
-  const int padding = shape.kernel / 2;
-  const DepthwiseGeometry geometry = depthwise_geometry(shape.kernel, shape.stride, 1, padding, shape.size, shape.size);
+  DepthwiseLayer layer(shape);
   const DepthwiseKernel kernel = depthwise_kernel(corgy::widest_cpu_isa(), path);
-  const std::size_t in_plane = static_cast<std::size_t>(shape.size) * shape.size;
-  const std::size_t out_plane = static_cast<std::size_t>(geometry.out_h) * geometry.out_w;
-  std::mt19937 generator(11);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> input(in_plane * shape.channels);
-  std::vector<float> weights(static_cast<std::size_t>(geometry.taps) * shape.channels);
-  for (float& x : input) x = value(generator);
-  for (float& w : weights) w = value(generator);
-  std::vector<float> output(out_plane * shape.channels);
   std::vector<float> buffer;
-  prepare_depthwise_buffer(geometry, buffer);
+  prepare_depthwise_buffer(layer.geometry, buffer);
   for (auto _ : state) {
-    for (int c = 0; c < shape.channels; ++c) {
-      kernel(geometry, input.data() + c * in_plane, weights.data() + c * geometry.taps, 0.1f,
-             corgy::Activation::relu6(), output.data() + c * out_plane, buffer.data());
+    for (int c = 0; c < layer.channels; ++c) {
+      kernel(layer.geometry, layer.input.data() + c * layer.in_plane, layer.weights.data() + c * layer.geometry.taps,
+             0.1f, corgy::Activation::relu6(), layer.output.data() + c * layer.out_plane, buffer.data());
     }
-    benchmark::DoNotOptimize(output.data());
+    benchmark::DoNotOptimize(layer.output.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * geometry.taps * static_cast<double>(out_plane) * shape.channels * 1e-9,
-                         benchmark::Counter::kIsIterationInvariantRate);
+  layer.count_flops(state);
 }
 
 /// The same layer by the channel-block kernel (every plane of the image in one call, as a member's queue item).
 void BM_DepthwiseChannelBlocks(benchmark::State& state, DepthwiseShape shape) {
   using namespace corgy::blas;
-  const int padding = shape.kernel / 2;
-  const DepthwiseGeometry geometry = depthwise_geometry(shape.kernel, shape.stride, 1, padding, shape.size, shape.size);
+  DepthwiseLayer layer(shape);
   const DepthwiseChannelBlockKernel kernel = depthwise_channel_block_kernel(corgy::widest_cpu_isa());
-  const std::size_t in_plane = static_cast<std::size_t>(shape.size) * shape.size;
-  const std::size_t out_plane = static_cast<std::size_t>(geometry.out_h) * geometry.out_w;
-  std::mt19937 generator(11);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> input(in_plane * shape.channels);
-  std::vector<float> weights(static_cast<std::size_t>(geometry.taps) * shape.channels);
-  std::vector<float> bias(shape.channels, 0.1f);
-  for (float& x : input) x = value(generator);
-  for (float& w : weights) w = value(generator);
+  const std::vector<float> bias(layer.channels, 0.1f);
   const std::vector<float> packed =
-      pack_depthwise_channel_weights(weights.data(), bias.data(), shape.channels, geometry.taps);
-  std::vector<float> output(out_plane * shape.channels);
+      pack_depthwise_channel_weights(layer.weights.data(), bias.data(), layer.channels, layer.geometry.taps);
   std::vector<float> buffer;
-  prepare_depthwise_channel_buffer(geometry, buffer);
+  prepare_depthwise_channel_buffer(layer.geometry, buffer);
   for (auto _ : state) {
-    kernel(geometry, input.data(), 0, shape.channels, shape.channels, packed.data(), corgy::Activation::relu6(),
-           output.data(), buffer.data());
-    benchmark::DoNotOptimize(output.data());
+    kernel(layer.geometry, layer.input.data(), 0, layer.channels, layer.channels, packed.data(),
+           corgy::Activation::relu6(), layer.output.data(), buffer.data());
+    benchmark::DoNotOptimize(layer.output.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * geometry.taps * static_cast<double>(out_plane) * shape.channels * 1e-9,
-                         benchmark::Counter::kIsIterationInvariantRate);
+  layer.count_flops(state);
+}
+
+/// Five repetitions of at least 0.2 s, reported as their median, mean, deviation and minimum.
+template <class... Args>
+void register_repeated(const std::string& name, Args&&... args) {
+  benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...)
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(0.2)
+      ->Repetitions(5)
+      ->ReportAggregatesOnly(true)
+      ->ComputeStatistics("min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
 }
 
 }  // namespace
@@ -102,24 +123,10 @@ int main(int argc, char** argv) {
                                      std::pair{"extended_rows", corgy::blas::DepthwisePath::extended_rows},
                                      std::pair{"row_blocks", corgy::blas::DepthwisePath::row_blocks},
                                      std::pair{"direct_blocks", corgy::blas::DepthwisePath::direct_blocks}}) {
-      const std::string full = "depthwise/" + label(shape) + "/" + name;
-      benchmark::RegisterBenchmark(full.c_str(), BM_Depthwise, shape, path)
-          ->Unit(benchmark::kMicrosecond)
-          ->MinTime(0.2)
-          ->Repetitions(5)
-          ->ReportAggregatesOnly(true)
-          ->ComputeStatistics("min",
-                              [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+      register_repeated("depthwise/" + label(shape) + "/" + name, BM_Depthwise, shape, path);
     }
     if (corgy::blas::depthwise_channel_blocks_apply(shape.kernel, shape.stride, 1)) {
-      const std::string full = "depthwise/" + label(shape) + "/channel_blocks";
-      benchmark::RegisterBenchmark(full.c_str(), BM_DepthwiseChannelBlocks, shape)
-          ->Unit(benchmark::kMicrosecond)
-          ->MinTime(0.2)
-          ->Repetitions(5)
-          ->ReportAggregatesOnly(true)
-          ->ComputeStatistics("min",
-                              [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+      register_repeated("depthwise/" + label(shape) + "/channel_blocks", BM_DepthwiseChannelBlocks, shape);
     }
   }
   benchmark::Initialize(&argc, argv);
