@@ -18,6 +18,7 @@
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/im2col.h"
 #include "corgy/backends/blas/pointwise_batch_gemm.h"
+#include "corgy/backends/blas/separable_pool.h"
 #include "corgy/backends/blas/thread_team.h"
 #include "corgy/error.h"
 
@@ -29,52 +30,6 @@ using blas::TeamMember;
 
 /// Below this many floats per thread a loop is not worth splitting (a team wake-up costs a few microseconds).
 constexpr std::size_t kMinElementsPerThread = std::size_t{1} << 15;
-
-/// The input rows or columns [begin, end) that one pooling window covers, clipped to the input.
-struct Window {
-  int begin;
-  int end;
-};
-
-Window pool_window(int output_index, int stride, int pad_before, int kernel, int input_size) {
-  const int start = output_index * stride - pad_before;
-  const int begin = std::max(start, 0);
-  return {begin, std::max(begin, std::min(start + kernel, input_size))};
-}
-
-/// Max pooling of one plane; padded cells are ignored, as if they held -infinity.
-void max_pool_plane(const Pool2dDesc& desc, const float* input, const Shape& in_shape, float* output,
-                    const Shape& out_shape) {
-  for (int oy = 0; oy < out_shape.h; ++oy) {
-    const Window rows = pool_window(oy, desc.stride_h, desc.pad_top, desc.kernel_h, in_shape.h);
-    for (int ox = 0; ox < out_shape.w; ++ox) {
-      const Window cols = pool_window(ox, desc.stride_w, desc.pad_left, desc.kernel_w, in_shape.w);
-      float best = -std::numeric_limits<float>::infinity();
-      for (int y = rows.begin; y < rows.end; ++y) {
-        for (int x = cols.begin; x < cols.end; ++x) best = std::max(best, input[y * in_shape.w + x]);
-      }
-      output[oy * out_shape.w + ox] = best;
-    }
-  }
-}
-
-/// Average pooling of one plane; padded cells count as zeros only when desc.count_include_pad is set.
-void average_pool_plane(const Pool2dDesc& desc, const float* input, const Shape& in_shape, float* output,
-                        const Shape& out_shape) {
-  for (int oy = 0; oy < out_shape.h; ++oy) {
-    const Window rows = pool_window(oy, desc.stride_h, desc.pad_top, desc.kernel_h, in_shape.h);
-    for (int ox = 0; ox < out_shape.w; ++ox) {
-      const Window cols = pool_window(ox, desc.stride_w, desc.pad_left, desc.kernel_w, in_shape.w);
-      float sum = 0.0f;
-      for (int y = rows.begin; y < rows.end; ++y) {
-        for (int x = cols.begin; x < cols.end; ++x) sum += input[y * in_shape.w + x];
-      }
-      const int cells =
-          desc.count_include_pad ? desc.kernel_h * desc.kernel_w : (rows.end - rows.begin) * (cols.end - cols.begin);
-      output[oy * out_shape.w + ox] = sum / static_cast<float>(cells);
-    }
-  }
-}
 
 /// Pixels per softmax task: enough for vectorised passes, few enough that the per-pixel state stays in L1.
 constexpr int kSoftmaxBlock = 256;
@@ -531,17 +486,13 @@ void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool,
 }
 
 void BlasBackend::pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) {
-  profiler_.note(desc.kind == PoolKind::max ? "max pool loop" : "average pool loop");
+  profiler_.note(desc.kind == PoolKind::max ? "max pool, separable passes" : "average pool, separable passes");
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   parallel_for(threads_for(input.count()), static_cast<std::size_t>(out.n * out.c), [&](std::size_t plane) {
-    const float* source = input.data() + plane * in.plane_count();
-    float* target = output.data() + plane * out.plane_count();
-    if (desc.kind == PoolKind::max) {
-      max_pool_plane(desc, source, in, target, out);
-    } else {
-      average_pool_plane(desc, source, in, target, out);
-    }
+    thread_local std::vector<float> line;  // each member's reduced row, kept between calls
+    blas::pool_plane(desc, input.data() + plane * in.plane_count(), in, output.data() + plane * out.plane_count(), out,
+                     line);
   });
 }
 

@@ -1,0 +1,102 @@
+#include "corgy/backends/blas/separable_pool.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace corgy::blas {
+
+namespace {
+
+/// The input rows or columns [begin, end) that one pooling window covers, clipped to the input.
+struct Window {
+  int begin;
+  int end;
+};
+
+Window pool_window(int output_index, int stride, int pad_before, int kernel, int input_size) {
+  const int start = output_index * stride - pad_before;
+  const int begin = std::max(start, 0);
+  return {begin, std::max(begin, std::min(start + kernel, input_size))};
+}
+
+template <bool kMax>
+float combine(float a, float b) {
+  if constexpr (kMax) {
+    return a > b ? a : b;
+  } else {
+    return a + b;
+  }
+}
+
+template <bool kMax>
+void pool_plane_as(const Pool2dDesc& desc, const float* input, const Shape& in_shape, float* output,
+                   const Shape& out_shape, std::vector<float>& buffer) {
+  const int in_w = in_shape.w;
+  const int out_w = out_shape.w;
+  const int stride = desc.stride_w;
+  const int kernel = desc.kernel_w;
+  // The reduced line with the padding around it: element j is input column j - pad_left; cells outside the input
+  // hold the neutral value, so every window reads kernel_w cells.
+  const int line_length = std::max((out_w - 1) * stride + kernel, desc.pad_left + in_w);
+  buffer.resize(static_cast<std::size_t>(line_length) + out_w);
+  float* line = buffer.data();
+  float* column_cells = line + line_length;  // the average's real cells per window, along a row
+  const float neutral = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  std::fill(line, line + line_length, neutral);
+  if (!kMax && !desc.count_include_pad) {
+    for (int ox = 0; ox < out_w; ++ox) {
+      const Window cols = pool_window(ox, stride, desc.pad_left, kernel, in_w);
+      column_cells[ox] = static_cast<float>(cols.end - cols.begin);
+    }
+  }
+  float* reduced = line + desc.pad_left;
+  for (int oy = 0; oy < out_shape.h; ++oy) {
+    const Window rows = pool_window(oy, desc.stride_h, desc.pad_top, desc.kernel_h, in_shape.h);
+    if (rows.begin == rows.end) {
+      std::fill(reduced, reduced + in_w, neutral);
+    } else {
+      std::copy(input + static_cast<std::size_t>(rows.begin) * in_w,
+                input + static_cast<std::size_t>(rows.begin + 1) * in_w, reduced);
+      for (int y = rows.begin + 1; y < rows.end; ++y) {
+        const float* row = input + static_cast<std::size_t>(y) * in_w;
+        for (int x = 0; x < in_w; ++x) reduced[x] = combine<kMax>(reduced[x], row[x]);
+      }
+    }
+    float* out_row = output + static_cast<std::size_t>(oy) * out_w;
+    if (stride == 1) {
+      std::copy(line, line + out_w, out_row);
+      for (int j = 1; j < kernel; ++j) {
+        for (int ox = 0; ox < out_w; ++ox) out_row[ox] = combine<kMax>(out_row[ox], line[ox + j]);
+      }
+    } else {
+      for (int ox = 0; ox < out_w; ++ox) {
+        const float* window = line + static_cast<std::size_t>(ox) * stride;
+        float value = window[0];
+        for (int j = 1; j < kernel; ++j) value = combine<kMax>(value, window[j]);
+        out_row[ox] = value;
+      }
+    }
+    if constexpr (!kMax) {
+      if (desc.count_include_pad) {
+        const float cells = static_cast<float>(desc.kernel_h * desc.kernel_w);
+        for (int ox = 0; ox < out_w; ++ox) out_row[ox] /= cells;
+      } else {
+        const float row_cells = static_cast<float>(rows.end - rows.begin);
+        for (int ox = 0; ox < out_w; ++ox) out_row[ox] /= row_cells * column_cells[ox];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void pool_plane(const Pool2dDesc& desc, const float* input, const Shape& in_shape, float* output,
+                const Shape& out_shape, std::vector<float>& line) {
+  if (desc.kind == PoolKind::max) {
+    pool_plane_as<true>(desc, input, in_shape, output, out_shape, line);
+  } else {
+    pool_plane_as<false>(desc, input, in_shape, output, out_shape, line);
+  }
+}
+
+}  // namespace corgy::blas
