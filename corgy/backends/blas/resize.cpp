@@ -1,5 +1,8 @@
 // BlasBackend::resize: the taps and weights of every output row and column computed once per call, then each plane
-// (shared among the team) as weighted sums of the taps' pixels.
+// (shared among the team) in two passes: every input row resized along its width, then each output row a weighted
+// sum of the resized rows its taps read (contiguous, vectorised). The same sums, in the same order, as weighting
+// each output's taps x taps pixels directly, at a fraction of the gathers (LR-ASPP's final 28x28 -> 224x224 bilinear
+// resize of 21 planes took a third of its forward that way).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -81,25 +84,34 @@ void BlasBackend::resize(const ResizeDesc& desc, const Variable& input, Variable
   parallel_for(threads_for(output.count()), static_cast<std::size_t>(out.n) * out.c, [&](std::size_t plane) {
     const float* source = input.data() + plane * in.plane_count();
     float* target = output.data() + plane * out.plane_count();
-    for (int y = 0; y < out.h; ++y, target += out.w) {
-      const int* row_index = rows.index.data() + static_cast<std::size_t>(y) * rows.taps;
-      const float* row_weight = rows.weight.data() + static_cast<std::size_t>(y) * rows.taps;
-      if (desc.mode == ResizeMode::nearest) {
-        const float* line = source + static_cast<std::size_t>(row_index[0]) * in.w;
+    if (desc.mode == ResizeMode::nearest) {
+      for (int y = 0; y < out.h; ++y, target += out.w) {
+        const float* line = source + static_cast<std::size_t>(rows.index[y]) * in.w;
         for (int x = 0; x < out.w; ++x) target[x] = line[cols.index[x]];
-        continue;
       }
+      return;
+    }
+    thread_local std::vector<float> resized_rows;  // in.h rows of out.w: each input row resized along its width
+    resized_rows.resize(static_cast<std::size_t>(in.h) * out.w);
+    for (int y = 0; y < in.h; ++y) {
+      const float* line = source + static_cast<std::size_t>(y) * in.w;
+      float* resized = resized_rows.data() + static_cast<std::size_t>(y) * out.w;
       for (int x = 0; x < out.w; ++x) {
         const int* col_index = cols.index.data() + static_cast<std::size_t>(x) * cols.taps;
         const float* col_weight = cols.weight.data() + static_cast<std::size_t>(x) * cols.taps;
-        float sum = 0.0f;
-        for (int i = 0; i < rows.taps; ++i) {
-          const float* line = source + static_cast<std::size_t>(row_index[i]) * in.w;
-          float row_sum = 0.0f;
-          for (int j = 0; j < cols.taps; ++j) row_sum += col_weight[j] * line[col_index[j]];
-          sum += row_weight[i] * row_sum;
-        }
-        target[x] = sum;
+        float row_sum = 0.0f;
+        for (int j = 0; j < cols.taps; ++j) row_sum += col_weight[j] * line[col_index[j]];
+        resized[x] = row_sum;
+      }
+    }
+    for (int y = 0; y < out.h; ++y, target += out.w) {
+      const int* row_index = rows.index.data() + static_cast<std::size_t>(y) * rows.taps;
+      const float* row_weight = rows.weight.data() + static_cast<std::size_t>(y) * rows.taps;
+      std::fill(target, target + out.w, 0.0f);
+      for (int i = 0; i < rows.taps; ++i) {
+        const float* resized = resized_rows.data() + static_cast<std::size_t>(row_index[i]) * out.w;
+        const float weight = row_weight[i];
+        for (int x = 0; x < out.w; ++x) target[x] += weight * resized[x];
       }
     }
   });
