@@ -13,7 +13,8 @@ namespace {
 /// Writes `count` values of one column-matrix row, from output pixel `pixel` on: the pixel (oy, ox) reads
 /// plane[oy * stride + y_offset][ox * stride + x_offset], or 0 outside the plane. Value j goes to
 /// out[(j / nr) * panel_stride + j % nr]: B's panels of nr columns. Simd::copy_padded(source, first, count, width,
-/// target) copies target[i] = source[first + i] where 0 <= first + i < width, else 0.
+/// target) copies target[i] = source[first + i] where 0 <= first + i < width, else 0; copy_padded_even the same
+/// from source[first + 2 i] (stride 2).
 template <class Simd>
 void pack_im2col_row(const Im2colRow& row, int pixel, int count, int nr, std::size_t panel_stride, float* out) {
   int lane = 0;  // position inside the current panel
@@ -32,28 +33,13 @@ void pack_im2col_row(const Im2colRow& row, int pixel, int count, int nr, std::si
       const int ix = ox * row.stride + row.x_offset;
       if (row.stride == 1) {
         Simd::copy_padded(source, ix, run, row.width, target);
+      } else if (row.stride == 2) {
+        Simd::copy_padded_even(source, ix, run, row.width, target);
       } else {
-        const auto one_by_one = [&](int from, int to) {
-          for (int i = from; i < to; ++i) {
-            const int x = ix + i * row.stride;
-            target[i] = x >= 0 && x < row.width ? source[x] : 0.0f;
-          }
-        };
-        int i = 0;
-        if (row.stride == 2) {
-          // The columns left of the row one by one, then whole registers of every other column while their two
-          // source registers lie inside the row, then the rest one by one.
-          constexpr int lanes = Simd::lanes;
-          const int first_inside = ix >= 0 ? 0 : (-ix + 1) / 2;
-          i = first_inside < run ? first_inside : run;
-          one_by_one(0, i);
-          for (; i < run && ix + 2 * (i + lanes) <= row.width; i += lanes) {
-            typename Simd::Reg even, odd;
-            Simd::deinterleave2(source + ix + 2 * i, even, odd);
-            Simd::store_first(target + i, even, run - i);
-          }
+        for (int i = 0; i < run; ++i) {
+          const int x = ix + i * row.stride;
+          target[i] = x >= 0 && x < row.width ? source[x] : 0.0f;
         }
-        one_by_one(i < run ? i : run, run);
       }
     }
     pixel += run;

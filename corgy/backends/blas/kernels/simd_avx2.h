@@ -124,6 +124,18 @@ struct Avx2 {
       _mm256_maskstore_ps(target + i, stored, _mm256_maskload_ps(source + x, inside));
     }
   }
+  /// target[j] = source[first + 2 j] for j < count, 0 where the index is outside [0, width): a row of a stride-2
+  /// column matrix (implicit im2col), its padding and its ends by masked loads rather than one value at a time.
+  static void copy_padded_even(const float* source, int first, int count, int width, float* target) {
+    for (int j = 0; j < count; j += 8) {
+      const int x = first + 2 * j;
+      const Reg low = _mm256_maskload_ps(source + x, lanes_between(-x, width - x));
+      const Reg high = _mm256_maskload_ps(source + x + 8, lanes_between(-x - 8, width - x - 8));
+      store_first(target + j,
+                  _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0x88)), 0xD8)),
+                  count - j);
+    }
+  }
   /// even[j] = source[first + 2 j], odd[j] = source[first + 2 j + 1] for j < count, 0 where the index is outside
   /// [0, width): a stride-2 row split into its two column phases, the padding by masked loads.
   static void copy_padded_deinterleaved(const float* source, int first, int count, int width, float* even, float* odd) {

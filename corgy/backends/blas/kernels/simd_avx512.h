@@ -166,6 +166,19 @@ struct Avx512 {
       _mm512_mask_storeu_ps(target + i, first_lanes(count - i), values);
     }
   }
+  /// target[j] = source[first + 2 j] for j < count, 0 where the index is outside [0, width): a row of a stride-2
+  /// column matrix (implicit im2col), its padding and its ends by masked loads rather than one value at a time.
+  static void copy_padded_even(const float* source, int first, int count, int width, float* target) {
+    const __m512i even_index = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int j = 0; j < count; j += 16) {
+      const int x = first + 2 * j;
+      const __mmask16 low_inside = static_cast<__mmask16>(first_lanes(width - x) & ~first_lanes(-x));
+      const __mmask16 high_inside = static_cast<__mmask16>(first_lanes(width - x - 16) & ~first_lanes(-x - 16));
+      const __m512 low = _mm512_maskz_loadu_ps(low_inside, source + x);
+      const __m512 high = _mm512_maskz_loadu_ps(high_inside, source + x + 16);
+      store_first(target + j, _mm512_permutex2var_ps(low, even_index, high), count - j);
+    }
+  }
   /// even[j] = source[first + 2 j], odd[j] = source[first + 2 j + 1] for j < count, 0 where the index is outside
   /// [0, width): a stride-2 row split into its two column phases, the padding by masked loads.
   static void copy_padded_deinterleaved(const float* source, int first, int count, int width, float* even, float* odd) {

@@ -98,6 +98,13 @@ struct Sse2 {
       target[i] = x >= 0 && x < width ? source[x] : 0.0f;
     }
   }
+  /// target[j] = source[first + 2 j] for j < count, 0 outside [0, width).
+  static void copy_padded_even(const float* source, int first, int count, int width, float* target) {
+    for (int j = 0; j < count; ++j) {
+      const int x = first + 2 * j;
+      target[j] = x >= 0 && x < width ? source[x] : 0.0f;
+    }
+  }
   /// even[j] = source[first + 2 j], odd[j] = source[first + 2 j + 1] for j < count, 0 outside [0, width).
   static void copy_padded_deinterleaved(const float* source, int first, int count, int width, float* even, float* odd) {
     for (int j = 0; j < count; ++j) {
