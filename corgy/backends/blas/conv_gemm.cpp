@@ -48,28 +48,65 @@ PackedBlock PaddedRowsB::pack(int k0, int kc, int n0, int nc, int nr, float* scr
 }
 
 bool reads_padded_rows(const Conv2dDesc& desc) {
-  // Measured on Tiny YOLO's first layer (27) and MNIST's (25); packing costs about as much as a depth of ~100.
+  // Measured on Tiny YOLO's first layer (27) and MNIST's (25); packing costs about as much as a depth of ~100. At
+  // stride 2 packing also picks every other value, and writes each input value k * k / 4 times where the phase
+  // planes copy it once: ResNet-50's 7x7/2 stem (depth 147) 3.0 -> 2.7 ms, its 3x3/2 256 -> 256 on 28x28 2.89 ->
+  // 2.73 ms (1 thread; the others tied).
+  // (A strided 1x1 convolution packs each value it reads once, and would copy all s * s phases for one.)
   constexpr int kMostDepth = 96;
-  return desc.stride == 1 && desc.in_channels / desc.groups * desc.kernel * desc.kernel <= kMostDepth;
+  if (desc.stride > 1) return desc.kernel > 1;
+  return desc.in_channels / desc.groups * desc.kernel * desc.kernel <= kMostDepth;
 }
 
 namespace {
 
+/// Padded row `padded_row` of one channel plane (input row padded_row - padding, zeros outside the input) cut into
+/// `stride` column phases: phase px (at phases + px * phase_plane) holds padded columns px, px + stride, ...
+void copy_row_phases(const float* plane, const Shape& in, int padding, int stride, int padded_row, int phase_w,
+                     std::size_t phase_plane, float* phases) {
+  const int iy = padded_row - padding;
+  if (iy < 0 || iy >= in.h) {
+    for (int px = 0; px < stride; ++px) std::fill(phases + px * phase_plane, phases + px * phase_plane + phase_w, 0.0f);
+    return;
+  }
+  const float* source = plane + static_cast<std::size_t>(iy) * in.w;
+  if (stride == 1) {
+    std::fill(phases, phases + padding, 0.0f);
+    std::memcpy(phases + padding, source, sizeof(float) * in.w);
+    std::fill(phases + padding + in.w, phases + phase_w, 0.0f);
+    return;
+  }
+  for (int px = 0; px < stride; ++px) {
+    float* phase = phases + px * phase_plane;
+    for (int i = 0; i < phase_w; ++i) {
+      const int x = i * stride + px - padding;
+      phase[i] = x >= 0 && x < in.w ? source[x] : 0.0f;
+    }
+  }
+}
+
 /// Rows [y0, y1) of image n by PaddedRowsB: the input rows they read, zero-padded, then one GEMM per group into the
-/// extended grid, cropped into target.
+/// extended grid, cropped into target. At stride s each channel's padded rows are first split into s x s phase
+/// planes (row phase py, column phase px: the padded pixels (py + s * i, px + s * j)), so that tap (ky, kx) of
+/// output pixels (y, x), (y, x + 1), ... reads consecutive floats of plane (ky * d % s, kx * d % s) from row
+/// y - y0 + ky * d / s, column x + kx * d / s on: B's rows are still read in place, and the extended grid is
+/// phase_w (the padded width / s) columns wide, of which output.w are outputs (a 7x7/2 stem: 112 of 115).
 void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
                       const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
                       std::size_t channel_stride, GemmRowsBuffers& buffers) {
   const Shape& in = input.shape();
+  const int s = desc.stride;
   const int in_per_group = desc.in_channels / desc.groups;
   const int out_per_group = desc.out_channels / desc.groups;
   const int halo = desc.dilation * (desc.kernel - 1);
-  const int padded_w = in.w + 2 * desc.padding;  // = output.w + halo at stride 1
-  const int padded_h = y1 - y0 + halo;
-  const std::size_t plane = static_cast<std::size_t>(padded_h) * padded_w;
-  const int columns = (y1 - y0) * padded_w;
+  const int padded_w = in.w + 2 * desc.padding;
+  const int phase_w = (padded_w + s - 1) / s;  // = output.w + halo at stride 1
+  const int phase_h = y1 - y0 + halo / s;
+  const std::size_t phase_plane = static_cast<std::size_t>(phase_h) * phase_w;
+  const std::size_t channel_size = phase_plane * s * s;
+  const int columns = (y1 - y0) * phase_w;
   // Room for the last panel's columns past the grid, and for its reads past the last row.
-  const std::size_t padded_size = in_per_group * plane + kernel.nr + padded_w;
+  const std::size_t padded_size = in_per_group * channel_size + kernel.nr + phase_w;
   if (buffers.padded_input.size() < padded_size) buffers.padded_input.resize(padded_size);
   const std::size_t extended_size = static_cast<std::size_t>(out_per_group) * (columns + kernel.nr);
   if (buffers.extended_output.size() < extended_size) buffers.extended_output.resize(extended_size);
@@ -77,27 +114,25 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
   for (int c = 0; c < in_per_group; ++c) {
     for (int ky = 0; ky < desc.kernel; ++ky) {
       for (int kx = 0; kx < desc.kernel; ++kx) {
+        const int dy = ky * desc.dilation;
+        const int dx = kx * desc.dilation;
+        const std::size_t phase = static_cast<std::size_t>(dy % s) * s + dx % s;
         buffers.row_offsets.push_back(
-            static_cast<std::int32_t>(c * plane + ky * desc.dilation * padded_w + kx * desc.dilation));
+            static_cast<std::int32_t>(c * channel_size + phase * phase_plane + (dy / s) * phase_w + dx / s));
       }
     }
   }
   for (int g = 0; g < desc.groups; ++g) {
     float* padded = buffers.padded_input.data();
-    std::fill(padded + in_per_group * plane, padded + padded_size, 0.0f);
+    std::fill(padded + in_per_group * channel_size, padded + padded_size, 0.0f);
     for (int c = 0; c < in_per_group; ++c) {
       const float* source =
           input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group + c) * in.plane_count();
-      for (int r = 0; r < padded_h; ++r) {
-        float* row = padded + c * plane + static_cast<std::size_t>(r) * padded_w;
-        const int iy = y0 - desc.padding + r;
-        if (iy < 0 || iy >= in.h) {
-          std::fill(row, row + padded_w, 0.0f);
-          continue;
+      for (int py = 0; py < s; ++py) {
+        for (int r = 0; r < phase_h; ++r) {  // row phase py's row r: padded row (y0 + r) * s + py
+          copy_row_phases(source, in, desc.padding, s, (y0 + r) * s + py, phase_w, phase_plane,
+                          padded + c * channel_size + py * s * phase_plane + static_cast<std::size_t>(r) * phase_w);
         }
-        std::fill(row, row + desc.padding, 0.0f);
-        std::memcpy(row + desc.padding, source + static_cast<std::size_t>(iy) * in.w, sizeof(float) * in.w);
-        std::fill(row + desc.padding + in.w, row + padded_w, 0.0f);
       }
     }
     const PaddedRowsB rows(padded, columns, buffers.row_offsets);
@@ -109,7 +144,7 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
       float* plane_out = target + static_cast<std::size_t>(g * out_per_group + o) * channel_stride;
       for (int r = 0; r < y1 - y0; ++r) {
         std::memcpy(plane_out + static_cast<std::size_t>(r) * output.w,
-                    extended + static_cast<std::size_t>(r) * padded_w, sizeof(float) * output.w);
+                    extended + static_cast<std::size_t>(r) * phase_w, sizeof(float) * output.w);
       }
     }
   }

@@ -41,7 +41,8 @@ class Im2colB final : public BSource {
 /// dilation * (k - 1) columns of each row are not outputs) reads, for B's row (c, ky, kx), the float at
 /// padded + offset(c, ky, kx) + j, so consecutive columns are consecutive floats and B's panels are the padded
 /// rows themselves. For layers of few input channels (Tiny YOLO's first, MNIST's first), where packing im2col
-/// panels cost as much as the arithmetic.
+/// panels cost as much as the arithmetic, and for strided layers, whose rows are first split into phase planes
+/// (conv_gemm.cpp's conv_padded_rows) so that the same holds at stride s.
 class PaddedRowsB final : public BSource {
  public:
   /// `row_offsets`: one per row of B, depth of them; `columns`: of the extended grid.
@@ -66,8 +67,9 @@ struct GemmRowsBuffers {
   std::vector<std::int32_t> row_offsets;
 };
 
-/// True when conv_gemm_rows reads `desc`'s input through PaddedRowsB rather than packing im2col panels: stride 1
-/// and a small column-matrix depth (in channels x k x k), where packing dominates.
+/// True when conv_gemm_rows reads `desc`'s input through PaddedRowsB rather than packing im2col panels: a small
+/// column-matrix depth (in channels x k x k), where packing dominates, or a stride above 1 (read from phase planes,
+/// where packing would also pick every stride-th value).
 bool reads_padded_rows(const Conv2dDesc& desc);
 
 /// True when conv_gemm_rows reads `desc`'s B rows in place from the input planes, neither packed nor copied: a
