@@ -30,6 +30,19 @@ void micro_kernel_body(std::size_t depth, const float* a, const float* b, const 
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) acc[i][j] = Simd::zero();
   }
+  // C's tile (and the residual added to it) is touched only after the depth loop, usually in lines no cache holds
+  // (a 56x56 layer's output is megabytes): asking for them now overlaps their misses with the loop instead of
+  // stalling the stores at its end.
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) __builtin_prefetch(c + i * ldc + j * lanes, 1, 3);
+  }
+  if (epilogue && epilogue->residual) {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NV; ++j) __builtin_prefetch(epilogue->residual + i * epilogue->residual_ld + j * lanes, 0, 3);
+    }
+  }
   for (std::size_t k = 0; k < depth; ++k) {
     // A (the weights) streams from memory in the GEMMs of 13x13 layers: ask for it ~40 steps (about a DRAM latency
     // of work) ahead; the hardware prefetcher alone sustained ~12 of the 35 GB/s one core reads.
