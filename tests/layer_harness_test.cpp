@@ -103,6 +103,10 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
         .padding = 3,
         .dilation = 3,
         .activation = leaky}},
+      // 1x1 convolutions of stride 2 and 3 (pointwise on the subsampled input): odd sizes, batch 3, groups.
+      {{3, 13, 11, 9},
+       {.in_channels = 13, .out_channels = 20, .kernel = 1, .stride = 2, .activation = Activation::swish()}},
+      {{2, 6, 10, 11}, {.in_channels = 6, .out_channels = 4, .kernel = 1, .stride = 3, .groups = 2}},
       {{3, 3, 11, 9},
        {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1, .activation = Activation::clipped_relu(0.6f)}},
       {{2, 8, 9, 7},
@@ -647,6 +651,9 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
       {{2, 12, 13, 10},
        {.in_channels = 12, .out_channels = 12, .kernel = 3, .padding = 1, .activation = Activation::leaky_relu(0.1f)}},
       {{1, 9, 12, 12}, {.in_channels = 9, .out_channels = 9, .kernel = 3, .stride = 2, .padding = 1}},
+      // ResNet's downsampling shortcut: a 1x1/2 convolution (pointwise on the subsampled input) + add.
+      {{3, 12, 11, 9},
+       {.in_channels = 12, .out_channels = 12, .kernel = 1, .stride = 2, .activation = Activation::relu()}},
       {{3, 7, 8, 5},
        {.in_channels = 7,
         .out_channels = 7,

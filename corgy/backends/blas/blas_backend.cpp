@@ -266,6 +266,10 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
     conv2d_baseline(desc, input, weights, bias, output);
     return;
   }
+  if (is_strided_pointwise(desc) && plans_->is_constant(weights) && convolution_ != BlasConvolution::im2col) {
+    profiler_.note("1x1 stride " + std::to_string(desc.stride) + " as pointwise on the subsampled input");
+    return conv2d(pointwise_of(desc), subsampled_input(desc, input), weights, bias, output);
+  }
   const blas::ConvPlan* plan = plan_for(desc, input.shape(), &input, weights, bias);
   if (!plan || plan->algorithm == blas::ConvAlgorithm::im2col_openblas) {
     conv2d_baseline(desc, input, weights, bias, output);
@@ -280,6 +284,10 @@ void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Va
 
 void BlasBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
                              const Variable* bias, const Variable& residual, Variable& output) {
+  if (is_strided_pointwise(desc) && plans_->is_constant(weights) && convolution_ != BlasConvolution::im2col) {
+    profiler_.note("1x1 stride " + std::to_string(desc.stride) + " as pointwise on the subsampled input");
+    return conv2d_add(pointwise_of(desc), subsampled_input(desc, input), weights, bias, residual, output);
+  }
   Conv2dDesc before_add = desc;
   before_add.activation = Activation::none();
   if (desc.is_square()) {

@@ -164,6 +164,12 @@ class BlasBackend final : public Backend {
   void run_pointwise_batch(const blas::ConvPlan& plan, std::span<const Variable* const> inputs,
                            const blas::InputAffine* affine, const Variable* residual, Activation activation,
                            Variable& output);
+  /// Defined in strided_pointwise.cpp: a 1x1 convolution of stride > 1 (no padding) runs as the pointwise
+  /// convolution pointwise_of(desc) of subsampled_input(desc, input), the input's every stride-th pixel (a view of
+  /// a scratch tensor, valid until the next call).
+  static bool is_strided_pointwise(const Conv2dDesc& desc);
+  static Conv2dDesc pointwise_of(const Conv2dDesc& desc);
+  const Variable& subsampled_input(const Conv2dDesc& desc, const Variable& input);
   /// A depthwise plan: the planes shared among the team by a queue.
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
                      Variable& output);
@@ -186,6 +192,8 @@ class BlasBackend final : public Backend {
   Variable preactivated_input_;  // preactivated_conv2d's concatenated, normalised input where it is not fused
   Variable block_expanded_;      // inverted_residual's intermediates when it runs as its three convolutions
   Variable block_filtered_;
+  Variable subsampled_input_;  // strided_pointwise.cpp's scratch, and the view of it in use
+  Variable subsampled_view_;
   std::unique_ptr<blas::ConvPlanCache> plans_;
   cpu::CpuProfiler profiler_;
 };
