@@ -147,9 +147,12 @@ class BlasBackend final : public Backend {
                 Variable& output);
   /// The plan of a convolution with these weights at input shape `in`: made (and with BlasConvolution::automatic
   /// and the input given, its algorithm measured on it against the others that apply, conv_tuner.h) at the first
-  /// call, kept afterwards. Null for weights that are not constants.
+  /// call, kept afterwards. Null for weights that are not constants. With `residual` (conv2d_add), each candidate is
+  /// timed with the add: in the batch GEMM's epilogue, else as add_residual's pass.
   const blas::ConvPlan* plan_for(const Conv2dDesc& desc, const Shape& in, const Variable* input,
-                                 const Variable& weights, const Variable* bias);
+                                 const Variable& weights, const Variable* bias, const Variable* residual = nullptr);
+  /// output = activation(output + residual), one pass split among the team.
+  void add_residual(const Variable& residual, Activation activation, Variable& output);
   /// Defined in inverted_residual.cpp: the block in bands of rows, shared by the team ...
   void run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
                                    const blas::ConvPlan* project, const Variable& input, const Variable* residual,
