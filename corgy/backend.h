@@ -332,10 +332,14 @@ class Backend {
   /// BN-ReLU-Conv on its concatenated features; Sequential fuses a Concat, a ChannelAffine and a pointwise
   /// convolution into it, corgy/model/fusion.h): output = conv(a) with a = input_activation(concat(inputs) *
   /// scale[c] + shift[c]), the convolution's bias and desc.activation as in conv2d; zero padding pads a. inputs
-  /// (N, C_i, H, W) with sum C_i = desc.in_channels; scale, shift (1, 1, 1, desc.in_channels).
+  /// (N, C_i, H, W) with sum C_i = desc.in_channels; scale, shift (1, 1, 1, desc.in_channels). With `input_pool`
+  /// (an average pool without padding, or null), the convolution (then pointwise, without activation) reads
+  /// avgpool(a): Sequential fuses such a pool after the convolution into it (DenseNet's transitions), as the two
+  /// commute and the convolution then runs on a quarter of the pixels.
   virtual void preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs,
                                    const Variable& scale, const Variable& shift, Activation input_activation,
-                                   const Variable& weights, const Variable* bias, Variable& output) = 0;
+                                   const Pool2dDesc* input_pool, const Variable& weights, const Variable* bias,
+                                   Variable& output) = 0;
   /// Squeeze-and-excitation as one operation (SqueezeExciteDesc; Sequential fuses the pool, the two 1x1 convolutions
   /// and the product into it): input and output (N, C, H, W); reduce_weights (S, C, 1, 1), expand_weights
   /// (C, S, 1, 1); the biases (1, 1, 1, S) and (1, 1, 1, C) or null.

@@ -152,6 +152,26 @@ TEST(Fusion, FoldsAConcatenationAndItsBatchNormIntoTheConvolutionAfterThem) {
   EXPECT_EQ(graph.nodes[8].layer->type(), "channel_affine");
 }
 
+TEST(Fusion, MovesTheAveragePoolAfterAPreactivatedPointwiseConvolutionBeforeIt) {
+  // DenseNet's transition: concat -> batch norm + ReLU -> 1x1 convolution -> 2x2/2 average pool.
+  Sequential model;
+  const int stem = model.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1}));     // 0
+  model.add(Concat(), {stem, Sequential::model_input});                                                     // 1
+  model.add(ChannelAffine(7, Activation::relu()));                                                          // 2
+  model.add(Conv2d({.in_channels = 7, .out_channels = 5, .kernel = 1}));                                    // 3
+  model.add(AvgPool2d({.kernel = 2}));                                                                      // 4
+  model.add(ChannelAffine(5, Activation::relu()));                                                          // 5
+  model.add(Conv2d({.in_channels = 5, .out_channels = 2, .kernel = 1, .activation = Activation::relu()}));  // 6
+  model.add(AvgPool2d({.kernel = 2}));  // 7: after an activation, the two do not commute
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3, 5}));
+  EXPECT_EQ(graph.nodes[4].layer->type(), "preactivated_conv2d");
+  EXPECT_EQ(graph.nodes[4].layer->describe(), "channel_affine 7, relu -> avgpool2d 2x2/2 -> conv2d 1x1/1 pad 0, 7->5");
+  EXPECT_EQ(graph.nodes[4].inputs, (std::vector<int>{stem, Sequential::model_input}));
+  EXPECT_EQ(graph.nodes[6].layer->type(), "preactivated_conv2d");
+  EXPECT_EQ(graph.nodes[7].layer->type(), "avgpool2d");
+}
+
 TEST(Fusion, FoldsAResidualAddIntoTheConvolutionBeforeIt) {
   Sequential model;
   const int stem = model.add(

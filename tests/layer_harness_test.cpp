@@ -562,6 +562,33 @@ void add_multi_input_cases(std::vector<LayerCase>& cases) {
          m.add(ChannelAffine(96, Activation::relu()));
          m.add(Conv2d({.in_channels = 96, .out_channels = 128, .kernel = 1, .activation = Activation::relu()}));
        }});
+  // DenseNet's transitions: the average pool after such a convolution (pointwise, no activation) joins it, pooling
+  // the normalised input first; odd sizes (the last row and column dropped), batch 3, a 3x3/2 window (overlapping),
+  // a global pool, and a convolution with an activation (which must not take the pool).
+  cases.push_back({"preactivated conv -> avgpool 2x2/2 (3, 6, 13, 11)", {3, 6, 13, 11}, [](Sequential& m) {
+                     const int a =
+                         m.add(Conv2d({.in_channels = 6, .out_channels = 5, .kernel = 1}), {Sequential::model_input});
+                     m.add(Concat(), {Sequential::model_input, a});
+                     m.add(ChannelAffine(11, Activation::relu()));
+                     m.add(Conv2d({.in_channels = 11, .out_channels = 9, .kernel = 1}));
+                     m.add(AvgPool2d({.kernel = 2}));
+                   }});
+  cases.push_back({"preactivated conv -> avgpool 3x3/2 (2, 17, 15, 14)", {2, 17, 15, 14}, [](Sequential& m) {
+                     m.add(ChannelAffine(17, Activation::leaky_relu(0.1f)));
+                     m.add(Conv2d({.in_channels = 17, .out_channels = 20, .kernel = 1, .bias = false}));
+                     m.add(AvgPool2d({.kernel = 3, .stride = 2}));
+                   }});
+  cases.push_back({"preactivated conv -> global avgpool (2, 8, 7, 9)", {2, 8, 7, 9}, [](Sequential& m) {
+                     m.add(ChannelAffine(8, Activation::swish()));
+                     m.add(Conv2d({.in_channels = 8, .out_channels = 12, .kernel = 1}));
+                     m.add(AvgPool2d::global());
+                   }});
+  cases.push_back({"preactivated conv relu -> avgpool 2x2/2 (1, 8, 10, 10)", {1, 8, 10, 10}, [](Sequential& m) {
+                     m.add(ChannelAffine(8, Activation::relu()));
+                     m.add(
+                         Conv2d({.in_channels = 8, .out_channels = 6, .kernel = 1, .activation = Activation::relu()}));
+                     m.add(AvgPool2d({.kernel = 2}));
+                   }});
   for (const Activation activation :
        {Activation::none(), Activation::swish(), Activation::hard_swish(), Activation::clipped_relu(0.5f),
         Activation::sigmoid(), Activation::tanh(), Activation::mish()}) {

@@ -24,6 +24,22 @@ PreactivatedConv2d::PreactivatedConv2d(const ChannelAffine& affine, const Conv2d
   }
 }
 
+PreactivatedConv2d::PreactivatedConv2d(const PreactivatedConv2d& conv, const AvgPool2d& pool)
+    : desc_(conv.desc_),
+      input_activation_(conv.input_activation_),
+      input_pool_(pool.options()),
+      scale_(view_of(conv.scale_)),
+      shift_(view_of(conv.shift_)),
+      weights_(view_of(conv.weights_)),
+      bias_(view_of(conv.bias_)) {}
+
+Shape PreactivatedConv2d::conv_input(const Shape& first) const {
+  const Shape joined{first.n, desc_.in_channels, first.h, first.w};
+  if (!input_pool_) return joined;
+  const Pool2dDesc pool = make_pool_desc(PoolKind::average, *input_pool_, joined);
+  return {first.n, desc_.in_channels, pool.output_h(first.h), pool.output_w(first.w)};
+}
+
 std::string PreactivatedConv2d::describe() const {
   const std::string affine = input_activation_.kind == ActivationKind::none
                                  ? fmt::format("channel_affine {}", desc_.in_channels)
@@ -32,6 +48,7 @@ std::string PreactivatedConv2d::describe() const {
   std::string conv = fmt::format("conv2d {}x{}/{} pad {}, {}->{}", w.kernel_h, w.kernel_w, w.stride_h, w.pad_top,
                                  desc_.in_channels, desc_.out_channels);
   if (desc_.activation.kind != ActivationKind::none) conv += ", " + desc_.activation.str();
+  if (input_pool_) return affine + " -> avgpool2d " + describe_pool_options(*input_pool_) + " -> " + conv;
   return affine + " -> " + conv;
 }
 
@@ -44,11 +61,11 @@ Shape PreactivatedConv2d::output_shape(std::span<const Shape> inputs) const {
     }
     channels += in.c;
   }
-  const Shape& in = inputs[0];
   if (channels != desc_.in_channels) {
     throw_shape_error(fmt::format("inputs of {} channels in all", desc_.in_channels),
-                      Shape{in.n, channels, in.h, in.w});
+                      Shape{inputs[0].n, channels, inputs[0].h, inputs[0].w});
   }
+  const Shape in = conv_input(inputs[0]);
   const Shape out{in.n, desc_.out_channels, desc_.output_h(in.h), desc_.output_w(in.w)};
   if (out.h <= 0 || out.w <= 0) throw_shape_error("an input larger than the convolution's kernel", in);
   return out;
@@ -61,12 +78,17 @@ void PreactivatedConv2d::upload(Backend& backend) const {
 }
 
 void PreactivatedConv2d::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
-  backend.preactivated_conv2d(desc_, inputs, scale_, shift_, input_activation_, weights_,
+  std::optional<Pool2dDesc> pool;
+  if (input_pool_) {
+    const Shape& first = inputs[0]->shape();
+    pool = make_pool_desc(PoolKind::average, *input_pool_, {first.n, desc_.in_channels, first.h, first.w});
+  }
+  backend.preactivated_conv2d(desc_, inputs, scale_, shift_, input_activation_, pool ? &*pool : nullptr, weights_,
                               bias_.empty() ? nullptr : &bias_, output);
 }
 
 double PreactivatedConv2d::flops(std::span<const Shape> inputs) const {
-  const Shape& in = inputs[0];
+  const Shape in = conv_input(inputs[0]);
   const double outputs = static_cast<double>(in.n) * desc_.out_channels * desc_.output_h(in.h) * desc_.output_w(in.w);
   return 2.0 * outputs * (desc_.in_channels / desc_.groups) * desc_.taps();  // as Conv2d counts
 }

@@ -299,6 +299,24 @@ void fuse_preactivated_convs(Rewriter& r) {
   }
 }
 
+// 8b. PreactivatedConv2d (pointwise, no activation) -> average pool without padding -> the PreactivatedConv2d
+// pooling its input first (DenseNet's transitions; the two commute, and the convolution runs on fewer pixels).
+void fuse_pooled_preactivated_convs(Rewriter& r) {
+  for (int p = 0; p < r.size(); ++p) {
+    const auto* pool = r.as<AvgPool2d>(p);
+    if (!pool || r.node(p).inputs.size() != 1) continue;
+    const PoolOptions& o = pool->options();
+    const bool unpadded = o.global || (!o.same && o.padding == 0 && o.padding_bottom_right <= 0);
+    const bool shrinks = o.global || (o.stride == 0 ? o.kernel : o.stride) >= 2;
+    const int c = r.node(p).inputs[0];
+    const auto* conv = r.as<PreactivatedConv2d>(c);
+    if (!conv || !unpadded || !shrinks || !r.private_to_pattern(c) || conv->pools_input()) continue;
+    const Conv2dDesc& d = conv->desc();
+    if (!pointwise(d) || d.activation.kind != ActivationKind::none) continue;
+    r.rewrite(p, std::make_unique<PreactivatedConv2d>(*conv, *pool), r.node(c).inputs, {c});
+  }
+}
+
 /// y = x * scale + shift with one scale and one shift for every value: a ChannelAffine without activation whose
 /// values are all equal, or a BroadcastBinary add, subtract, multiply or divide by a one-value constant (how an
 /// exported graph's `x / 1.4142`, `+ 1`, `* 0.5`, `+ 1e-5` arrive). The pair, or nullopt.
@@ -535,7 +553,8 @@ FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   // Each rewrite sees the graph as the ones before left it (counts of readers included).
   for (void (*rewrite)(Rewriter&) :
        {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite,
-        fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs}) {
+        fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs,
+        fuse_pooled_preactivated_convs}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

@@ -50,7 +50,10 @@ struct FusedGraph {
 ///     ChannelAffine when the axis is the channels), becomes one LayerNorm (ConvNeXt's blocks).
 ///  8. a ChannelAffine (a batch norm no convolution precedes, with its activation) whose output only a pointwise
 ///     convolution (a Conv2d or a FusedConv2d without a residual) reads becomes a PreactivatedConv2d, and the Concat
-///     before it joins it when only the ChannelAffine reads the Concat (DenseNet's BN-ReLU-Conv).
+///     before it joins it when only the ChannelAffine reads the Concat (DenseNet's BN-ReLU-Conv); then such a layer
+///     with a pointwise convolution without activation whose output only an average pool without padding (and of
+///     stride 2 or more, or global) reads takes the pool, applied to its input before the convolution (the two
+///     commute; DenseNet's transitions then convolve a quarter of the pixels).
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 

@@ -86,8 +86,8 @@ class BlasBackend final : public Backend {
   /// affine applied (pointwise_batch_gemm.h); other convolutions: the concatenation and the affine into a scratch
   /// tensor, then conv2d.
   void preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs, const Variable& scale,
-                           const Variable& shift, Activation input_activation, const Variable& weights,
-                           const Variable* bias, Variable& output) override;
+                           const Variable& shift, Activation input_activation, const Pool2dDesc* input_pool,
+                           const Variable& weights, const Variable* bias, Variable& output) override;
   /// Defined in squeeze_excite.cpp.
   void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                       const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,

@@ -59,7 +59,8 @@ void NaiveBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, con
 
 void NaiveBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs,
                                        const Variable& scale, const Variable& shift, Activation input_activation,
-                                       const Variable& weights, const Variable* bias, Variable& output) {
+                                       const Pool2dDesc* input_pool, const Variable& weights, const Variable* bias,
+                                       Variable& output) {
   const Shape& first = inputs[0]->shape();
   Variable preactivated(Shape{first.n, desc.in_channels, first.h, first.w});
   for (int n = 0; n < first.n; ++n) {
@@ -74,6 +75,11 @@ void NaiveBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const V
         }
       }
     }
+  }
+  if (input_pool) {
+    Variable pooled(Shape{first.n, desc.in_channels, input_pool->output_h(first.h), input_pool->output_w(first.w)});
+    pool2d(*input_pool, preactivated, pooled);
+    return direct_conv2d(desc, pooled, weights, bias, nullptr, output);
   }
   direct_conv2d(desc, preactivated, weights, bias, nullptr, output);
 }

@@ -28,8 +28,8 @@ class NaiveBackend final : public Backend {
                          Variable& output) override;
   /// The pool, the two 1x1 convolutions and the product, as the separate layers compute them.
   void preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs, const Variable& scale,
-                           const Variable& shift, Activation input_activation, const Variable& weights,
-                           const Variable* bias, Variable& output) override;
+                           const Variable& shift, Activation input_activation, const Pool2dDesc* input_pool,
+                           const Variable& weights, const Variable* bias, Variable& output) override;
   void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                       const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
                       Variable& output) override;

@@ -250,7 +250,8 @@ void VulkanBackend::inverted_residual(const InvertedResidualDesc& desc, const Va
 
 void VulkanBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const Variable* const> inputs,
                                         const Variable& scale, const Variable& shift, Activation input_activation,
-                                        const Variable& weights, const Variable* bias, Variable& output) {
+                                        const Pool2dDesc* input_pool, const Variable& weights, const Variable* bias,
+                                        Variable& output) {
   as_forward("preactivated_conv2d", [&] {
     // The concatenation and the affine into device-only scratch tensors (slots 1 and 2: a pooled convolution's
     // output takes slot 0), then the convolution.
@@ -260,6 +261,13 @@ void VulkanBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const 
     concat_channels(inputs, concatenated);
     Variable preactivated = runtime_->scratch_tensor(joined, 2);
     channel_affine(concatenated, scale, shift, input_activation, preactivated);
+    if (input_pool) {
+      // The pool into slot 1 again (the concatenation is read already; the pooled tensor is smaller).
+      Variable pooled = runtime_->scratch_tensor(
+          Shape{first.n, desc.in_channels, input_pool->output_h(first.h), input_pool->output_w(first.w)}, 1);
+      pool2d(*input_pool, preactivated, pooled);
+      return conv2d(desc, pooled, weights, bias, output);
+    }
     conv2d(desc, preactivated, weights, bias, output);
   });
 }
