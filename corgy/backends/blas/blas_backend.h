@@ -78,8 +78,8 @@ class BlasBackend final : public Backend {
   /// run without their activation, then one pass of output = activation(output + residual).
   void conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                   const Variable& residual, Variable& output) override;
-  /// Defined in inverted_residual.cpp: bands of rows through the three convolutions, or the three in turn, whichever
-  /// the first forward measured faster (where the expanded tensor fits in cache anyway, the three).
+  /// Defined in inverted_residual.cpp: bands of rows through the three convolutions, or the three in turn image by
+  /// image, whichever the first forward measured faster (where the expanded tensor fits in cache anyway, the three).
   void inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                          Variable& output) override;
   /// Pointwise (with constant weights): one GEMM over the batch's pixels whose B is packed from the inputs with the
@@ -195,6 +195,8 @@ class BlasBackend final : public Backend {
   Variable preactivated_input_;  // preactivated_conv2d's concatenated, normalised input where it is not fused
   Variable block_expanded_;      // inverted_residual's intermediates when it runs as its three convolutions
   Variable block_filtered_;
+  Variable block_image_input_;  // ... and one image's input and output, when it runs them image by image
+  Variable block_image_output_;
   Variable subsampled_input_;  // strided_pointwise.cpp's scratch, and the view of it in use
   Variable subsampled_view_;
   std::unique_ptr<blas::ConvPlanCache> plans_;
