@@ -29,7 +29,10 @@ namespace corgy {
 
 namespace {
 
-/// Expanded tensors smaller than this (one image's) fit in L2 as they are: banding them gains nothing.
+/// Expanded tensors smaller than this (one image's) fit in L2 as they are: banding them gains nothing at batch 1.
+/// At a larger batch, small images make bands of whole images, one member's each, which the tuner also times: the
+/// members then share the batch's images with no barrier between them, where the three convolutions split each
+/// image's small maps among them (MobileNetV3's 14 x 14 and 7 x 7 blocks at batch 8, 2 threads).
 constexpr std::size_t kMinBandedExpandedBytes = std::size_t{1} << 20;
 /// A band's expanded rows and depthwise output together: about what L2 holds beside the weights.
 constexpr std::size_t kBandBytes = std::size_t{640} << 10;
@@ -76,7 +79,7 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
                         blas::depthwise_kernel_applies(d) &&
                         (convolution_ == BlasConvolution::bands ||
                          (convolution_ == BlasConvolution::automatic &&
-                          expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes));
+                          (in.n > 1 || expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes)));
   // One image (image_input -> image_output): the projection adds `added` where given, else applies `projection`'s
   // activation.
   const auto image_three_convolutions = [&](const Variable& x, const Conv2dDesc& projection, const Variable* added,
