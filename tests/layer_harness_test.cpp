@@ -748,6 +748,11 @@ void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
       // Without the projection (its squeeze-and-excitation reads the depthwise output): the block's first half.
       {{1, 8, 14, 15}, 48, 3, 2, 0, Activation::swish(), false},
       {{2, 12, 10, 9}, 36, 5, 1, 0, Activation::hard_swish(), false},
+      // Images of at most two output rows: "blas:bands" runs them in bands of whole images, whose depthwise
+      // convolution runs by channel blocks (channels not a multiple of the register's 16, batch 3, stride 2).
+      {{3, 8, 4, 9}, 40, 3, 2, 12, Activation::relu6(), false},
+      {{3, 12, 2, 7}, 20, 5, 1, 12, Activation::hard_swish(), true},
+      {{2, 8, 3, 5}, 24, 3, 2, 0, Activation::swish(), false},
   };
   for (const Block& b : blocks) {
     cases.push_back(

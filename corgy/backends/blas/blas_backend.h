@@ -157,10 +157,12 @@ class BlasBackend final : public Backend {
   void run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
                                    const blas::ConvPlan* project, const Variable& input, const Variable* residual,
                                    Variable& output);
-  /// ... and one band of output rows [r0, r1) of image n of it, by one member.
+  /// ... and one band of output rows [r0, r1) of image n of it, by one member; a band of a whole image runs the
+  /// depthwise convolution by `channel_blocks` (a depthwise_channel_blocks plan at one image's shape) where given.
   void inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
-                              const blas::ConvPlan* project, const Variable& input, const Variable* residual,
-                              Variable& output, int n, int r0, int r1, blas::BandBuffers& buffers);
+                              const blas::ConvPlan* project, const blas::ConvPlan* channel_blocks,
+                              const Variable& input, const Variable* residual, Variable& output, int n, int r0, int r1,
+                              blas::BandBuffers& buffers);
   /// A pointwise_batch plan on the channel concatenation of `inputs` (one input: a plain convolution), with the
   /// per-input-channel `affine` (or null) applied while B is packed, and `residual` (or null) added before
   /// `activation`.

@@ -160,8 +160,25 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
   const int rows = convolution_ == BlasConvolution::bands ? std::min(2, out.h) : even_rows;
   const int bands_per_image = (out.h + rows - 1) / rows;
   const std::size_t items = static_cast<std::size_t>(out.n) * bands_per_image;
-  profiler_.note(fmt::format("inverted residual in bands of {} rows: {} + depthwise {} kernel{}", rows,
-                             expand.describe(), isa_name(widest_cpu_isa()),
+  // Bands of whole images take the depthwise convolution's own plan where it runs by channel blocks (the tuner's
+  // choice when the block also ran as three convolutions, else the static table's): on small maps the channel-block
+  // kernel beats the plane kernel, which a band of rows needs for its edges.
+  const Shape expanded_image{1, expanded, in.h, in.w};
+  const blas::ConvPlan* depthwise =
+      rows == out.h ? plan_for(d, expanded_image, nullptr, *desc.depthwise.weights, desc.depthwise.bias) : nullptr;
+  if (depthwise && convolution_ == BlasConvolution::bands &&
+      depthwise->algorithm != blas::ConvAlgorithm::depthwise_channel_blocks &&
+      blas::depthwise_channel_blocks_apply(d.kernel, d.stride, d.dilation)) {
+    // blas:bands (tests): the channel blocks wherever they apply, so that the harness checks them in whole images.
+    depthwise =
+        &plans_->store(*desc.depthwise.weights,
+                       blas::plan_convolution(d, expanded_image, *desc.depthwise.weights, desc.depthwise.bias,
+                                              blas::ConvChoice{blas::ConvAlgorithm::depthwise_channel_blocks}, *team_));
+  }
+  const blas::ConvPlan* channel_blocks =
+      depthwise && depthwise->algorithm == blas::ConvAlgorithm::depthwise_channel_blocks ? depthwise : nullptr;
+  profiler_.note(fmt::format("inverted residual in bands of {} rows: {} + depthwise {} kernel{}{}", rows,
+                             expand.describe(), isa_name(widest_cpu_isa()), channel_blocks ? ", channel blocks" : "",
                              project ? " + " + project->describe() : ""));
   const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
@@ -171,15 +188,16 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
     while (queue.next(item)) {
       const int n = static_cast<int>(item / bands_per_image);
       const int r0 = static_cast<int>(item % bands_per_image) * rows;
-      inverted_residual_band(desc, expand, project, input, residual, output, n, r0, std::min(out.h, r0 + rows),
-                             plans_->band_buffers[member.index()]);
+      inverted_residual_band(desc, expand, project, channel_blocks, input, residual, output, n, r0,
+                             std::min(out.h, r0 + rows), plans_->band_buffers[member.index()]);
     }
   });
 }
 
 void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
-                                         const blas::ConvPlan* project, const Variable& input, const Variable* residual,
-                                         Variable& output, int n, int r0, int r1, blas::BandBuffers& buffers) {
+                                         const blas::ConvPlan* project, const blas::ConvPlan* channel_blocks,
+                                         const Variable& input, const Variable* residual, Variable& output, int n,
+                                         int r0, int r1, blas::BandBuffers& buffers) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const Conv2dDesc& d = desc.depthwise.desc;
@@ -206,20 +224,29 @@ void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const
                     desc.expand.desc.activation, buffers.gemm);
 
   // 2. The depthwise convolution of those rows, the image's padding above and below where the band meets its edges.
-  const blas::DepthwiseGeometry geometry =
-      blas::depthwise_band_geometry(d.kernel, d.stride, d.dilation, d.padding, e0 - first, end - e1, in_rows, in.w);
-  blas::prepare_depthwise_buffer(geometry, buffers.depthwise);
   // Without a projection, its output rows [r0, r1) are the block's, straight into each output plane.
   float* target =
       output.data() + static_cast<std::size_t>(n) * out.image_count() + static_cast<std::size_t>(r0) * out.w;
   float* filtered = project ? buffers.block_filtered.data() : target;
   const std::size_t filtered_stride = project ? filtered_plane : out.plane_count();
-  const blas::DepthwiseKernel depthwise = blas::depthwise_kernel();
-  const int taps = d.kernel * d.kernel;
-  for (int c = 0; c < expanded; ++c) {
-    depthwise(geometry, buffers.block_expanded.data() + c * expanded_plane, desc.depthwise.weights->data() + c * taps,
-              desc.depthwise.bias ? desc.depthwise.bias->data()[c] : 0.0f, d.activation, filtered + c * filtered_stride,
-              buffers.depthwise.data());
+  if (channel_blocks && in_rows == in.h) {
+    // A whole image (every input row read: not so where the last rows fall between strides): its expanded planes
+    // are a tensor of one image, as the channel-block kernel reads them.
+    blas::prepare_depthwise_channel_buffer(channel_blocks->depthwise, buffers.depthwise);
+    blas::depthwise_channel_block_kernel()(
+        channel_blocks->depthwise, buffers.block_expanded.data(), 0, static_cast<std::size_t>(expanded), expanded,
+        channel_blocks->depthwise_packed.data(), d.activation, filtered, buffers.depthwise.data());
+  } else {
+    const blas::DepthwiseGeometry geometry =
+        blas::depthwise_band_geometry(d.kernel, d.stride, d.dilation, d.padding, e0 - first, end - e1, in_rows, in.w);
+    blas::prepare_depthwise_buffer(geometry, buffers.depthwise);
+    const blas::DepthwiseKernel depthwise = blas::depthwise_kernel();
+    const int taps = d.kernel * d.kernel;
+    for (int c = 0; c < expanded; ++c) {
+      depthwise(geometry, buffers.block_expanded.data() + c * expanded_plane, desc.depthwise.weights->data() + c * taps,
+                desc.depthwise.bias ? desc.depthwise.bias->data()[c] : 0.0f, d.activation,
+                filtered + c * filtered_stride, buffers.depthwise.data());
+    }
   }
   if (!project) return;
 
