@@ -38,8 +38,8 @@ void BlasBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const Va
                    for (std::size_t i = 0; i < activated.size(); ++i) activated[i] = source[i] * channel_scale;
                    blas::bias_activate(activated.data(), activated.data(), activated.size(),
                                        shift.data()[plane % pooled.c], input_activation);
-                   blas::pool_plane(*input_pool, activated.data(), joined,
-                                    target.data() + plane * pooled.plane_count(), pooled, pool_line);
+                   blas::pool_plane(*input_pool, activated.data(), joined, target.data() + plane * pooled.plane_count(),
+                                    pooled, pool_line);
                  });
     return conv2d(desc, target, weights, bias, output);
   }
