@@ -32,6 +32,10 @@ using blas::TeamMember;
 /// the rows while packing (a transpose): cheap for a batch, but for a channels-last TensorLinear's thousands of rows
 /// it cost more than OpenBLAS's whole GEMM (ConvNeXt-T's 3136 x 96 -> 384: 8.9 ms against 2.4 at one thread).
 constexpr int kMostRowsAsImages = 32;
+/// ... and the largest weights it packs a second copy of: VGG-16's 25088 -> 4096 classifier (411 MB) took its peak RSS
+/// at batch 8 from 990 to 1778 MB; the classifiers of ResNet-50 (8 MB), the MobileNets and EfficientNet (5 MB) stay
+/// below it.
+constexpr std::size_t kMostRowsAsImagesWeightBytes = std::size_t{16} << 20;
 
 /// Below this many floats per thread a loop is not worth splitting (a team wake-up costs a few microseconds).
 constexpr std::size_t kMinElementsPerThread = std::size_t{1} << 15;
@@ -533,8 +537,8 @@ void BlasBackend::linear(const Variable& input, const Variable& weights, const V
   const int batch = input.shape().n;
   const int in_features = weights.shape().cols();
   const int out_features = weights.shape().rows();
-  if (batch > 1 && batch <= kMostRowsAsImages && plans_->is_constant(weights) &&
-      convolution_ != BlasConvolution::im2col) {
+  if (batch > 1 && batch <= kMostRowsAsImages && weights.count() * sizeof(float) <= kMostRowsAsImagesWeightBytes &&
+      plans_->is_constant(weights) && convolution_ != BlasConvolution::im2col) {
     // A few rows are a 1x1 convolution of 1x1 images, planned and measured as one (our packed GEMM over the batch,
     // weights packed once): OpenBLAS's sgemm ran MobileNetV3's 960 -> 1280 and 1280 -> 1000 at batch 8 at 16-18% of
     // the FMA peak (0.64 and 0.56 ms at 2 threads; 0.30 and 0.31 this way).
