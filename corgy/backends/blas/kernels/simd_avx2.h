@@ -115,6 +115,14 @@ struct Avx2 {
     for (int i = 0; i < count; ++i) x[i] = rows[i % 4][i / 4];
   }
 
+  /// The even lanes of the 16 floats low, high (low[0], low[2], ..., high[6]), and the odd ones: a stride-2 row's
+  /// two column phases.
+  static Reg even_lanes(Reg low, Reg high) {
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0x88)), 0xD8));
+  }
+  static Reg odd_lanes(Reg low, Reg high) {
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0xDD)), 0xD8));
+  }
   /// Masked loads never touch the lanes outside [0, width), so reading the padding needs no branch.
   static void copy_padded(const float* source, int first, int count, int width, float* target) {
     for (int i = 0; i < count; i += 8) {
@@ -129,11 +137,9 @@ struct Avx2 {
   static void copy_padded_even(const float* source, int first, int count, int width, float* target) {
     for (int j = 0; j < count; j += 8) {
       const int x = first + 2 * j;
-      const Reg low = _mm256_maskload_ps(source + x, lanes_between(-x, width - x));
-      const Reg high = _mm256_maskload_ps(source + x + 8, lanes_between(-x - 8, width - x - 8));
-      store_first(target + j,
-                  _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0x88)), 0xD8)),
-                  count - j);
+      const Reg low = load_padded(source, x, width);
+      const Reg high = load_padded(source, x + 8, width);
+      store_first(target + j, even_lanes(low, high), count - j);
     }
   }
   /// even[j] = source[first + 2 j], odd[j] = source[first + 2 j + 1] for j < count, 0 where the index is outside
@@ -141,12 +147,10 @@ struct Avx2 {
   static void copy_padded_deinterleaved(const float* source, int first, int count, int width, float* even, float* odd) {
     for (int j = 0; j < count; j += 8) {
       const int x = first + 2 * j;
-      const Reg low = _mm256_maskload_ps(source + x, lanes_between(-x, width - x));
-      const Reg high = _mm256_maskload_ps(source + x + 8, lanes_between(-x - 8, width - x - 8));
-      const Reg e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0x88)), 0xD8));
-      const Reg o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0xDD)), 0xD8));
-      store_first(even + j, e, count - j);
-      store_first(odd + j, o, count - j);
+      const Reg low = load_padded(source, x, width);
+      const Reg high = load_padded(source, x + 8, width);
+      store_first(even + j, even_lanes(low, high), count - j);
+      store_first(odd + j, odd_lanes(low, high), count - j);
     }
   }
 };

@@ -172,10 +172,8 @@ struct Avx512 {
     const __m512i even_index = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int j = 0; j < count; j += 16) {
       const int x = first + 2 * j;
-      const __mmask16 low_inside = static_cast<__mmask16>(first_lanes(width - x) & ~first_lanes(-x));
-      const __mmask16 high_inside = static_cast<__mmask16>(first_lanes(width - x - 16) & ~first_lanes(-x - 16));
-      const __m512 low = _mm512_maskz_loadu_ps(low_inside, source + x);
-      const __m512 high = _mm512_maskz_loadu_ps(high_inside, source + x + 16);
+      const Reg low = load_padded(source, x, width);
+      const Reg high = load_padded(source, x + 16, width);
       store_first(target + j, _mm512_permutex2var_ps(low, even_index, high), count - j);
     }
   }
@@ -186,10 +184,8 @@ struct Avx512 {
     const __m512i odd_index = _mm512_add_epi32(even_index, _mm512_set1_epi32(1));
     for (int j = 0; j < count; j += 16) {
       const int x = first + 2 * j;
-      const __mmask16 low_inside = static_cast<__mmask16>(first_lanes(width - x) & ~first_lanes(-x));
-      const __mmask16 high_inside = static_cast<__mmask16>(first_lanes(width - x - 16) & ~first_lanes(-x - 16));
-      const __m512 low = _mm512_maskz_loadu_ps(low_inside, source + x);
-      const __m512 high = _mm512_maskz_loadu_ps(high_inside, source + x + 16);
+      const Reg low = load_padded(source, x, width);
+      const Reg high = load_padded(source, x + 16, width);
       store_first(even + j, _mm512_permutex2var_ps(low, even_index, high), count - j);
       store_first(odd + j, _mm512_permutex2var_ps(low, odd_index, high), count - j);
     }
