@@ -13,7 +13,8 @@
 //
 // Results go through a per-subgroup 16x16 fp32 scratch in shared memory (a fragment's layout across the
 // invocations is the driver's) to the same epilogue as conv2d_implicit_gemm: bias, activation, fused 2x2
-// max pool, or with SPLIT_K the raw partial sums for conv2d_split_k_reduce.comp.
+// max pool, or with SPLIT_K the raw partial sums for conv2d_split_k_reduce.comp; with RESIDUAL a residual
+// connection added before the activation.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
@@ -36,6 +37,8 @@ layout(constant_id = 7) const bool SPLIT_K = false;
 // A 1x1, stride-1, unpadded convolution of an fp16 source whose planes are whole 16-byte units (the host checks):
 // a B unit's 8 columns are 8 consecutive halves of one input plane, read with one 16-byte load.
 layout(constant_id = 9) const bool CONTIGUOUS_B = false;
+// activation(conv + bias + residual), the residual read at the element written (conv2d_add); never with POOL.
+layout(constant_id = 12) const bool RESIDUAL = false;
 // = WARPS_M * WARPS_N * 32, set by the host.
 layout(local_size_x_id = 8) in;
 
@@ -44,6 +47,7 @@ layout(binding = 0) readonly buffer SourceUnits { uvec4 source_units[]; };  // C
 layout(binding = 1) readonly buffer Weights { uvec4 weights[]; };  // fp16 [groups * M][k_padded], 8 a unit
 layout(binding = 2) readonly buffer Bias { float bias[]; };
 TENSOR_OUTPUT(3, result, 11)
+TENSOR_INPUT(4, residual, 13)
 
 // Mirrors corgy::vulkan::ImplicitGemmParams (conv2d_implicit_gemm.comp); lda is the padded row of the weights.
 layout(push_constant) uniform Params {
@@ -279,7 +283,8 @@ void main() {
                   if (inside[q]) value = max(value, activate(p.activation, p.slope, sums[r * 4 + q] + shift));
                 }
               } else {
-                value = activate(p.activation, p.slope, sums[r] + shift);
+                const float added = RESIDUAL ? load_residual(channel0_index + channel * plane) : 0.0;
+                value = activate(p.activation, p.slope, sums[r] + shift + added);
               }
               store_result(channel0_index + channel * plane, value);
             }

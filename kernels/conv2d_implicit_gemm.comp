@@ -14,6 +14,9 @@
 // Split-K: with SPLIT_K, workgroup z = split * groups + group computes the partial sum over its share of K
 // (k_per_split, a multiple of TILE_K) and writes it unchanged to a scratch buffer laid out
 // [split][group][M][N]; conv2d_split_k_reduce.comp adds the shares and applies bias, activation and pool.
+//
+// With RESIDUAL the output is activation(conv + bias + residual), the residual read at the element being written
+// (a residual connection fused into the convolution: conv2d_add); with SPLIT_K the reduction adds it.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
 #include "activation_functions.glsl"
@@ -30,6 +33,7 @@ layout(constant_id = 5) const bool A_VEC4 = false;  // K % 4 == 0: weight rows a
 layout(constant_id = 6) const uint KERNEL_SIZE = 3;
 layout(constant_id = 7) const bool POOL = false;
 layout(constant_id = 8) const bool SPLIT_K = false;
+layout(constant_id = 12) const bool RESIDUAL = false;  // never with POOL
 // = (TILE_M / THREAD_M) * (TILE_N / THREAD_N), set by the host.
 layout(local_size_x_id = 9) in;
 
@@ -38,6 +42,7 @@ layout(binding = 1) readonly buffer Weights { float weights[]; };
 layout(binding = 1) readonly buffer Weights4 { vec4 weights4[]; };
 layout(binding = 2) readonly buffer Bias { float bias[]; };
 TENSOR_OUTPUT(3, result, 11)
+TENSOR_INPUT(4, residual, 13)
 
 // Mirrors corgy::vulkan::ImplicitGemmParams.
 layout(push_constant) uniform Params {
@@ -256,8 +261,9 @@ void main() {
         }
         [[unroll]] for (uint e = 0; e < 4; ++e) {
           if (n + e < p.N) {
-            store_result(conv_output_index(g, p.out_channels, channel, n + e),
-                         activate(p.activation, p.slope, sum[e] + shift));
+            const uint index = conv_output_index(g, p.out_channels, channel, n + e);
+            const float added = RESIDUAL ? load_residual(index) : 0.0;
+            store_result(index, activate(p.activation, p.slope, sum[e] + shift + added));
           }
         }
       }

@@ -4,7 +4,8 @@
 // tiles_pitch + tile], t = 4 i + j); the tile's 2x2 output pixels are Y = A^T m A, to which this adds the bias and
 // applies the activation. Pixels beyond the output (odd sizes) are not written. With POOL, a 2x2 stride-2 max
 // pool whose windows are the tiles (no padding at the top or left) is applied too: the tile's largest pixel goes
-// to pooled cell (ty, tx) when the pooled output has it.
+// to pooled cell (ty, tx) when the pooled output has it. With RESIDUAL (never with POOL) a residual connection is
+// added to each pixel before the activation (conv2d_add).
 //
 //  A^T = | 1  1  1  0 |
 //        | 0  1 -1 -1 |
@@ -16,10 +17,12 @@
 layout(local_size_x = 256) in;
 
 layout(constant_id = 0) const bool POOL = false;
+layout(constant_id = 1) const bool RESIDUAL = false;
 
 layout(binding = 0) readonly buffer Products { float products[]; };
 layout(binding = 1) readonly buffer Bias { float bias[]; };
 TENSOR_OUTPUT(2, result, 11)
+TENSOR_INPUT(3, residual, 12)
 
 // Mirrors corgy::vulkan::WinogradOutputParams.
 layout(push_constant) uniform Params {
@@ -56,10 +59,11 @@ void main() {
       am[1][c] = m[1][c] - m[2][c] - m[3][c];
     }
     const float shift = p.has_bias != 0 ? bias[channel] : 0.0;
+    // Before the activation, which the pool's maximum and the residual's add come ahead of.
     float y[2][2];
     for (uint r = 0; r < 2; ++r) {
-      y[r][0] = activate(p.activation, p.slope, am[r][0] + am[r][1] + am[r][2] + shift);
-      y[r][1] = activate(p.activation, p.slope, am[r][1] - am[r][2] - am[r][3] + shift);
+      y[r][0] = am[r][0] + am[r][1] + am[r][2] + shift;
+      y[r][1] = am[r][1] - am[r][2] - am[r][3] + shift;
     }
     const uint image = tile / plane_tiles;
     const uint in_plane = tile - image * plane_tiles;
@@ -67,11 +71,12 @@ void main() {
     const uint tx = in_plane - ty * p.tiles_w;
     if (POOL) {
       if (ty >= p.pool_height || tx >= p.pool_width) continue;
-      float largest = y[0][0];  // (2 ty, 2 tx) is always inside the convolution's output
-      if (2 * tx + 1 < p.out_width) largest = max(largest, y[0][1]);
+      // (2 ty, 2 tx) is always inside the convolution's output
+      float largest = activate(p.activation, p.slope, y[0][0]);
+      if (2 * tx + 1 < p.out_width) largest = max(largest, activate(p.activation, p.slope, y[0][1]));
       if (2 * ty + 1 < p.out_height) {
-        largest = max(largest, y[1][0]);
-        if (2 * tx + 1 < p.out_width) largest = max(largest, y[1][1]);
+        largest = max(largest, activate(p.activation, p.slope, y[1][0]));
+        if (2 * tx + 1 < p.out_width) largest = max(largest, activate(p.activation, p.slope, y[1][1]));
       }
       store_result(((image * p.out_channels + channel) * p.pool_height + ty) * p.pool_width + tx, largest);
       continue;
@@ -80,8 +85,11 @@ void main() {
     for (uint r = 0; r < 2; ++r) {
       const uint row = 2 * ty + r;
       if (row >= p.out_height) continue;
-      store_result(plane + row * p.out_width + 2 * tx, y[r][0]);
-      if (2 * tx + 1 < p.out_width) store_result(plane + row * p.out_width + 2 * tx + 1, y[r][1]);
+      for (uint c = 0; c < 2 && 2 * tx + c < p.out_width; ++c) {
+        const uint index = plane + row * p.out_width + 2 * tx + c;
+        const float added = RESIDUAL ? load_residual(index) : 0.0;
+        store_result(index, activate(p.activation, p.slope, y[r][c] + added));
+      }
     }
   }
 }

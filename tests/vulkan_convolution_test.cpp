@@ -5,6 +5,8 @@
 // cases run on it.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "corgy/backends/vulkan/conv_plan.h"
 #include "corgy/backends/vulkan/direct_conv.h"
 #include "corgy/backends/vulkan/dispatch_math.h"
@@ -174,6 +176,94 @@ TEST(VulkanConvolution, TensorCoreKernelsMatchNaiveInFp16) {
       vulkan.conv2d_maxpool(c.desc, pool, o.input, o.weights, &o.bias, pooled);
       EXPECT_TRUE(outputs_match(pooled, expected_pooled, 2e-2))
           << describe(c) << " + maxpool, algorithm " << static_cast<int>(algorithm);
+    }
+  }
+}
+
+// conv2d_add on `vulkan`, and the dispatches it recorded (profiled).
+Variable conv_add_vulkan(VulkanBackend& vulkan, const Conv2dDesc& d, const Operands& o, const Variable& residual,
+                         std::vector<std::string>& kernels) {
+  Variable output(residual.shape());
+  vulkan.upload_constant(o.weights);
+  vulkan.upload_constant(o.bias);
+  vulkan.set_profiling(true);
+  vulkan.conv2d_add(d, o.input, o.weights, &o.bias, residual, output);
+  kernels = dispatched_kernels(vulkan);
+  return output;
+}
+
+TEST(VulkanConvolution, ResidualAddMatchesNaiveOnEveryAlgorithm) {
+  // activation(conv + bias + residual): the implicit-GEMM kernels add the residual in their epilogue (the split-K
+  // reduction after a split) and Winograd in its output transform, with no add dispatch; the other kernels are
+  // followed by add.comp. Every algorithm that
+  // fits, every activation of the cases, fp32 and (on devices with cooperative matrices) fp16 against naive.
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  const std::vector<ConvCase> cases = {
+      {{2, 8, 9, 9}, {.in_channels = 8, .out_channels = 36, .kernel = 1, .activation = Activation::relu()}},
+      {{3, 5, 17, 11}, {.in_channels = 5, .out_channels = 7, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{2, 64, 7, 7}, {.in_channels = 64, .out_channels = 40, .kernel = 3, .padding = 1}},
+      {{2, 6, 8, 10}, {.in_channels = 6, .out_channels = 9, .kernel = 3, .activation = Activation::relu()}},
+      {{1, 12, 11, 13},
+       {.in_channels = 12, .out_channels = 20, .kernel = 1, .stride = 2, .activation = Activation::sigmoid()}},
+  };
+  std::vector<VulkanConvolutionOptions> plans = {
+      {.algorithm = VulkanConvAlgorithm::im2col_gemm},
+      {},
+      {.algorithm = VulkanConvAlgorithm::implicit_gemm},
+      {.algorithm = VulkanConvAlgorithm::implicit_gemm, .tiles = {32, 32, 16, 4, 4}, .split_k = 3},
+      {.algorithm = VulkanConvAlgorithm::direct},
+      {.algorithm = VulkanConvAlgorithm::winograd},
+  };
+  VulkanOptions fp16_options = validated_vulkan_options();
+  fp16_options.precision = Precision::fp16;
+  const bool tensor_cores = VulkanBackend(fp16_options).cooperative_matrix();
+  std::mt19937 rng(31);
+  NaiveBackend naive;
+  for (const ConvCase& c : cases) {
+    const Operands o = random_operands(c, rng);
+    const Shape& in = c.input;
+    const Variable residual =
+        random_variable({in.n, c.desc.out_channels, c.desc.output_size(in.h), c.desc.output_size(in.w)}, rng);
+    Variable expected(residual.shape());
+    naive.conv2d_add(c.desc, o.input, o.weights, &o.bias, residual, expected);
+    for (const VulkanConvolutionOptions& plan : plans) {
+      if (plan.algorithm == VulkanConvAlgorithm::direct && !vulkan::direct_conv_fits(c.desc)) continue;
+      if (plan.algorithm == VulkanConvAlgorithm::winograd && !vulkan::winograd_fits(c.desc)) continue;
+      VulkanOptions options = validated_vulkan_options();
+      options.convolution = plan;
+      VulkanBackend vulkan(options);
+      std::vector<std::string> kernels;
+      const std::string where =
+          fmt::format("{}, algorithm {}, split {}", describe(c), static_cast<int>(plan.algorithm), plan.split_k);
+      EXPECT_TRUE(outputs_match(conv_add_vulkan(vulkan, c.desc, o, residual, kernels), expected)) << where;
+      const bool has_add = std::find(kernels.begin(), kernels.end(), "add") != kernels.end();
+      if (plan.algorithm == VulkanConvAlgorithm::implicit_gemm || plan.algorithm == VulkanConvAlgorithm::winograd) {
+        EXPECT_FALSE(has_add) << where;
+      }
+      if (plan.algorithm == VulkanConvAlgorithm::im2col_gemm) {
+        EXPECT_TRUE(has_add) << where;
+      }
+    }
+    if (!tensor_cores) continue;
+    for (const VulkanConvolutionOptions& plan :
+         std::vector<VulkanConvolutionOptions>{{},
+                                               {.algorithm = VulkanConvAlgorithm::cooperative_matrix},
+                                               {.algorithm = VulkanConvAlgorithm::cooperative_matrix, .split_k = 2},
+                                               {.algorithm = VulkanConvAlgorithm::winograd}}) {
+      if (plan.algorithm == VulkanConvAlgorithm::winograd && !vulkan::winograd_fits(c.desc)) continue;
+      fp16_options.convolution = plan;
+      VulkanBackend vulkan(fp16_options);
+      std::vector<std::string> kernels;
+      const std::string where =
+          fmt::format("{}, fp16, algorithm {}, split {}", describe(c), static_cast<int>(plan.algorithm), plan.split_k);
+      EXPECT_TRUE(outputs_match(conv_add_vulkan(vulkan, c.desc, o, residual, kernels), expected, 2e-2)) << where;
+      if (plan.algorithm != VulkanConvAlgorithm::automatic) {
+        EXPECT_EQ(std::find(kernels.begin(), kernels.end(), "add_fp16"), kernels.end()) << where;
+        EXPECT_EQ(std::find(kernels.begin(), kernels.end(), "add"), kernels.end()) << where;
+      }
+      if (plan.algorithm == VulkanConvAlgorithm::cooperative_matrix) {
+        EXPECT_EQ(kernels.front(), "conv2d_coopmat_fp16") << where;
+      }
     }
   }
 }

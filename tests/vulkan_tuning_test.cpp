@@ -259,12 +259,19 @@ TEST(VulkanTuning, FileIdentityAndLimitsAreChecked) {
       {.algorithm = VulkanConvAlgorithm::implicit_gemm, .tiles = {64, 64, 16, 4, 4}, .split_k = 2}, 0.25};
   entries["fp16 conv c"] = {
       {.algorithm = VulkanConvAlgorithm::cooperative_matrix, .coopmat_tiles = {4, 2, 2, 2, 32}, .split_k = 1}, 0.125};
+  entries["fp16 conv d + add"] = {{.algorithm = VulkanConvAlgorithm::cooperative_matrix,
+                                   .coopmat_tiles = {2, 4, 2, 2, 32},
+                                   .split_k = 1,
+                                   .fuse_residual = false},
+                                  0.0625};
   const std::string text = vulkan::format_tuning_cache(entries, identity);
   const auto read = vulkan::parse_tuning_cache(text, identity);
-  ASSERT_EQ(read.size(), 3u);
+  ASSERT_EQ(read.size(), 4u);
   EXPECT_EQ(read.at("fp32 conv b").plan.tiles.tile_m, 64u);
   EXPECT_EQ(read.at("fp32 conv b").plan.split_k, 2u);
   EXPECT_EQ(read.at("fp16 conv c").plan.coopmat_tiles.tile_k, 32u);
+  EXPECT_TRUE(read.at("fp16 conv c").plan.fuse_residual);
+  EXPECT_FALSE(read.at("fp16 conv d + add").plan.fuse_residual);
   for (auto change : std::vector<std::function<void(vulkan::TuningIdentity&)>>{
            [](auto& i) { i.device = "other"; }, [](auto& i) { i.vendor_id = 1; }, [](auto& i) { i.device_id = 1; },
            [](auto& i) { i.driver_version = 43; }, [](auto& i) { i.pipeline_cache_uuid = "11"; },
@@ -285,7 +292,32 @@ TEST(VulkanTuning, FileIdentityAndLimitsAreChecked) {
       "{\"key\":\"z\",\"algorithm\":\"winograd\",\"tiles\":[0,0,0,0,0],\"coopmat_tiles\":[0,0,0,0,0],"
       "\"split_k\":-1,\"ms\":1}\n" +
       text.substr(header.size());
-  EXPECT_EQ(vulkan::parse_tuning_cache(bad, identity).size(), 3u);
+  EXPECT_EQ(vulkan::parse_tuning_cache(bad, identity).size(), 4u);
+}
+
+TEST(VulkanTuning, ResidualLayersAreTunedUnderTheirOwnKey) {
+  // conv2d_add: its candidates are timed with the residual's add (fused into the kernel or not), and the choice is
+  // kept under a key of its own; the result matches naive whichever way won.
+  TempFolder folder;
+  const fs::path cache = folder.path() / "tuning.jsonl";
+  const std::vector<Operands> ops = operands();
+  const Layer layer = layers()[2];
+  const Conv2dDesc& d = layer.desc;
+  const Shape out{layer.input.n, d.out_channels, d.output_size(layer.input.h), d.output_size(layer.input.w)};
+  std::mt19937 rng(29);
+  const Variable residual = random_variable(out, rng);
+  Variable expected(out);
+  NaiveBackend().conv2d_add(d, ops[2].input, ops[2].weights, &ops[2].bias, residual, expected);
+  VulkanBackend vulkan(tuned_options(cache));
+  vulkan.upload_constant(ops[2].weights);
+  vulkan.upload_constant(ops[2].bias);
+  Variable output(out);
+  vulkan.begin_forward();
+  vulkan.conv2d_add(d, ops[2].input, ops[2].weights, &ops[2].bias, residual, output);
+  vulkan.end_forward();
+  EXPECT_LE(max_relative_error(output, expected), 1e-4);
+  EXPECT_EQ(vulkan.stats().conv_plans_timed, 1u);
+  EXPECT_NE(read_text(cache).find(" + add\""), std::string::npos) << read_text(cache);
 }
 
 TEST(VulkanTuning, TwoWritersKeepEachOthersEntries) {

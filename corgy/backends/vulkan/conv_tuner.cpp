@@ -73,7 +73,8 @@ VulkanConvolutionOptions gemm_choice(const ConvPlan& plan, bool fuse_pool) {
   return choice;
 }
 
-ConvShapeKey shape_key(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* pool, const Variable& input) {
+ConvShapeKey shape_key(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* pool, bool residual,
+                       const Variable& input) {
   const bool half_input = runtime.tensors.read(input).format == TensorFormat::fp16;
   const Shape& in = input.shape();
   ConvShapeKey key{{runtime.half_precision() ? 1 : 0, half_input ? 1 : 0, d.in_channels, d.out_channels, d.kernel,
@@ -91,6 +92,7 @@ ConvShapeKey shape_key(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* 
                         runtime.options.convolution.fuse_pool ? 1 : 0};
     std::copy(std::begin(rest), std::end(rest), key.values.begin() + 14);
   }
+  key.values[24] = residual ? 1 : 0;
   return key;
 }
 
@@ -105,6 +107,8 @@ std::string tuning_key(const ConvShapeKey& shape) {
     text += fmt::format(" {}pool {}x{}/{}x{} pad {} {} {} {}{}", v[14] == 1 ? "max" : "avg", v[15], v[16], v[17], v[18],
                         v[19], v[20], v[21], v[22], v[23] ? "" : " unfused");
   }
+  // Where a residual is added, the kernels that add it in their epilogue save a dispatch: another choice may win.
+  if (v[24]) text += " + add";
   return text;
 }
 
@@ -124,11 +128,13 @@ bool same_plan(const VulkanConvolutionOptions& a, const VulkanConvolutionOptions
     return std::tie(t.warps_m, t.warps_n, t.frags_m, t.frags_n, t.tile_k);
   };
   return a.algorithm == b.algorithm && tiles(a.tiles) == tiles(b.tiles) &&
-         coopmat(a.coopmat_tiles) == coopmat(b.coopmat_tiles) && a.split_k == b.split_k;
+         coopmat(a.coopmat_tiles) == coopmat(b.coopmat_tiles) && a.split_k == b.split_k &&
+         a.fuse_residual == b.fuse_residual;
 }
 
 std::vector<VulkanConvolutionOptions> conv_candidates(const Runtime& runtime, const Conv2dDesc& conv,
-                                                      const Pool2dDesc* pool, const Shape& input, const Shape& output) {
+                                                      const Pool2dDesc* pool, bool residual, const Shape& input,
+                                                      const Shape& output) {
   const bool fuse = runtime.options.convolution.fuse_pool;
   const VulkanConvolutionOptions automatic{.fuse_pool = fuse};
   // The same decisions as record_conv_as (vulkan_convolution.cpp): which pools the kernels fuse, and the
@@ -160,6 +166,16 @@ std::vector<VulkanConvolutionOptions> conv_candidates(const Runtime& runtime, co
         winograd_chosen(runtime, conv, input, automatic) && (!fusable || winograd_pool_fusable(*pool));
     add(by_winograd ? winograd : gemm_choice(gemm_plans.front(), fuse));
   }
+  // The residual's add in the epilogue costs the kernel a read per output element, a separate add.comp a pass: which
+  // is faster depends on the kernel and the layer (the cooperative-matrix epilogue's scalar reads measured slower
+  // on ResNet-50's 56x56 layers in fp16), so the first choice also competes without it.
+  const bool fuse_residual = runtime.options.convolution.fuse_residual;
+  if (residual && fuse_residual && candidates.front().algorithm != VulkanConvAlgorithm::direct &&
+      candidates.front().algorithm != VulkanConvAlgorithm::patch_cooperative_matrix) {
+    VulkanConvolutionOptions unfused = candidates.front();
+    unfused.fuse_residual = false;
+    add(unfused);
+  }
   if (direct_conv_fits(conv)) add(direct);
   if (patch_coopmat_fits(runtime, conv)) add(patch);
   if (winograd_runs(runtime, conv, input)) add(winograd);
@@ -181,6 +197,9 @@ std::vector<VulkanConvolutionOptions> conv_candidates(const Runtime& runtime, co
     VulkanConvolutionOptions unsplit = gemm_choice(gemm_plans.front(), fuse);
     unsplit.split_k = 1;
     add(unsplit);
+  }
+  if (!fuse_residual) {
+    for (VulkanConvolutionOptions& candidate : candidates) candidate.fuse_residual = false;
   }
   return candidates;
 }
@@ -233,18 +252,19 @@ TuningCache& ConvTuner::cache() {
 }
 
 std::pair<VulkanConvolutionOptions, PlanSource> ConvTuner::choose(
-    const Conv2dDesc& conv, const Pool2dDesc* pool, const Variable& input, const Shape& output,
+    const Conv2dDesc& conv, const Pool2dDesc* pool, bool residual, const Variable& input, const Shape& output,
     const std::function<void(const VulkanConvolutionOptions&)>& record) {
   // Depthwise convolutions and windows that differ between height and width have one kernel each (depthwise_conv2d,
   // im2col + GEMM): nothing to choose.
   if (!enabled() || conv.in_channels / conv.groups == 1 || !conv.is_square())
     return {runtime_.options.convolution, PlanSource::static_table};
-  const ConvShapeKey shape = shape_key(runtime_, conv, pool, input);
+  const ConvShapeKey shape = shape_key(runtime_, conv, pool, residual, input);
   if (const auto found = chosen_.find(shape); found != chosen_.end()) return found->second;
   const std::string key = tuning_key(shape);
 
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<VulkanConvolutionOptions> candidates = conv_candidates(runtime_, conv, pool, input.shape(), output);
+  const std::vector<VulkanConvolutionOptions> candidates =
+      conv_candidates(runtime_, conv, pool, residual, input.shape(), output);
   std::pair<VulkanConvolutionOptions, PlanSource> result{candidates.front(), PlanSource::static_table};
   if (candidates.size() > 1) {
     // A remembered choice counts only when it is one of this layer's candidates on this device: a file edited,

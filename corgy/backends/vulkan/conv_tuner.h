@@ -32,19 +32,20 @@ enum class PlanSource { static_table, timed, cached };
 /// table's choice first, then the direct, patch cooperative-matrix and Winograd kernels where they run, then the GEMM
 /// tile shapes with their splits of K in the order the table rates them; at most 8.
 std::vector<VulkanConvolutionOptions> conv_candidates(const Runtime& runtime, const Conv2dDesc& conv,
-                                                      const Pool2dDesc* pool, const Shape& input, const Shape& output);
+                                                      const Pool2dDesc* pool, bool residual, const Shape& input,
+                                                      const Shape& output);
 
-/// Whether `a` and `b` force the same plan (algorithm, tile shapes and split of K).
+/// Whether `a` and `b` force the same plan (algorithm, tile shapes, split of K, the residual's add fused or not).
 bool same_plan(const VulkanConvolutionOptions& a, const VulkanConvolutionOptions& b);
 
 /// The identity of this runtime's device for the tuning cache.
 TuningIdentity tuning_identity(const Runtime& runtime);
 
 /// What a convolution's plan is chosen for, as numbers: precision, input storage, geometry, input shape, the pool
-/// after it. Every forward looks its plan up by this (formatting the file's text key each time cost 0.1 ms a
-/// forward on ResNet-50).
+/// after it, a residual added to it. Every forward looks its plan up by this (formatting the file's text key each time
+/// cost 0.1 ms a forward on ResNet-50).
 struct ConvShapeKey {
-  std::array<int, 24> values{};
+  std::array<int, 25> values{};
   bool operator==(const ConvShapeKey&) const = default;
 };
 struct ConvShapeKeyHash {
@@ -62,12 +63,13 @@ class ConvTuner {
   /// plan is forced (algorithm, tile shapes, split of K, gemm_tiles).
   bool enabled() const;
 
-  /// The plan to record `conv` (and `pool`, or null) with, and where it came from: VulkanOptions::convolution
+  /// The plan to record `conv` (and `pool`, or null; `residual`: a residual connection added to its output) with,
+  /// and where it came from: VulkanOptions::convolution
   /// when tuning is off, else the choice made before for this key, the cache file's (when it is one of the
   /// candidates), or the fastest candidate, timed now. `record` describes the convolution as a plan says (its
   /// dispatches are added to the forward, from where the tuner takes them).
   std::pair<VulkanConvolutionOptions, PlanSource> choose(
-      const Conv2dDesc& conv, const Pool2dDesc* pool, const Variable& input, const Shape& output,
+      const Conv2dDesc& conv, const Pool2dDesc* pool, bool residual, const Variable& input, const Shape& output,
       const std::function<void(const VulkanConvolutionOptions&)>& record);
 
   /// Writes the plans measured since the last save to the cache file (end of a forward).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "corgy/backends/vulkan/dispatch_math.h"
 #include "corgy/backends/vulkan/square_window.h"
@@ -28,7 +29,10 @@ bool pool_fusable(const Pool2dDesc& pool) {
 
 void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvPlan& plan, std::uint32_t kernel_size,
                       bool pool, const BufferUse& source, const BufferUse& a, const BufferUse& bias,
-                      const BufferUse& result) {
+                      const BufferUse& result, const BufferUse* residual) {
+  if (residual && (pool || plan.splits > 1)) {
+    throw Error("Vulkan: the implicit-GEMM kernels add a residual only without a pool or a split of K");
+  }
   const bool coopmat = plan.algorithm == VulkanConvAlgorithm::cooperative_matrix;
   const bool split = plan.splits > 1;
   const bool any_fp16 = source.format == TensorFormat::fp16 || result.format == TensorFormat::fp16;
@@ -54,6 +58,10 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
         .set_flag(CoopmatConstant::contiguous_b, contiguous_b)
         .set_flag(CoopmatConstant::source_fp16, source.format == TensorFormat::fp16)
         .set_flag(CoopmatConstant::result_fp16, result.format == TensorFormat::fp16);
+    if (residual) {
+      constants.set_flag(CoopmatConstant::residual, true)
+          .set_flag(CoopmatConstant::residual_fp16, residual->format == TensorFormat::fp16);
+    }
   } else {
     const VulkanGemmTiles& t = plan.tiles;
     kernel = any_fp16 ? &kernels::conv2d_implicit_gemm_fp16 : &kernels::conv2d_implicit_gemm;
@@ -71,15 +79,24 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
       constants.set_flag(ImplicitGemmConstant::source_fp16, source.format == TensorFormat::fp16)
           .set_flag(ImplicitGemmConstant::result_fp16, result.format == TensorFormat::fp16);
     }
+    if (residual) {
+      constants.set_flag(ImplicitGemmConstant::residual, true);
+      // The fp32 variant reads fp32 only (the recorder converts an fp16 residual for it).
+      if (any_fp16) constants.set_flag(ImplicitGemmConstant::residual_fp16, residual->format == TensorFormat::fp16);
+    }
   }
   CommandRecorder& recorder = runtime.recorder;
   const auto groups =
       workgroups(p.tiles_m * ceil_div(p.n, plan.tile_n()), p.groups * plan.splits, runtime.context.limits());
-  recorder.dispatch(runtime.pipelines.get(*kernel, constants), {source, a, bias, result}, p, groups[0], groups[1],
-                    groups[2]);
+  recorder.dispatch(runtime.pipelines.get(*kernel, constants),
+                    {source, a, bias, result, residual ? *residual : recorder.unused_binding()}, p, groups[0],
+                    groups[1], groups[2]);
   const double flops = 2.0 * p.m * p.n * p.k * p.groups;
-  if (recorder.profiling())
-    recorder.describe_last(plan.describe() + (pool ? " +maxpool" : "") + (contiguous_b ? " contiguous B" : ""), flops);
+  if (recorder.profiling()) {
+    recorder.describe_last(
+        plan.describe() + (pool ? " +maxpool" : "") + (residual ? " +add" : "") + (contiguous_b ? " contiguous B" : ""),
+        flops);
+  }
 }
 
 ConvProblem implicit_gemm_problem(const Conv2dDesc& d, bool pool_fused, const Shape& input, const Shape& output) {
@@ -90,8 +107,12 @@ ConvProblem implicit_gemm_problem(const Conv2dDesc& d, bool pool_fused, const Sh
 
 void record_implicit_gemm_conv(Runtime& runtime, const VulkanConvolutionOptions& options, const Conv2dDesc& d,
                                const Pool2dDesc* fused_pool, const Variable& input, const Variable& weights,
-                               const Variable* bias, Variable& output) {
+                               const Variable* bias, Variable& output, const Variable* residual) {
   const Shape& in = input.shape();
+  if (residual && (fused_pool || residual->shape() != output.shape())) {
+    throw Error(fmt::format("Vulkan: a residual {} added to the convolution output {}{}", residual->shape().str(),
+                            output.shape().str(), fused_pool ? " with a pool" : ""));
+  }
   const Shape& out = output.shape();
   require_square_window(d, "the implicit-GEMM convolution");
   const bool pool = fused_pool != nullptr;
@@ -134,12 +155,15 @@ void record_implicit_gemm_conv(Runtime& runtime, const VulkanConvolutionOptions&
   const BufferUse source = tensors.read(input);
   const BufferUse a = coopmat ? tensors.half_rows(weights, p.k) : tensors.read(weights);
   const BufferUse bias_use = bias ? tensors.read(*bias) : recorder.unused_binding();
+  const std::optional<BufferUse> residual_use =
+      residual ? std::optional<BufferUse>(tensors.read(*residual)) : std::nullopt;
   const bool split = plan.splits > 1;
   const BufferUse result =
       split ? recorder.scratch(Scratch::split_k_partials,
                                static_cast<VkDeviceSize>(plan.splits) * p.groups * p.m * p.n * sizeof(float), true)
             : tensors.write(output, true);
-  record_conv_gemm(runtime, p, plan, u32(d.kernel), pool, source, a, bias_use, result);
+  record_conv_gemm(runtime, p, plan, u32(d.kernel), pool, source, a, bias_use, result,
+                   split || !residual_use ? nullptr : &*residual_use);
   if (!split) return;
 
   const BufferUse written = tensors.write(output, true);
@@ -162,13 +186,22 @@ void record_implicit_gemm_conv(Runtime& runtime, const VulkanConvolutionOptions&
   reduce_constants.set_flag(SplitKReduceConstant::pool, pool);
   const bool half_output = written.format == TensorFormat::fp16;
   if (half_output) reduce_constants.set_flag(SplitKReduceConstant::result_fp16, true);
+  if (residual_use) {
+    reduce_constants.set_flag(SplitKReduceConstant::residual, true);
+    if (half_output) {
+      reduce_constants.set_flag(SplitKReduceConstant::residual_fp16, residual_use->format == TensorFormat::fp16);
+    }
+  }
   BufferUse partials = result;
   partials.writes = false;
   recorder.dispatch(
       runtime.pipelines.get(half_output ? kernels::conv2d_split_k_reduce_fp16 : kernels::conv2d_split_k_reduce,
                             reduce_constants),
-      {partials, bias_use, written}, r, elementwise_groups(output.count()));
-  if (recorder.profiling()) recorder.describe_last(fmt::format("{} partial sums", plan.splits), 0.0);
+      {partials, bias_use, written, residual_use ? *residual_use : recorder.unused_binding()}, r,
+      elementwise_groups(output.count()));
+  if (recorder.profiling()) {
+    recorder.describe_last(fmt::format("{} partial sums{}", plan.splits, residual_use ? " +add" : ""), 0.0);
+  }
 }
 
 }  // namespace corgy::vulkan

@@ -63,6 +63,8 @@ enum class ImplicitGemmConstant : std::uint32_t {
   workgroup_size = 9,
   source_fp16 = 10,  // the _fp16 variants only (tensor_storage.glsl)
   result_fp16 = 11,
+  residual = 12,  // a residual connection added before the activation (binding 4)
+  residual_fp16 = 13,
 };
 
 enum class CoopmatConstant : std::uint32_t {
@@ -78,6 +80,8 @@ enum class CoopmatConstant : std::uint32_t {
   contiguous_b = 9,
   source_fp16 = 10,
   result_fp16 = 11,
+  residual = 12,
+  residual_fp16 = 13,
 };
 
 /// Both implicit-GEMM convolution kernels; lda is read by conv2d_coopmat.comp only.
@@ -132,7 +136,7 @@ struct WinogradInputParams {
 enum class WinogradInputConstant : std::uint32_t { source_fp16 = 10, transformed_fp16 = 11 };
 
 /// winograd_output_transform.comp's constant ids (result_fp16: its _fp16 variant only).
-enum class WinogradOutputConstant : std::uint32_t { pool = 0, result_fp16 = 11 };
+enum class WinogradOutputConstant : std::uint32_t { pool = 0, residual = 1, result_fp16 = 11, residual_fp16 = 12 };
 
 struct WinogradOutputParams {
   std::uint32_t out_channels, out_height, out_width, tiles_h, tiles_w, tiles, tiles_pitch, pool_height, pool_width,
@@ -140,7 +144,7 @@ struct WinogradOutputParams {
   float slope;
 };
 
-enum class SplitKReduceConstant : std::uint32_t { pool = 0, result_fp16 = 1 };
+enum class SplitKReduceConstant : std::uint32_t { pool = 0, result_fp16 = 1, residual = 2, residual_fp16 = 3 };
 
 struct SplitKReduceParams {
   std::uint32_t m, n, groups, splits, out_channels, out_height, out_width, pool_height, pool_width, pool_pad_top,
@@ -303,20 +307,20 @@ struct KernelInfo {
 namespace kernels {
 inline constexpr KernelInfo im2col{"im2col", 2, sizeof(Im2colParams)};
 inline constexpr KernelInfo gemm_tiled{"gemm_tiled", 4, sizeof(GemmParams)};
-inline constexpr KernelInfo conv2d_implicit_gemm{"conv2d_implicit_gemm", 4, sizeof(ImplicitGemmParams)};
-inline constexpr KernelInfo conv2d_implicit_gemm_fp16{"conv2d_implicit_gemm_fp16", 4, sizeof(ImplicitGemmParams), true};
-inline constexpr KernelInfo conv2d_coopmat_fp16{"conv2d_coopmat_fp16", 4, sizeof(ImplicitGemmParams), true};
+inline constexpr KernelInfo conv2d_implicit_gemm{"conv2d_implicit_gemm", 5, sizeof(ImplicitGemmParams)};
+inline constexpr KernelInfo conv2d_implicit_gemm_fp16{"conv2d_implicit_gemm_fp16", 5, sizeof(ImplicitGemmParams), true};
+inline constexpr KernelInfo conv2d_coopmat_fp16{"conv2d_coopmat_fp16", 5, sizeof(ImplicitGemmParams), true};
 inline constexpr KernelInfo conv2d_patch_coopmat_fp16{"conv2d_patch_coopmat_fp16", 4, sizeof(PatchConvParams), true};
 inline constexpr KernelInfo conv2d_direct{"conv2d_direct", 4, sizeof(PatchConvParams)};
 inline constexpr KernelInfo conv2d_direct_fp16{"conv2d_direct_fp16", 4, sizeof(PatchConvParams), true};
-inline constexpr KernelInfo conv2d_split_k_reduce{"conv2d_split_k_reduce", 3, sizeof(SplitKReduceParams)};
-inline constexpr KernelInfo conv2d_split_k_reduce_fp16{"conv2d_split_k_reduce_fp16", 3, sizeof(SplitKReduceParams),
+inline constexpr KernelInfo conv2d_split_k_reduce{"conv2d_split_k_reduce", 4, sizeof(SplitKReduceParams)};
+inline constexpr KernelInfo conv2d_split_k_reduce_fp16{"conv2d_split_k_reduce_fp16", 4, sizeof(SplitKReduceParams),
                                                        true};
 inline constexpr KernelInfo winograd_input_transform{"winograd_input_transform", 2, sizeof(WinogradInputParams)};
-inline constexpr KernelInfo winograd_output_transform{"winograd_output_transform", 3, sizeof(WinogradOutputParams)};
+inline constexpr KernelInfo winograd_output_transform{"winograd_output_transform", 4, sizeof(WinogradOutputParams)};
 inline constexpr KernelInfo winograd_input_transform_fp16{"winograd_input_transform_fp16", 2,
                                                           sizeof(WinogradInputParams), true};
-inline constexpr KernelInfo winograd_output_transform_fp16{"winograd_output_transform_fp16", 3,
+inline constexpr KernelInfo winograd_output_transform_fp16{"winograd_output_transform_fp16", 4,
                                                            sizeof(WinogradOutputParams), true};
 inline constexpr KernelInfo tensor_convert_fp16{"tensor_convert_fp16", 2, sizeof(ConvertParams), true};
 inline constexpr KernelInfo pool2d_fp16{"pool2d_fp16", 2, sizeof(Pool2dParams), true};

@@ -94,6 +94,10 @@ std::optional<std::pair<std::string, TunedChoice>> parse_entry(const json& line)
   choice.plan.tiles = {(*t)[0], (*t)[1], (*t)[2], (*t)[3], (*t)[4]};
   choice.plan.coopmat_tiles = {(*c)[0], (*c)[1], (*c)[2], (*c)[3], (*c)[4]};
   choice.plan.split_k = static_cast<std::uint32_t>(split->get<std::uint64_t>());
+  // Written only when false (a residual's add after the convolution); anything but false keeps the default.
+  if (const auto fuse = line.find("fuse_residual"); fuse != line.end() && fuse->is_boolean()) {
+    choice.plan.fuse_residual = fuse->get<bool>();
+  }
   choice.ms = ms->get<double>();
   return std::pair{key->get<std::string>(), choice};
 }
@@ -181,12 +185,13 @@ std::string format_tuning_cache(const std::map<std::string, TunedChoice>& entrie
     if (name == nullptr) continue;
     const VulkanGemmTiles& t = choice.plan.tiles;
     const VulkanCoopmatTiles& c = choice.plan.coopmat_tiles;
-    const json line = {{"key", key},
-                       {"algorithm", name},
-                       {"tiles", {t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n}},
-                       {"coopmat_tiles", {c.warps_m, c.warps_n, c.frags_m, c.frags_n, c.tile_k}},
-                       {"split_k", choice.plan.split_k},
-                       {"ms", choice.ms}};
+    json line = {{"key", key},
+                 {"algorithm", name},
+                 {"tiles", {t.tile_m, t.tile_n, t.tile_k, t.thread_m, t.thread_n}},
+                 {"coopmat_tiles", {c.warps_m, c.warps_n, c.frags_m, c.frags_n, c.tile_k}},
+                 {"split_k", choice.plan.split_k},
+                 {"ms", choice.ms}};
+    if (!choice.plan.fuse_residual) line["fuse_residual"] = false;
     text += line.dump() + "\n";
   }
   return text;

@@ -117,6 +117,9 @@ struct VulkanConvolutionOptions {
   std::uint32_t most_splits = 0;
   /// Fuse a following 2x2 stride-2 max pool into the convolution's output (false: a separate pool2d dispatch).
   bool fuse_pool = true;
+  /// Add a residual connection (Backend::conv2d_add) as the convolution writes, where its kernel can (the implicit
+  /// GEMMs, Winograd); false: add.comp after it. With tuning on, the tuner also times the best plan without it.
+  bool fuse_residual = true;
   /// Time the plans that fit each new convolution shape at its first forward and keep the fastest (conv_tuner.h);
   /// the static tables' choice is the first candidate and what runs with `off`. Forcing the algorithm, a tile
   /// shape, the split of K or VulkanOptions::gemm_tiles turns tuning off: what is forced runs.

@@ -137,10 +137,29 @@ namespace {
 
 // Records `d` (and `pool` after it, null for none; output is then the pooled tensor) as `plan` says: the pool fused
 // into the convolution's output where the chosen kernel can, else a second dispatch over a scratch tensor.
+// With `residual` (never with a pool) the output is activation(conv + bias + residual): added in the implicit-GEMM
+// kernels' epilogue and Winograd's output transform, after the other kernels by add.comp in place.
 void record_conv_as(VulkanBackend& backend, vulkan::Runtime& runtime, const VulkanConvolutionOptions& plan,
                     const Conv2dDesc& d, const Pool2dDesc* pool, const Variable& input, const Variable& weights,
-                    const Variable* bias, Variable& output) {
+                    const Variable* bias, Variable& output, const Variable* residual = nullptr) {
   const bool depthwise = d.in_channels / d.groups == 1;
+  if (residual) {
+    // The implicit GEMMs and Winograd's output transform add it as they write (the same order of choices as below).
+    const bool fusing_kernel = plan.fuse_residual && d.is_square() && !depthwise &&
+                               plan.algorithm != VulkanConvAlgorithm::im2col_gemm &&
+                               !vulkan::direct_conv_chosen(d, plan) && !vulkan::patch_coopmat_chosen(runtime, d, plan);
+    if (fusing_kernel && vulkan::winograd_chosen(runtime, d, input.shape(), plan)) {
+      return vulkan::record_winograd_conv(runtime, d, nullptr, input, weights, bias, output, residual);
+    }
+    if (fusing_kernel) {
+      return vulkan::record_implicit_gemm_conv(runtime, plan, d, nullptr, input, weights, bias, output, residual);
+    }
+    Conv2dDesc before_add = d;
+    before_add.activation = Activation::none();
+    record_conv_as(backend, runtime, plan, before_add, nullptr, input, weights, bias, output);
+    // In place: add.comp reads and writes each element in one invocation.
+    return backend.add(output, *residual, d.activation, output);
+  }
   if (pool == nullptr) {
     if (!d.is_square()) {
       // Every other kernel reads the scalar, square window; im2col takes any (whatever algorithm was forced, as
@@ -189,13 +208,15 @@ void record_conv_as(VulkanBackend& backend, vulkan::Runtime& runtime, const Vulk
   backend.pool2d(*pool, unpooled, output);
 }
 
-// Records `d` (and `pool`) with the plan the tuner chooses: the static tables' when tuning is off.
+// Records `d` (and `pool`, or the `residual` added before the activation) with the plan the tuner chooses: the
+// static tables' when tuning is off. Candidates are timed with the residual's add, fused or not.
 void record_planned_conv(VulkanBackend& backend, vulkan::Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* pool,
-                         const Variable& input, const Variable& weights, const Variable* bias, Variable& output) {
+                         const Variable& input, const Variable& weights, const Variable* bias, Variable& output,
+                         const Variable* residual = nullptr) {
   const auto record = [&](const VulkanConvolutionOptions& plan) {
-    record_conv_as(backend, runtime, plan, d, pool, input, weights, bias, output);
+    record_conv_as(backend, runtime, plan, d, pool, input, weights, bias, output, residual);
   };
-  const auto [plan, source] = runtime.tuner.choose(d, pool, input, output.shape(), record);
+  const auto [plan, source] = runtime.tuner.choose(d, pool, residual != nullptr, input, output.shape(), record);
   record(plan);
   if (runtime.recorder.profiling() && source != vulkan::PlanSource::static_table) {
     runtime.recorder.append_to_last_detail(source == vulkan::PlanSource::timed ? " [tuned]" : " [tuning cache]");
@@ -218,12 +239,11 @@ void VulkanBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& poo
 void VulkanBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
                                const Variable* bias, const Variable& residual, Variable& output) {
   as_forward("conv2d_add", [&] {
-    // The convolution without its activation, then the add with it, in place: add.comp reads and writes each
-    // element in one invocation.
-    Conv2dDesc before_add = desc;
-    before_add.activation = Activation::none();
-    conv2d(before_add, input, weights, bias, output);
-    add(output, residual, desc.activation, output);
+    if (residual.shape() != output.shape()) {
+      throw Error(fmt::format("Vulkan conv2d_add: residual {} for an output of {}", residual.shape().str(),
+                              output.shape().str()));
+    }
+    record_planned_conv(*this, *runtime_, desc, nullptr, input, weights, bias, output, &residual);
   });
 }
 

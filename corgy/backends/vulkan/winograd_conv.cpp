@@ -198,8 +198,12 @@ ConvPlan record_half_gemms(Runtime& runtime, const Conv2dDesc& d, const Winograd
 }  // namespace
 
 void record_winograd_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDesc* fused_pool, const Variable& input,
-                          const Variable& weights, const Variable* bias, Variable& output) {
+                          const Variable& weights, const Variable* bias, Variable& output, const Variable* residual) {
   const Shape& in = input.shape();
+  if (residual && (fused_pool || residual->shape() != output.shape())) {
+    throw Error(fmt::format("Vulkan Winograd: a residual {} added to the convolution output {}{}",
+                            residual->shape().str(), output.shape().str(), fused_pool ? " with a pool" : ""));
+  }
   const WinogradGeometry g = geometry(d, in);
   const std::uint32_t in_channels = u32(d.in_channels);
   const std::uint32_t out_channels = u32(d.out_channels);
@@ -284,16 +288,27 @@ void record_winograd_conv(Runtime& runtime, const Conv2dDesc& d, const Pool2dDes
                                            d.activation.slope};
   BufferUse read_products = products;
   read_products.writes = false;
+  const BufferUse residual_use = residual ? tensors.read(*residual) : recorder.unused_binding();
   const BufferUse result = tensors.write(output, half);
   SpecializationConstants output_constants;
-  output_constants.set_flag(WinogradOutputConstant::pool, pool);
-  if (half) output_constants.set_flag(WinogradOutputConstant::result_fp16, result.format == TensorFormat::fp16);
+  output_constants.set_flag(WinogradOutputConstant::pool, pool)
+      .set_flag(WinogradOutputConstant::residual, residual != nullptr);
+  if (half) {
+    output_constants.set_flag(WinogradOutputConstant::result_fp16, result.format == TensorFormat::fp16)
+        .set_flag(WinogradOutputConstant::residual_fp16,
+                  residual != nullptr && residual_use.format == TensorFormat::fp16);
+  }
   recorder.dispatch(
       runtime.pipelines.get(half ? kernels::winograd_output_transform_fp16 : kernels::winograd_output_transform,
                             output_constants),
-      {read_products, bias ? tensors.read(*bias) : recorder.unused_binding(), result}, output_params,
+      {read_products, bias ? tensors.read(*bias) : recorder.unused_binding(), result, residual_use}, output_params,
       elementwise_groups(static_cast<std::size_t>(out_channels) * g.tiles));
-  if (recorder.profiling()) recorder.describe_last(pool ? "winograd output +maxpool" : "winograd output", 0.0);
+  if (recorder.profiling()) {
+    recorder.describe_last(pool       ? "winograd output +maxpool"
+                           : residual ? "winograd output +add"
+                                      : "winograd output",
+                           0.0);
+  }
 }
 
 }  // namespace corgy::vulkan

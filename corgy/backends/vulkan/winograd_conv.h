@@ -38,7 +38,9 @@ bool winograd_pool_fusable(const Pool2dDesc& pool);
 std::vector<float> winograd_weights(const float* weights, int out_channels, int in_channels);
 
 /// Records `conv` (and `fused_pool`, a winograd_pool_fusable() one, when given: output is then the pooled tensor).
+/// With `residual` (output's shape; never with a pool) the output transform adds it before the activation.
 void record_winograd_conv(Runtime& runtime, const Conv2dDesc& conv, const Pool2dDesc* fused_pool, const Variable& input,
-                          const Variable& weights, const Variable* bias, Variable& output);
+                          const Variable& weights, const Variable* bias, Variable& output,
+                          const Variable* residual = nullptr);
 
 }  // namespace corgy::vulkan
