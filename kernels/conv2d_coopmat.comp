@@ -39,6 +39,9 @@ layout(constant_id = 7) const bool SPLIT_K = false;
 layout(constant_id = 9) const bool CONTIGUOUS_B = false;
 // activation(conv + bias + residual), the residual read at the element written (conv2d_add); never with POOL.
 layout(constant_id = 12) const bool RESIDUAL = false;
+// Whole 16-byte units of 8 consecutive output columns per lane in the epilogue (below): set by the host where no pool
+// and no split of K is fused and the output planes are whole units of 8 (every image starts a unit).
+layout(constant_id = 14) const bool VECTOR_EPILOGUE = false;
 // = WARPS_M * WARPS_N * 32, set by the host.
 layout(local_size_x_id = 8) in;
 
@@ -48,6 +51,9 @@ layout(binding = 1) readonly buffer Weights { uvec4 weights[]; };  // fp16 [grou
 layout(binding = 2) readonly buffer Bias { float bias[]; };
 TENSOR_OUTPUT(3, result, 11)
 TENSOR_INPUT(4, residual, 13)
+// VECTOR_EPILOGUE's views of the result and the residual: 8 halves or 4 floats a unit.
+layout(binding = 3) writeonly buffer ResultUnits { uvec4 result_units[]; };
+layout(binding = 4) readonly buffer ResidualUnits { uvec4 residual_units[]; };
 
 // Mirrors corgy::vulkan::ImplicitGemmParams (conv2d_implicit_gemm.comp); lda is the padded row of the weights.
 layout(push_constant) uniform Params {
@@ -222,11 +228,63 @@ void main() {
     }
   }
 
+  const uint scratch_base = warp * 256;
+  if (VECTOR_EPILOGUE) {
+    // Lane l takes row l / 2 of a fragment and its 8 columns (l % 2) * 8 .. + 7, which are consecutive elements of
+    // one output plane: one 16-byte store (two in fp32) and as many residual loads, where one element per lane and
+    // row made the stores, not the tensor cores, the bound of 1x1 layers (64->256 at 56x56, batch 32, on an H100:
+    // 29 TFLOP/s, 0.45 TB/s of output).
+    const uint plane = p.out_height * p.out_width;
+    const uint unit_row = lane / 2;
+    const uint unit_column = (lane % 2) * 8;
+    [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
+      const uint n = n0 + (warp_n * FRAGS_N + j) * 16 + unit_column;
+      const uint image = n / plane;
+      const uint channel0_index = image * p.out_channels * plane + (n - image * plane);
+      [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
+        coopMatStoreNV(accumulators[i][j], scratch, scratch_base, 16, false);
+        subgroupBarrier();
+        float values[8];
+        [[unroll]] for (uint q = 0; q < 8; ++q) values[q] = scratch[scratch_base + unit_row * 16 + unit_column + q];
+        subgroupBarrier();
+        const uint m = m0 + (warp_m * FRAGS_M + i) * 16 + unit_row;
+        if (n >= p.N || m >= p.M) continue;  // N is a multiple of 8: a unit is wholly inside or outside
+        const uint channel = group * p.M + m;
+        const uint index = channel0_index + channel * plane;  // a multiple of 8
+        const float shift = p.has_bias != 0 ? bias[channel] : 0.0;
+        if (RESIDUAL) {
+          if (residual_fp16) {
+            const uvec4 unit = residual_units[index / 8];
+            [[unroll]] for (uint q = 0; q < 4; ++q) {
+              const vec2 pair = unpackHalf2x16(unit[q]);
+              values[2 * q] += pair.x;
+              values[2 * q + 1] += pair.y;
+            }
+          } else {
+            [[unroll]] for (uint u = 0; u < 2; ++u) {
+              const uvec4 unit = residual_units[index / 4 + u];
+              [[unroll]] for (uint q = 0; q < 4; ++q) values[4 * u + q] += uintBitsToFloat(unit[q]);
+            }
+          }
+        }
+        [[unroll]] for (uint q = 0; q < 8; ++q) values[q] = activate(p.activation, p.slope, values[q] + shift);
+        if (result_fp16) {
+          result_units[index / 8] =
+              uvec4(packHalf2x16(vec2(values[0], values[1])), packHalf2x16(vec2(values[2], values[3])),
+                    packHalf2x16(vec2(values[4], values[5])), packHalf2x16(vec2(values[6], values[7])));
+        } else {
+          result_units[index / 4] = floatBitsToUint(vec4(values[0], values[1], values[2], values[3]));
+          result_units[index / 4 + 1] = floatBitsToUint(vec4(values[4], values[5], values[6], values[7]));
+        }
+      }
+    }
+    return;
+  }
+
   // Epilogue, one fragment at a time through this subgroup's scratch. Lanes take columns, so that the lanes of a
   // subgroup store to consecutive addresses of an output row: without a pool lane l takes column l % 16 and rows
   // (l / 16) * 8 .. + 7; with one, lane l takes pooling window l % 4 (its four columns) and rows (l / 4) * 2 .. + 1.
   // Where a column's output lands depends only on the column, so the divisions are done once per fragment column.
-  const uint scratch_base = warp * 256;
   const uint lane_column = POOL ? (lane % 4) * 4 : lane % 16;
   const uint lane_row = POOL ? (lane / 4) * 2 : (lane / 16) * 8;
   const uint ROWS = POOL ? 2 : 8;

@@ -146,6 +146,11 @@ TEST(VulkanConvolution, TensorCoreKernelsMatchNaiveInFp16) {
   std::vector<ConvCase> cases = conv_cases();
   // Beyond one workgroup's 8 x 32 pixels on both axes, two chunks of input channels, more than 64 output channels.
   cases.push_back({{2, 20, 19, 70}, {.in_channels = 20, .out_channels = 72, .kernel = 3, .padding = 1}});
+  // Output planes of whole 16-byte units (64 and 320 pixels): the epilogue stores 8 columns per lane.
+  cases.push_back({{2, 16, 8, 8}, {.in_channels = 16, .out_channels = 24, .kernel = 1}});
+  cases.push_back(
+      {{3, 20, 16, 20},
+       {.in_channels = 20, .out_channels = 40, .kernel = 3, .padding = 1, .activation = Activation::relu()}});
   for (const ConvCase& c : cases) {
     const Operands o = random_operands(c, rng);
     const Variable expected = conv_naive(c.desc, o.input, o.weights, o.bias);
@@ -200,6 +205,8 @@ TEST(VulkanConvolution, ResidualAddMatchesNaiveOnEveryAlgorithm) {
   const Activation leaky = Activation::leaky_relu(0.1f);
   const std::vector<ConvCase> cases = {
       {{2, 8, 9, 9}, {.in_channels = 8, .out_channels = 36, .kernel = 1, .activation = Activation::relu()}},
+      // Planes of whole units of 8 (the cooperative-matrix kernel's vector epilogue), output channels past a tile.
+      {{2, 16, 8, 8}, {.in_channels = 16, .out_channels = 36, .kernel = 1, .activation = Activation::relu()}},
       {{3, 5, 17, 11}, {.in_channels = 5, .out_channels = 7, .kernel = 3, .padding = 1, .activation = leaky}},
       {{2, 64, 7, 7}, {.in_channels = 64, .out_channels = 40, .kernel = 3, .padding = 1}},
       {{2, 6, 8, 10}, {.in_channels = 6, .out_channels = 9, .kernel = 3, .activation = Activation::relu()}},

@@ -58,6 +58,9 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
         .set_flag(CoopmatConstant::contiguous_b, contiguous_b)
         .set_flag(CoopmatConstant::source_fp16, source.format == TensorFormat::fp16)
         .set_flag(CoopmatConstant::result_fp16, result.format == TensorFormat::fp16);
+    // Every image's output plane starts a whole unit of 8 columns, so a lane's 8 columns never cross images.
+    const bool whole_units = !pool && !split && p.out_height * p.out_width % 8 == 0;
+    constants.set_flag(CoopmatConstant::vector_epilogue, whole_units);
     if (residual) {
       constants.set_flag(CoopmatConstant::residual, true)
           .set_flag(CoopmatConstant::residual_fp16, residual->format == TensorFormat::fp16);

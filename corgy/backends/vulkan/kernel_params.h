@@ -82,6 +82,7 @@ enum class CoopmatConstant : std::uint32_t {
   result_fp16 = 11,
   residual = 12,
   residual_fp16 = 13,
+  vector_epilogue = 14,  // 16-byte units of 8 output columns per lane (no pool, no split, planes of whole units)
 };
 
 /// Both implicit-GEMM convolution kernels; lda is read by conv2d_coopmat.comp only.
