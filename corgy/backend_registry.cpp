@@ -78,7 +78,8 @@ std::unique_ptr<Backend> make_backend(const std::string& full_name, const Backen
        {std::pair{"im2col", BlasConvolution::im2col}, std::pair{"packed", BlasConvolution::packed},
         std::pair{"winograd", BlasConvolution::winograd}, std::pair{"winograd2x2", BlasConvolution::winograd2x2},
         std::pair{"bands", BlasConvolution::bands}, std::pair{"channel_blocks", BlasConvolution::channel_blocks},
-        std::pair{"batch", BlasConvolution::batch}}) {
+        std::pair{"batch", BlasConvolution::batch},
+        std::pair{"channels_in_lanes", BlasConvolution::channels_in_lanes}}) {
     if (name == std::string("blas:") + suffix)
       return std::make_unique<BlasBackend>(BlasOptions{options.threads, convolution});
   }
@@ -91,11 +92,12 @@ std::unique_ptr<Backend> make_backend(const std::string& full_name, const Backen
     throw Error(fmt::format("backend '{}' is not available: corgy was built without Vulkan (CORGY_VULKAN=OFF)", name));
 #endif
   }
-  throw Error(fmt::format(
-      "unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, blas:winograd, "
-      "blas:winograd2x2, blas:bands, blas:channel_blocks, blas:batch, vulkan, vulkan:<device>, auto, each optionally "
-      "with +fp16",
-      full_name));
+  throw Error(
+      fmt::format("unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, blas:winograd, "
+                  "blas:winograd2x2, blas:bands, blas:channel_blocks, blas:batch, blas:channels_in_lanes, vulkan, "
+                  "vulkan:<device>, auto, each optionally "
+                  "with +fp16",
+                  full_name));
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {

@@ -82,13 +82,19 @@ TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
   EXPECT_EQ(three[2].algorithm, blas::ConvAlgorithm::packed_gemm);
 
   const Conv2dDesc pointwise{.in_channels = 64, .out_channels = 32, .kernel = 1};
-  const std::vector<blas::ConvChoice> two = blas::candidate_algorithms(pointwise, {8, 64, 7, 7});
-  ASSERT_EQ(two.size(), 2u);
-  EXPECT_EQ(two[0].algorithm, blas::ConvAlgorithm::packed_gemm);
-  EXPECT_EQ(two[1].algorithm, blas::ConvAlgorithm::pointwise_batch);
+  // On a small map (7x7), also the transposed GEMM with the output channels in the lanes; on a larger one not.
+  const std::vector<blas::ConvChoice> small_map = blas::candidate_algorithms(pointwise, {8, 64, 7, 7});
+  ASSERT_EQ(small_map.size(), 3u);
+  EXPECT_EQ(small_map[0].algorithm, blas::ConvAlgorithm::packed_gemm);
+  EXPECT_EQ(small_map[1].algorithm, blas::ConvAlgorithm::pointwise_batch);
+  EXPECT_EQ(small_map[2].algorithm, blas::ConvAlgorithm::channels_in_lanes);
+  EXPECT_EQ(blas::candidate_algorithms(pointwise, {8, 64, 28, 28}).size(), 2u);
 
   const Conv2dDesc strided{.in_channels = 64, .out_channels = 64, .kernel = 3, .stride = 2, .padding = 1};
   EXPECT_EQ(blas::candidate_algorithms(strided, {1, 64, 56, 56}).size(), 1u);
+  const std::vector<blas::ConvChoice> strided_small = blas::candidate_algorithms(strided, {1, 64, 14, 14});
+  ASSERT_EQ(strided_small.size(), 2u);
+  EXPECT_EQ(strided_small[1].algorithm, blas::ConvAlgorithm::channels_in_lanes);
   const Conv2dDesc depthwise{.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 8};
   // Depthwise: the channel blocks first on small planes, the plane kernel first on large ones; each times the other.
   const std::vector<blas::ConvChoice> small = blas::candidate_algorithms(depthwise, {1, 8, 9, 9});

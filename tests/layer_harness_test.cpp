@@ -25,7 +25,7 @@ std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
   for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands",
-                             "blas:channel_blocks", "blas:batch"})
+                             "blas:channel_blocks", "blas:batch", "blas:channels_in_lanes"})
     names.push_back(forced);
   return names;
 }
@@ -190,6 +190,25 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
         .groups = 7,
         .activation = Activation::relu6()}},
       {{1, 33, 8, 8}, {.in_channels = 33, .out_channels = 33, .kernel = 3, .stride = 2, .groups = 33}},
+      // Small output maps, where the blas backend may compute C^T with the output channels in the vector lanes
+      // (channels_in_lanes_gemm.h; "blas:channels_in_lanes" forces it): 7x7 (49 pixels in 7 panels of 7), 5x5, 3x3
+      // and 13x13, pixel runs that cross images (batch 3), channel counts that are no multiple of a panel, stride 2
+      // (ResNet-50's 3x3/2 onto 7x7), the 1x1 / 2 shortcut, a deep 3x3 (depth blocks and their last partial one).
+      {{3, 37, 7, 7}, {.in_channels = 37, .out_channels = 53, .kernel = 1, .activation = Activation::relu()}},
+      {{1, 20, 5, 5}, {.in_channels = 20, .out_channels = 50, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{3, 19, 3, 3}, {.in_channels = 19, .out_channels = 100, .kernel = 1, .activation = Activation::swish()}},
+      {{1, 24, 13, 13},
+       {.in_channels = 24, .out_channels = 49, .kernel = 3, .padding = 1, .activation = Activation::mish()}},
+      {{3, 16, 14, 14},
+       {.in_channels = 16,
+        .out_channels = 60,
+        .kernel = 3,
+        .stride = 2,
+        .padding = 1,
+        .activation = Activation::relu6()}},
+      {{3, 30, 13, 13}, {.in_channels = 30, .out_channels = 70, .kernel = 1, .stride = 2, .bias = false}},
+      {{2, 40, 7, 7},
+       {.in_channels = 40, .out_channels = 97, .kernel = 3, .padding = 1, .activation = Activation::tanh()}},
   };
   for (const ConvShape& s : shapes) {
     const Conv2d layer(s.options);
@@ -688,6 +707,13 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
         .padding = 1,
         .groups = 7,
         .activation = Activation::swish()}},
+      // Small maps, where the residual is added in the channels-in-lanes GEMM's write-out: 7x7 pixel runs across
+      // images (batch 3), 5x5 by implicit im2col, ResNet-50's 3x3/2 onto 7x7, 13x13.
+      {{3, 21, 7, 7}, {.in_channels = 21, .out_channels = 21, .kernel = 1, .activation = Activation::relu()}},
+      {{1, 18, 5, 5},
+       {.in_channels = 18, .out_channels = 18, .kernel = 3, .padding = 1, .activation = Activation::hard_swish()}},
+      {{3, 10, 14, 14}, {.in_channels = 10, .out_channels = 10, .kernel = 3, .stride = 2, .padding = 1}},
+      {{2, 19, 13, 13}, {.in_channels = 19, .out_channels = 19, .kernel = 1, .activation = Activation::sigmoid()}},
   };
   for (const auto& [input, options] : residual_convs) {
     cases.push_back({"residual " + Conv2d(options).describe() + " " + input.str(), input,

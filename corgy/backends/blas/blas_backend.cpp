@@ -197,6 +197,7 @@ std::string BlasBackend::name() const {
     case BlasConvolution::bands: return "blas:bands";
     case BlasConvolution::channel_blocks: return "blas:channel_blocks";
     case BlasConvolution::batch: return "blas:batch";
+    case BlasConvolution::channels_in_lanes: return "blas:channels_in_lanes";
   }
   return "blas";
 }
@@ -261,6 +262,8 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
     } else if (residual && plans[i].algorithm == blas::ConvAlgorithm::pointwise_batch) {
       const Variable* inputs[] = {input};
       run_pointwise_batch(plans[i], inputs, nullptr, residual, Activation::none(), scratch);
+    } else if (residual && plans[i].algorithm == blas::ConvAlgorithm::channels_in_lanes) {
+      run_channels_in_lanes(plans[i], *input, residual, Activation::none(), scratch);
     } else {
       run_plan(plans[i], nullptr, *input, out, scratch);
       if (residual) add_residual(*residual, Activation::none(), scratch);
@@ -310,6 +313,9 @@ void BlasBackend::conv2d_add(const Conv2dDesc& desc, const Variable& input, cons
     if (plan && plan->algorithm == blas::ConvAlgorithm::pointwise_batch) {
       const Variable* inputs[] = {&input};
       return run_pointwise_batch(*plan, inputs, nullptr, &residual, desc.activation, output);
+    }
+    if (plan && plan->algorithm == blas::ConvAlgorithm::channels_in_lanes) {
+      return run_channels_in_lanes(*plan, input, &residual, desc.activation, output);
     }
   }
   conv2d(before_add, input, weights, bias, output);
@@ -365,9 +371,30 @@ void BlasBackend::run_pointwise_batch(const blas::ConvPlan& plan, std::span<cons
   });
 }
 
+void BlasBackend::run_channels_in_lanes(const blas::ConvPlan& plan, const Variable& input, const Variable* residual,
+                                        Activation activation, Variable& output) {
+  const Conv2dDesc& desc = plan.desc;
+  const Shape& out = output.shape();
+  const int team = std::max(threads_for(out.count()),
+                            gemm_threads(threads_, desc.out_channels, static_cast<int>(out.n * out.plane_count()),
+                                         plan.channel_panels.depth));
+  profiler_.note(plan.describe() + (residual ? ", residual added in the write-out" : ""));
+  team_->run(team, [&](const TeamMember& member) {
+    blas::channels_in_lanes_conv(member, *plan.kernel, desc, plan.channel_panels, input, residual, activation, output,
+                                 plans_->channels_in_lanes);
+  });
+}
+
 void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input,
                            const Shape& conv_output, Variable& output) {
   const Conv2dDesc& desc = plan.desc;
+  if (plan.algorithm == blas::ConvAlgorithm::channels_in_lanes) {
+    if (!pool) return run_channels_in_lanes(plan, input, nullptr, desc.activation, output);
+    if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
+    Variable conv_result = conv_output_scratch_.view(conv_output);
+    run_channels_in_lanes(plan, input, nullptr, desc.activation, conv_result);
+    return pool2d(*pool, conv_result, output);
+  }
   if (plan.algorithm == blas::ConvAlgorithm::pointwise_batch) {
     const Variable* inputs[] = {&input};
     if (!pool) return run_pointwise_batch(plan, inputs, nullptr, nullptr, desc.activation, output);

@@ -37,6 +37,9 @@ enum class BlasConvolution {
   /// Every pointwise convolution (1x1, stride 1, no padding, one group) as one GEMM over the batch's pixels, the
   /// others as automatic ("blas:batch"; tests).
   batch,
+  /// Every convolution of one group as the transposed GEMM, output channels in the vector lanes
+  /// (channels_in_lanes_gemm.h), the others as automatic ("blas:channels_in_lanes"; tests).
+  channels_in_lanes,
 };
 
 struct BlasOptions {
@@ -166,6 +169,9 @@ class BlasBackend final : public Backend {
   /// A pointwise_batch plan on the channel concatenation of `inputs` (one input: a plain convolution), with the
   /// per-input-channel `affine` (or null) applied while B is packed, and `residual` (or null) added before
   /// `activation`.
+  /// A channels_in_lanes plan into output, the residual (output's shape, or null) added before the activation.
+  void run_channels_in_lanes(const blas::ConvPlan& plan, const Variable& input, const Variable* residual,
+                             Activation activation, Variable& output);
   void run_pointwise_batch(const blas::ConvPlan& plan, std::span<const Variable* const> inputs,
                            const blas::InputAffine* affine, const Variable* residual, Activation activation,
                            Variable& output);

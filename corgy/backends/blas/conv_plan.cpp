@@ -30,6 +30,10 @@ std::string ConvPlan::describe() const {
     case ConvAlgorithm::pointwise_batch:
       text = fmt::format("packed sgemm {}, one GEMM over the batch's pixels", kernel->name);
       break;
+    case ConvAlgorithm::channels_in_lanes:
+      text = fmt::format("packed sgemm {}, output channels in the lanes, {}", kernel->name,
+                         reads_planes_in_place(desc) ? "input planes packed" : "implicit im2col");
+      break;
     case ConvAlgorithm::winograd:
       text = fmt::format("winograd F({0}x{0},{1}x{1}), sgemm {2}, {3} tiles/block",
                          winograd_geometry(winograd.variant).output_tile, winograd_geometry(winograd.variant).kernel,
@@ -60,6 +64,10 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     const int columns = input.n * desc.output_size(input.h) * desc.output_size(input.w);
     plan.kernel = &kernel_for(gemm_kernels(), desc.out_channels, columns);
     plan.packed = pack_conv_weights(desc, weights.data(), bias_values, *plan.kernel);
+  } else if (plan.algorithm == ConvAlgorithm::channels_in_lanes) {
+    const int rows = input.n * desc.output_size(input.h) * desc.output_size(input.w);
+    plan.kernel = &channels_in_lanes_kernel(desc.out_channels, rows, team.size());
+    plan.channel_panels = pack_channel_panels(desc, weights.data(), bias_values, *plan.kernel);
   } else if (plan.algorithm == ConvAlgorithm::winograd) {
     plan.winograd = plan_winograd(desc, input, weights.data(), bias_values, choice.variant, team);
     plan.kernel = plan.winograd.kernel;
@@ -85,6 +93,8 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
                                                                                 : WinogradVariant::f4x4};
   } else if (choice == BlasConvolution::batch && reads_planes_in_place(desc) && desc.groups == 1) {
     chosen = {ConvAlgorithm::pointwise_batch};
+  } else if (choice == BlasConvolution::channels_in_lanes && channels_in_lanes_applies(desc)) {
+    chosen = {ConvAlgorithm::channels_in_lanes};
   } else if (choice == BlasConvolution::packed) {
     chosen = {ConvAlgorithm::packed_gemm};
   } else {

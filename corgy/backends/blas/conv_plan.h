@@ -10,6 +10,7 @@
 
 #include "corgy/backend.h"
 #include "corgy/backends/blas/blas_backend.h"
+#include "corgy/backends/blas/channels_in_lanes_gemm.h"
 #include "corgy/backends/blas/conv_gemm.h"
 #include "corgy/backends/blas/conv_tuner.h"
 #include "corgy/backends/blas/depthwise_kernels.h"
@@ -22,8 +23,9 @@ enum class ConvAlgorithm {
   depthwise,                 ///< our SIMD kernels, one channel plane at a time (depthwise_kernels.h)
   depthwise_channel_blocks,  ///< our SIMD kernels, a register of planes at a time, channels in the lanes (the same)
   packed_gemm,               ///< our micro-kernels on weights packed once, B packed from the input (conv_gemm.h)
-  winograd,         ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
-  pointwise_batch,  ///< a pointwise convolution as one packed GEMM over every image's pixels (pointwise_batch_gemm.h)
+  winograd,           ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
+  pointwise_batch,    ///< a pointwise convolution as one packed GEMM over every image's pixels (pointwise_batch_gemm.h)
+  channels_in_lanes,  ///< C^T = B^T A^T, output channels in the vector lanes, for small maps (channels_in_lanes_gemm.h)
 };
 
 struct ConvPlan {
@@ -32,8 +34,9 @@ struct ConvPlan {
   ConvAlgorithm algorithm = ConvAlgorithm::im2col_openblas;
   /// How the algorithm was chosen, for the profile: "table", "forced", "measured of 3", "measured before".
   std::string origin = "table";
-  const GemmMicroKernel* kernel = nullptr;  // packed_gemm, pointwise_batch
+  const GemmMicroKernel* kernel = nullptr;  // packed_gemm, pointwise_batch, channels_in_lanes
   PackedConvWeights packed;                 // packed_gemm, pointwise_batch
+  ChannelPanels channel_panels;             // channels_in_lanes
   WinogradPlan winograd;                    // winograd
   DepthwiseGeometry depthwise;              // depthwise, depthwise_channel_blocks
   std::vector<float> depthwise_packed;      // depthwise_channel_blocks: pack_depthwise_channel_weights's
@@ -80,6 +83,7 @@ class ConvPlanCache {
 
   GemmWorkspace workspace;
   WinogradWorkspace winograd_workspace;
+  ChannelsInLanesBuffers channels_in_lanes;
   /// conv_bands.h's buffers, one per team member.
   std::vector<BandBuffers> band_buffers;
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "corgy/backends/blas/channels_in_lanes_gemm.h"
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/winograd.h"
@@ -16,6 +17,10 @@ namespace {
 
 /// The largest padded input tile of the channel-block depthwise kernel worth trying.
 constexpr std::size_t kMaxChannelTileBytes = std::size_t{256} << 10;
+
+/// The largest output plane on which the channels-in-lanes GEMM is tried: from 28x28 on the packed GEMM's pixel
+/// panels are nearly full (784 pixels in 25 panels of 32).
+constexpr int kMostChannelsInLanesPixels = 16 * 16;
 
 }  // namespace
 
@@ -48,6 +53,12 @@ std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape
   // pad their last column panel (7x7: 49 columns in two panels of 32) and come in too few pieces to share; measured,
   // never the table's first guess (the fused blocks plan without measuring and keep their packed GEMM).
   if (reads_planes_in_place(desc) && desc.groups == 1) candidates.push_back({ConvAlgorithm::pointwise_batch});
+  // On a small output map, the transposed GEMM with the output channels in the lanes, which the pixels do not fill
+  // (a 7x7 map's 49 pixels in 64 lanes); measured, never the first guess.
+  if (channels_in_lanes_applies(desc) &&
+      desc.output_size(input.h) * desc.output_size(input.w) <= kMostChannelsInLanesPixels) {
+    candidates.push_back({ConvAlgorithm::channels_in_lanes});
+  }
   return candidates;
 }
 

@@ -83,6 +83,10 @@ struct GemmKernelSet {
   GemmMicroKernel kernels[size];
   Im2colRowPacker pack_im2col_row = nullptr;
   PlaneRowsPacker pack_channel_planes = nullptr;
+  /// A tile of 7 rows, for GEMMs whose rows are output pixels (channels_in_lanes_gemm.h): 7 divides the pixel counts
+  /// of 7x7, 14x14 and 28x28 maps, so their tiles have no padding rows. `run` is null where the set has none (AVX2's
+  /// and SSE2's 16 registers hold no 7-row tile wide enough to pay).
+  GemmMicroKernel seven_rows{};
 };
 GemmKernelSet generic_gemm_kernels();
 GemmKernelSet avx2_gemm_kernels();

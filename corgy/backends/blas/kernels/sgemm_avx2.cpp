@@ -18,7 +18,8 @@ GemmKernelSet avx2_gemm_kernels() {
            {CpuIsa::avx2, 12, 8, kernels::micro_kernel<kernels::Avx2, 12, 1>, "avx2 12x8",
             kernels::micro_kernel_rows<kernels::Avx2, 12, 1>}},
           kernels::pack_im2col_row<kernels::Avx2>,
-          kernels::pack_channel_planes<kernels::Avx2>};
+          kernels::pack_channel_planes<kernels::Avx2>,
+          {}};
 }
 
 }  // namespace corgy::blas

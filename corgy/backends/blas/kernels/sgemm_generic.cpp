@@ -17,7 +17,8 @@ GemmKernelSet generic_gemm_kernels() {
            {CpuIsa::generic, 8, 4, kernels::micro_kernel<kernels::Sse2, 8, 1>, "sse2 8x4",
             kernels::micro_kernel_rows<kernels::Sse2, 8, 1>}},
           kernels::pack_im2col_row<kernels::Sse2>,
-          kernels::pack_channel_planes<kernels::Sse2>};
+          kernels::pack_channel_planes<kernels::Sse2>,
+          {}};
 }
 
 }  // namespace corgy::blas

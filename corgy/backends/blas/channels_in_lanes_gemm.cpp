@@ -1,0 +1,227 @@
+#include "corgy/backends/blas/channels_in_lanes_gemm.h"
+
+#include <algorithm>
+
+#include "corgy/backends/blas/activation_kernels.h"
+
+namespace corgy::blas {
+
+namespace {
+
+/// Depth per block: the weights' sub-panel (kc x 48 floats, 24 KB) stays in L1 while every pixel panel is
+/// multiplied by it, and the next sub-panel is fetched meanwhile (the weights stream from memory: ResNet-50's last
+/// stage holds 60 MB of them).
+constexpr int kDepthBlock = 128;
+
+/// Where C^T's rows are: one run of rows over the whole batch (row r is pixel r % pixels of image r / pixels) when
+/// the input's channel planes are B^T's columns as they are (a pointwise convolution), else `panels_per_image` row
+/// panels per image (implicit im2col packs one image at a time), image n's pixel q at row n * panels_per_image * mr
+/// + q.
+struct RowLayout {
+  int pixels = 0;
+  int images = 0;
+  int panels_per_image = 0;  // 0: one run over the batch
+  int mr = 0;
+  int rows() const { return panels_per_image ? images * panels_per_image * mr : images * pixels; }
+  int panels() const { return panels_per_image ? images * panels_per_image : (images * pixels + mr - 1) / mr; }
+  int row_of(int image, int pixel) const {
+    return panels_per_image ? image * panels_per_image * mr + pixel : image * pixels + pixel;
+  }
+};
+
+RowLayout row_layout(const Conv2dDesc& desc, const Shape& output, int mr) {
+  const int pixels = static_cast<int>(output.plane_count());
+  const bool pointwise = desc.kernel == 1 && desc.stride == 1 && desc.padding == 0;
+  return {pixels, output.n, pointwise ? 0 : (pixels + mr - 1) / mr, mr};
+}
+
+/// Appends `count` values to the pixel panels of one depth row: `lane` is the next value's place in the current
+/// panel, `slot` that panel's row (panels panel_stride floats apart). Values go one by one: the runs are a few floats
+/// (a 7x7 map's rows into panels of 7), too short for SIMD copies to pay for their set-up.
+struct PanelRowWriter {
+  float* slot;
+  int lane;
+  int mr;
+  std::size_t panel_stride;
+  void put(float value) {
+    slot[lane] = value;
+    if (++lane == mr) {
+      lane = 0;
+      slot += panel_stride;
+    }
+  }
+  /// Zeros to the end of the current panel.
+  void finish() {
+    if (lane == 0) return;
+    for (; lane < mr; ++lane) slot[lane] = 0.0f;
+  }
+};
+
+/// Packs B^T's rows (output pixels) in panels of mr, k-major (panel p's column k at out + (p * depth + k) * mr, rows
+/// past the end zero): the depth rows [k_begin, k_end) of every panel.
+void pack_pixel_panels(const Conv2dDesc& desc, const Variable& input, const Shape& output, const RowLayout& layout,
+                       int depth, int k_begin, int k_end, float* out) {
+  const Shape& in = input.shape();
+  const std::size_t panel_stride = static_cast<std::size_t>(depth) * layout.mr;
+  if (!layout.panels_per_image) {
+    // A pointwise convolution: row k of B^T is channel k's plane in every image, one run over the batch.
+    for (int k = k_begin; k < k_end; ++k) {
+      PanelRowWriter writer{out + static_cast<std::size_t>(k) * layout.mr, 0, layout.mr, panel_stride};
+      for (int n = 0; n < layout.images; ++n) {
+        const float* plane = input.data() + n * in.image_count() + static_cast<std::size_t>(k) * in.plane_count();
+        for (int q = 0; q < layout.pixels; ++q) writer.put(plane[q]);
+      }
+      writer.finish();
+    }
+    return;
+  }
+  // Implicit im2col, one image at a time: B^T's row (c, ky, kx) at output pixel (oy, ox) reads input channel c at
+  // (oy * stride + ky * dilation - padding, ox * stride + kx * dilation - padding), or 0 outside the input.
+  const int taps = desc.kernel * desc.kernel;
+  for (int n = 0; n < layout.images; ++n) {
+    float* image_out = out + static_cast<std::size_t>(n) * layout.panels_per_image * panel_stride;
+    const float* image = input.data() + static_cast<std::size_t>(n) * in.image_count();
+    for (int k = k_begin; k < k_end; ++k) {
+      const float* plane = image + static_cast<std::size_t>(k / taps) * in.plane_count();
+      const int y_offset = k % taps / desc.kernel * desc.dilation - desc.padding;
+      const int x_offset = k % desc.kernel * desc.dilation - desc.padding;
+      // The output columns that read inside the input: [ox_begin, ox_end).
+      int ox_begin = 0;
+      while (ox_begin < output.w && ox_begin * desc.stride + x_offset < 0) ++ox_begin;
+      int ox_end = output.w;
+      while (ox_end > ox_begin && (ox_end - 1) * desc.stride + x_offset >= in.w) --ox_end;
+      PanelRowWriter writer{image_out + static_cast<std::size_t>(k) * layout.mr, 0, layout.mr, panel_stride};
+      for (int oy = 0; oy < output.h; ++oy) {
+        const int iy = oy * desc.stride + y_offset;
+        if (iy < 0 || iy >= in.h) {
+          for (int ox = 0; ox < output.w; ++ox) writer.put(0.0f);
+          continue;
+        }
+        const float* row = plane + static_cast<std::size_t>(iy) * in.w + x_offset;
+        int ox = 0;
+        for (; ox < ox_begin; ++ox) writer.put(0.0f);
+        for (; ox < ox_end; ++ox) writer.put(row[ox * desc.stride]);
+        for (; ox < output.w; ++ox) writer.put(0.0f);
+      }
+      writer.finish();
+    }
+  }
+}
+
+/// C^T's block of channels [c0, c0 + count) (rows layout.rows(), nr apart) into NCHW output, plus the bias (and the
+/// residual), then the activation.
+void write_channels(const float* block, int nr, const RowLayout& layout, const float* bias, int c0, int count,
+                    const Variable* residual, Activation activation, Variable& output) {
+  const Shape& out = output.shape();
+  for (int n = 0; n < layout.images; ++n) {
+    for (int j = 0; j < count; ++j) {
+      const std::size_t plane =
+          static_cast<std::size_t>(n) * out.image_count() + static_cast<std::size_t>(c0 + j) * out.plane_count();
+      float* target = output.data() + plane;
+      const float* column = block + static_cast<std::size_t>(layout.row_of(n, 0)) * nr + j;
+      const float b = bias[c0 + j];
+      for (int q = 0; q < layout.pixels; ++q) target[q] = column[static_cast<std::size_t>(q) * nr] + b;
+      if (residual) {
+        add_activate(target, residual->data() + plane, target, layout.pixels, activation);
+      } else if (activation.kind != ActivationKind::none) {
+        bias_activate(target, target, layout.pixels, 0.0f, activation);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool channels_in_lanes_applies(const Conv2dDesc& desc) { return desc.groups == 1 && desc.is_square(); }
+
+const GemmMicroKernel& channels_in_lanes_kernel(int out_channels, int rows, int members) {
+  const GemmKernelSet& set = gemm_kernels();
+  const GemmMicroKernel* best = nullptr;
+  double best_work = 0.0;
+  const auto consider = [&](const GemmMicroKernel& kernel) {
+    const double padded_rows = (rows + kernel.mr - 1) / kernel.mr * kernel.mr;
+    const int panels = (out_channels + kernel.nr - 1) / kernel.nr;
+    const double work = static_cast<double>((panels + members - 1) / members) * kernel.nr * padded_rows;
+    if (!best || work < best_work) {
+      best = &kernel;
+      best_work = work;
+    }
+  };
+  if (set.seven_rows.run) consider(set.seven_rows);
+  for (const GemmMicroKernel& kernel : set.kernels) consider(kernel);
+  return *best;
+}
+
+ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, const float* bias,
+                                  const GemmMicroKernel& kernel) {
+  ChannelPanels packed;
+  packed.depth = desc.in_channels * desc.kernel * desc.kernel;
+  packed.channels = desc.out_channels;
+  packed.nr = kernel.nr;
+  const int nr = kernel.nr;
+  packed.data = cpu::AlignedBuffer(static_cast<std::size_t>(packed.panels()) * packed.depth * nr);
+  float* out = packed.data.data();
+  for (int p = 0; p < packed.panels(); ++p) {
+    for (int k = 0; k < packed.depth; ++k) {
+      for (int j = 0; j < nr; ++j) {
+        const int channel = p * nr + j;
+        *out++ = channel < packed.channels ? weights[static_cast<std::size_t>(channel) * packed.depth + k] : 0.0f;
+      }
+    }
+  }
+  packed.bias.assign(static_cast<std::size_t>(packed.panels()) * nr, 0.0f);
+  if (bias) std::copy(bias, bias + packed.channels, packed.bias.begin());
+  return packed;
+}
+
+void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                            const ChannelPanels& weights, const Variable& input, const Variable* residual,
+                            Activation activation, Variable& output, ChannelsInLanesBuffers& buffers) {
+  const int mr = kernel.mr;
+  const int nr = kernel.nr;
+  const int depth = weights.depth;
+  const RowLayout layout = row_layout(desc, output.shape(), mr);
+  const std::size_t panel_stride = static_cast<std::size_t>(depth) * mr;
+  // Member 0 grows the buffers while nobody uses them; then every member packs its share of the depth.
+  if (member.index() == 0) {
+    const std::size_t needed = static_cast<std::size_t>(layout.panels()) * panel_stride;
+    if (buffers.pixel_panels.size() < needed) buffers.pixel_panels.resize(needed);
+    if (buffers.blocks.size() < static_cast<std::size_t>(member.count())) buffers.blocks.resize(member.count());
+  }
+  member.sync();
+  const TeamMember::Range depth_share = member.share(static_cast<std::size_t>(depth));
+  pack_pixel_panels(desc, input, output.shape(), layout, depth, static_cast<int>(depth_share.begin),
+                    static_cast<int>(depth_share.end), buffers.pixel_panels.data());
+  member.sync();
+  std::vector<float>& block = buffers.blocks[member.index()];
+  const std::size_t block_size = static_cast<std::size_t>(layout.panels()) * mr * nr;
+  if (block.size() < block_size) block.resize(block_size);
+  const float* pixels = buffers.pixel_panels.data();
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(weights.panels()));
+  for (int p = static_cast<int>(mine.begin); p < static_cast<int>(mine.end); ++p) {
+    const float* panel = weights.panel(p);
+    for (int k0 = 0; k0 < depth; k0 += kDepthBlock) {
+      const int kc = std::min(kDepthBlock, depth - k0);
+      const float* sub_panel = panel + static_cast<std::size_t>(k0) * nr;
+      // The weights stream from memory, and a member's panels lie one after the other: while this sub-panel is
+      // multiplied, ask for the next one (the next block of the depth, or of the next panel), a share per call.
+      const char* next = reinterpret_cast<const char*>(sub_panel + static_cast<std::size_t>(kc) * nr);
+      const std::size_t next_bytes = static_cast<std::size_t>(std::min(kDepthBlock, depth)) * nr * sizeof(float);
+      const std::size_t bytes_per_call = (next_bytes / layout.panels() + 63) / 64 * 64;
+      for (int ip = 0; ip < layout.panels(); ++ip) {
+        for (std::size_t b = ip * bytes_per_call; b < std::min(next_bytes, (ip + 1) * bytes_per_call); b += 64) {
+          __builtin_prefetch(next + b, 0, 3);
+        }
+        kernel.run(static_cast<std::size_t>(kc), pixels + ip * panel_stride + static_cast<std::size_t>(k0) * mr,
+                   sub_panel, block.data() + static_cast<std::size_t>(ip) * mr * nr, static_cast<std::size_t>(nr),
+                   k0 > 0, nullptr);
+      }
+    }
+    const int c0 = p * nr;
+    write_channels(block.data(), nr, layout, weights.bias.data(), c0, std::min(nr, weights.channels - c0), residual,
+                   activation, output);
+  }
+  member.sync();
+}
+
+}  // namespace corgy::blas

@@ -1,0 +1,57 @@
+// A convolution of a small output map as the transposed GEMM C^T = B^T A^T: C^T's rows are output pixels (of every
+// image) and its columns output channels, so the micro-kernels' vector lanes run over output channels, which fill
+// them (ResNet-50's 512 and 2048), rather than over pixels, which do not (a 7x7 map's 49 pixels fill 49 of the 64
+// lanes of the packed GEMM's 12x32 tiles). The input's pixels are packed at each call into k-major panels of a few
+// pixels (the micro-kernel's broadcast operand), from the channel planes or by implicit im2col; the weights are
+// transposed and packed once, when the layer is planned (its vector operand). Each block of C^T goes back to NCHW
+// with the bias, the residual and the activation applied on the way.
+#pragma once
+
+#include <vector>
+
+#include "corgy/backend.h"
+#include "corgy/backends/blas/gemm_kernels.h"
+#include "corgy/backends/blas/thread_team.h"
+#include "corgy/backends/cpu/aligned_buffer.h"
+#include "corgy/variable.h"
+
+namespace corgy::blas {
+
+/// True where channels_in_lanes_conv computes `desc`: one group (square windows, as every planned algorithm).
+bool channels_in_lanes_applies(const Conv2dDesc& desc);
+
+/// The micro-kernel of the widest instruction set for `rows` output pixels (every image's) by `out_channels`, split
+/// over output channels among `members`: the one whose tiles compute the fewest padded elements per member.
+const GemmMicroKernel& channels_in_lanes_kernel(int out_channels, int rows, int members);
+
+/// A convolution's weights (out_channels, in_channels, k, k) as the depth x out_channels matrix W^T (depth =
+/// in_channels * k * k), packed in panels of nr output channels: panel p's row k holds channels [p * nr, p * nr +
+/// nr) at panel(p) + k * nr, channels past the end zero.
+struct ChannelPanels {
+  cpu::AlignedBuffer data;
+  std::vector<float> bias;  // out_channels values rounded up to nr, zeros where the layer has none
+  int depth = 0;
+  int channels = 0;
+  int nr = 0;
+  int panels() const { return (channels + nr - 1) / nr; }
+  const float* panel(int index) const { return data.data() + static_cast<std::size_t>(index) * depth * nr; }
+};
+/// `bias` (out_channels values) may be null.
+ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, const float* bias,
+                                  const GemmMicroKernel& kernel);
+
+/// The buffers of channels_in_lanes_conv: the input's pixel panels (written and read by the whole team) and each
+/// member's block of C^T.
+struct ChannelsInLanesBuffers {
+  std::vector<float> pixel_panels;
+  std::vector<std::vector<float>> blocks;
+};
+
+/// output (N, out_channels, out_h, out_w) = activation(conv(input) + bias [+ residual]) (residual: output's shape,
+/// or null), by the whole team (each member calls it; it returns after the team's barrier): each member its share
+/// of the weights' channel panels over every image and pixel.
+void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                            const ChannelPanels& weights, const Variable& input, const Variable* residual,
+                            Activation activation, Variable& output, ChannelsInLanesBuffers& buffers);
+
+}  // namespace corgy::blas
