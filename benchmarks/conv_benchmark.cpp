@@ -1,12 +1,15 @@
-// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes: naive, the blas backend's
-// baseline (im2col + OpenBLAS) and its own algorithms; the raw sgemm of the 13x13x1024->1024 layer (OpenBLAS) and
-// the micro-kernels alone on cache-resident panels, for context. Results and commands: docs/benchmarks.md.
+// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes and ResNet-50's last stage: naive,
+// the blas backend's baseline (im2col + OpenBLAS) and its own algorithms, with warm caches and (the *_cold configs)
+// with the weights streaming from memory as in a model's forward; the raw sgemm of the 13x13x1024->1024 layer
+// (OpenBLAS) and the micro-kernels alone on cache-resident panels, for context. Results and commands:
+// docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,12 +19,14 @@
 
 namespace {
 
-/// One convolution at stride 1, "same" padding, batch 1.
+/// One convolution at "same" padding (kernel / 2), batch 1.
 struct ConvShape {
   int size;  // input height and width
   int in_channels;
   int out_channels;
   int kernel;
+  int stride = 1;
+  int output_size() const { return (size + 2 * (kernel / 2) - kernel) / stride + 1; }
 };
 
 /// Tiny YOLO v2's convolutions at 416x416 input, plus 104x104x64->128, the 104x104 layer the issue quotes.
@@ -30,11 +35,20 @@ constexpr ConvShape kTinyYoloShapes[] = {
     {26, 128, 256, 3}, {13, 256, 512, 3}, {13, 512, 1024, 3}, {13, 1024, 1024, 3}, {13, 1024, 125, 1},
 };
 
+/// ResNet-50's last stage at batch 1 (224 x 224 input): its 7x7 maps fill 49 of 64 lanes of the packed GEMM's
+/// pixel panels. The 1x1 / 2 shortcut runs as a pointwise convolution of the subsampled 7x7 input.
+constexpr ConvShape kResNet50LastStage[] = {
+    {7, 512, 2048, 1}, {7, 2048, 512, 1}, {7, 1024, 2048, 1}, {7, 512, 512, 3}, {14, 512, 512, 3, 2},
+};
+
 /// One backend configuration to compare.
 struct BackendConfig {
   const char* label;
   const char* backend;
   int threads;
+  /// Evict the caches before each call (untimed), so that the weights stream from memory as in a model's forward,
+  /// where each layer's weights were last read a whole forward ago.
+  bool cold = false;
 };
 
 constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
@@ -44,17 +58,24 @@ constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
                                       {"winograd_1t", "blas:winograd", 1},
                                       {"winograd2_1t", "blas:winograd2x2", 1},
                                       {"packed_1t", "blas:packed", 1},
-                                      {"blas_2t", "blas", 2}};
+                                      {"blas_2t", "blas", 2},
+                                      {"lanes_1t", "blas:channels_in_lanes", 1},
+                                      {"lanes_2t", "blas:channels_in_lanes", 2},
+                                      {"packed_2t", "blas:packed", 2},
+                                      {"lanes_1t_cold", "blas:channels_in_lanes", 1, true},
+                                      {"packed_1t_cold", "blas:packed", 1, true},
+                                      {"blas_1t_cold", "blas", 1, true}};
 
 /// Multiply-adds count twice: 2 * Cout * Cin * k * k * Ho * Wo.
 double conv_flops(const ConvShape& shape) {
-  return 2.0 * shape.out_channels * shape.in_channels * shape.kernel * shape.kernel * shape.size * shape.size;
+  return 2.0 * shape.out_channels * shape.in_channels * shape.kernel * shape.kernel * shape.output_size() *
+         shape.output_size();
 }
 
 std::string shape_label(const ConvShape& shape) {
   const std::string size = std::to_string(shape.size);
   return size + "x" + size + "x" + std::to_string(shape.in_channels) + "->" + std::to_string(shape.out_channels) +
-         (shape.kernel == 1 ? "_1x1" : "");
+         (shape.kernel == 1 ? "_1x1" : "") + (shape.stride > 1 ? "_s" + std::to_string(shape.stride) : "");
 }
 
 /// Uniform values in [-1, 1]; convolution speed does not depend on them, but zeros or denormals could.
@@ -72,6 +93,7 @@ void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
   desc.out_channels = shape.out_channels;
   desc.kernel = shape.kernel;
   desc.padding = shape.kernel / 2;
+  desc.stride = shape.stride;
   // Tiny YOLO's layers: folded batch norm as a bias, then leaky ReLU; the 1x1 detection layer is linear.
   desc.activation = shape.kernel == 1 ? corgy::Activation::none() : corgy::Activation::leaky_relu();
   std::mt19937 generator(2024);
@@ -79,14 +101,21 @@ void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
   const corgy::Variable weights =
       random_variable({shape.out_channels, shape.in_channels, shape.kernel, shape.kernel}, generator);
   const corgy::Variable bias = random_variable(corgy::Shape::vector(shape.out_channels), generator);
-  corgy::Variable output({1, shape.out_channels, shape.size, shape.size});
+  corgy::Variable output({1, shape.out_channels, shape.output_size(), shape.output_size()});
 
   // Weights are constants, as in a model: the blas backend packs them for its algorithm at the first call.
   backend->upload_constant(weights);
   backend->upload_constant(bias);
   // Warm-up: the first call plans the layer and grows the backend's buffers.
   backend->conv2d(desc, input, weights, &bias, output);
+  std::vector<float> evictor(config.cold ? std::size_t{16} << 20 : 0);  // 64 MB: more than an L3
   for (auto _ : state) {
+    if (config.cold) {
+      state.PauseTiming();
+      for (std::size_t i = 0; i < evictor.size(); i += 16) evictor[i] += 1.0f;
+      benchmark::DoNotOptimize(evictor.data());
+      state.ResumeTiming();
+    }
     backend->conv2d(desc, input, weights, &bias, output);
     benchmark::DoNotOptimize(output.data());
     benchmark::ClobberMemory();
@@ -147,10 +176,13 @@ void configure(benchmark::internal::Benchmark* benchmark) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (const ConvShape& shape : kTinyYoloShapes) {
-    for (const BackendConfig& config : kConfigs) {
-      const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;
-      configure(benchmark::RegisterBenchmark(name.c_str(), BM_Conv2d, config, shape));
+  for (const auto& shapes :
+       {std::span<const ConvShape>(kTinyYoloShapes), std::span<const ConvShape>(kResNet50LastStage)}) {
+    for (const ConvShape& shape : shapes) {
+      for (const BackendConfig& config : kConfigs) {
+        const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;
+        configure(benchmark::RegisterBenchmark(name.c_str(), BM_Conv2d, config, shape));
+      }
     }
   }
   for (const int threads : {1, 2}) {
@@ -160,7 +192,9 @@ int main(int argc, char** argv) {
   for (const corgy::CpuIsa isa : {corgy::CpuIsa::generic, corgy::CpuIsa::avx2, corgy::CpuIsa::avx512}) {
     if (!corgy::cpu_has(isa)) continue;
     const corgy::blas::GemmKernelSet& kernels = corgy::blas::gemm_kernels(isa);
-    for (const corgy::blas::GemmMicroKernel& kernel : kernels.kernels) {
+    std::vector<corgy::blas::GemmMicroKernel> all(std::begin(kernels.kernels), std::end(kernels.kernels));
+    if (kernels.seven_rows.run) all.push_back(kernels.seven_rows);
+    for (const corgy::blas::GemmMicroKernel& kernel : all) {
       const std::string name = std::string("micro_kernel/") + kernel.name;
       configure(benchmark::RegisterBenchmark(name.c_str(), BM_MicroKernel, kernel));
     }
