@@ -21,7 +21,8 @@ namespace corgy::blas {
 bool channels_in_lanes_applies(const Conv2dDesc& desc);
 
 /// The micro-kernel of the widest instruction set for `rows` output pixels (every image's) by `out_channels`, split
-/// over output channels among `members`: the one whose tiles compute the fewest padded elements per member.
+/// over output channels among `members`: of the tiles at least two registers wide, the one whose tiles compute the
+/// fewest padded elements per member.
 const GemmMicroKernel& channels_in_lanes_kernel(int out_channels, int rows, int members);
 
 /// A convolution's weights (out_channels, in_channels, k, k) as the depth x out_channels matrix W^T (depth =
