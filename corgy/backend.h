@@ -117,6 +117,15 @@ struct SqueezeExciteDesc {
   Activation expand_activation{};
 };
 
+/// A squeeze-and-excitation block's parameters (SqueezeExciteDesc): reduce_weights (S, C, 1, 1), expand_weights
+/// (C, S, 1, 1), the biases (1, 1, 1, S) and (1, 1, 1, C) or null.
+struct SqueezeExciteWeights {
+  const Variable* reduce_weights = nullptr;
+  const Variable* reduce_bias = nullptr;
+  const Variable* expand_weights = nullptr;
+  const Variable* expand_bias = nullptr;
+};
+
 /// One convolution of a fused block (Backend::inverted_residual): its geometry, OIHW weights and bias (or null).
 struct ConvStage {
   Conv2dDesc desc;
@@ -346,6 +355,15 @@ class Backend {
   virtual void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                               const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
                               Variable& output) = 0;
+  /// A squeeze-and-excitation block and the pointwise convolution that reads its output, as one operation
+  /// (Sequential fuses them, corgy/model/fusion.h; MobileNetV3's and EfficientNet's projections): output =
+  /// conv.activation(conv(squeeze_excite(input)) + bias [+ residual]). input (N, C, H, W); conv a 1x1 convolution of
+  /// stride 1 and no padding, C -> O, weights (O, C, 1, 1), bias (1, 1, 1, O) or null; residual and output
+  /// (N, O, H, W), residual null without the add. A backend may apply each (image, channel) gate while it reads the
+  /// convolution's input instead of writing the scaled tensor.
+  virtual void squeeze_excite_conv2d(const SqueezeExciteDesc& excite, const SqueezeExciteWeights& excite_weights,
+                                     const Conv2dDesc& conv, const Variable& input, const Variable& weights,
+                                     const Variable* bias, const Variable* residual, Variable& output) = 0;
   /// An inverted residual block as one operation (Sequential fuses the three convolutions into it; a backend may
   /// then keep the expanded tensor, E channels at full resolution, in cache band by band instead of writing it out):
   /// input (N, C, H, W) -> output (N, O, Ho, Wo) (O = E without a projection); residual (N, O, Ho, Wo) or null

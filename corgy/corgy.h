@@ -57,6 +57,7 @@
 #include "corgy/layers/softmax.h"
 #include "corgy/layers/softmax_axis.h"
 #include "corgy/layers/squeeze_excite.h"
+#include "corgy/layers/squeeze_excite_conv2d.h"
 #include "corgy/layers/tanh.h"
 #include "corgy/layers/tensor_concat.h"
 #include "corgy/layers/tensor_linear.h"

@@ -203,10 +203,15 @@ Sequential squeeze_excite_block(Activation reduce_activation, Activation gate) {
 }
 
 TEST(Fusion, MakesOneLayerOfASqueezeExcitationBlock) {
-  const FusedGraph graph = fused(squeeze_excite_block(Activation::relu(), Activation::clipped_relu(1.0f)));
+  // The block's product kept as the model's output: the convolution after it must not take it (rule 9).
+  Sequential block = squeeze_excite_block(Activation::relu(), Activation::clipped_relu(1.0f));
+  std::vector<FusionNode> nodes = nodes_of(block);
+  nodes[4].keep = true;
+  const FusedGraph graph = fuse_layers(nodes);
   EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(graph.nodes[4].layer->describe(), "squeeze_excite 6 -> 3 (relu) -> 6 (clipped_relu(1))");
   EXPECT_EQ(graph.nodes[4].inputs, std::vector<int>{0});
+  EXPECT_EQ(graph.nodes[5].layer->type(), "conv2d");
 
   // The reduce convolution's SiLU written as x * sigmoid(x), as EfficientNet's export has it.
   Sequential model;
@@ -220,6 +225,54 @@ TEST(Fusion, MakesOneLayerOfASqueezeExcitationBlock) {
   const FusedGraph efficient = fused(model);
   EXPECT_EQ(absorbed(efficient), (std::vector<int>{1, 2, 3, 4, 5}));
   EXPECT_EQ(efficient.nodes[6].layer->describe(), "squeeze_excite 6 -> 2 (swish) -> 6 (sigmoid)");
+}
+
+TEST(Fusion, FoldsTheGatesIntoThePointwiseConvolutionAfterASqueezeExcitation) {
+  const FusedGraph graph = fused(squeeze_excite_block(Activation::relu(), Activation::clipped_relu(1.0f)));
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(graph.nodes[5].layer->describe(),
+            "squeeze_excite 6 -> 3 (relu) -> 6 (clipped_relu(1)) -> conv2d 1x1, 6->4");
+  EXPECT_EQ(graph.nodes[5].inputs, std::vector<int>{0});
+
+  // MobileNetV3's block with its residual: the projection's add (rule 3) and its activation come along.
+  Sequential model;
+  const int x = model.add(Conv2d({.in_channels = 4, .out_channels = 6, .kernel = 3, .padding = 1}));  // 0
+  model.add(Conv2d({.in_channels = 6, .out_channels = 6, .kernel = 3, .padding = 1, .groups = 6}));   // 1
+  model.add(AvgPool2d::global());
+  model.add(Conv2d({.in_channels = 6, .out_channels = 2, .kernel = 1, .activation = Activation::relu()}));
+  model.add(Conv2d({.in_channels = 2, .out_channels = 6, .kernel = 1, .activation = Activation::sigmoid()}));
+  model.add(Elementwise(ElementwiseOp::multiply), {1, 4});                                       // 5
+  const int projection = model.add(Conv2d({.in_channels = 6, .out_channels = 6, .kernel = 1}));  // 6
+  const int sum = model.add(Add(Activation::relu()), {projection, x});                           // 7
+  const FusedGraph residual = fused(model);
+  EXPECT_EQ(absorbed(residual), (std::vector<int>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(residual.nodes[sum].layer->describe(),
+            "squeeze_excite 6 -> 2 (relu) -> 6 (sigmoid) -> conv2d 1x1, 6->6 + add, relu");
+  EXPECT_EQ(residual.nodes[sum].inputs, (std::vector<int>{1, x}));
+}
+
+TEST(Fusion, LeavesTheScaledTensorAloneWhenAnotherLayerReadsIt) {
+  // The product read by the projection and by a second convolution: it must be written, so no layer takes it; nor
+  // does a 3x3 convolution (not pointwise) take the block.
+  Sequential model = squeeze_excite_block(Activation::relu(), Activation::sigmoid());
+  model.add(Conv2d({.in_channels = 6, .out_channels = 2, .kernel = 1}), {4});  // 6
+  model.add(Concat(), {5, 6});                                                 // 7
+  const FusedGraph shared = fused(model);
+  EXPECT_EQ(absorbed(shared), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(shared.nodes[4].layer->type(), "squeeze_excite");
+  EXPECT_EQ(shared.nodes[5].layer->type(), "conv2d");
+  EXPECT_EQ(shared.nodes[6].layer->type(), "conv2d");
+
+  Sequential spatial;
+  const int x = spatial.add(Conv2d({.in_channels = 6, .out_channels = 6, .kernel = 1}));
+  spatial.add(AvgPool2d::global());
+  spatial.add(Conv2d({.in_channels = 6, .out_channels = 3, .kernel = 1, .activation = Activation::relu()}));
+  spatial.add(Conv2d({.in_channels = 3, .out_channels = 6, .kernel = 1, .activation = Activation::sigmoid()}));
+  spatial.add(Elementwise(ElementwiseOp::multiply), {x, 3});
+  spatial.add(Conv2d({.in_channels = 6, .out_channels = 4, .kernel = 3, .padding = 1}));
+  const FusedGraph graph = fused(spatial);
+  EXPECT_EQ(graph.nodes[4].layer->type(), "squeeze_excite");
+  EXPECT_EQ(graph.nodes[5].layer->type(), "conv2d");
 }
 
 // Tiny YOLO's pattern: conv + leaky + maxpool 2/2 on odd sizes, then darknet's 2/1 maxpool that pads bottom/right.
@@ -366,10 +419,11 @@ TEST(Fusion, KeepsTheProjectionApartWhenASqueezeExcitationReadsTheDepthwiseOutpu
   const int excited = model.add(Elementwise(ElementwiseOp::multiply), {d, 4});  // 5
   model.add(Conv2d({.in_channels = 32, .out_channels = 16, .kernel = 1}));      // 6
   const FusedGraph graph = fused(model);
-  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 2, 3, 4}));
+  // The block's gates and the projection then become one layer (rule 9).
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 2, 3, 4, excited}));
   EXPECT_EQ(graph.nodes[d].layer->describe(), "inverted_residual 8 -> 32 (swish), depthwise 5x5/2 pad 2 (swish)");
-  EXPECT_EQ(graph.nodes[excited].layer->type(), "squeeze_excite");
-  EXPECT_EQ(graph.nodes[6].layer->type(), "conv2d");
+  EXPECT_EQ(graph.nodes[6].layer->type(), "squeeze_excite_conv2d");
+  EXPECT_EQ(graph.nodes[6].inputs, std::vector<int>{d});
 }
 
 TEST(Fusion, FindsEveryPatternOfTheMixedNetwork) {
@@ -394,6 +448,32 @@ TEST_P(FusionOnBackend, EveryRewriteAgreesWithTheUnfusedLayers) {
   const Variable unfused = model.forward(input).clone();
   model.set_fusion(true);
   for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+}
+
+TEST_P(FusionOnBackend, TheGatedProjectionAgreesWithTheUnfusedLayers) {
+  // MobileNetV3's block at batch 3 (each image its own gates), with and without fusion in turn: the fused and the
+  // unfused forwards share the projection's weights (and a backend's plans of them).
+  std::mt19937 rng(23);
+  Sequential model;
+  const int x = model.add(Conv2d({.in_channels = 5, .out_channels = 5, .kernel = 3, .padding = 1}));
+  model.add(Conv2d({.in_channels = 5, .out_channels = 21, .kernel = 1, .activation = Activation::hard_swish()}));
+  model.add(Conv2d({.in_channels = 21, .out_channels = 21, .kernel = 3, .padding = 1, .groups = 21}));
+  const int d = model.size() - 1;
+  model.add(AvgPool2d::global());
+  model.add(Conv2d({.in_channels = 21, .out_channels = 7, .kernel = 1, .activation = Activation::relu()}));
+  model.add(Conv2d({.in_channels = 7, .out_channels = 21, .kernel = 1, .activation = Activation::sigmoid()}));
+  model.add(Elementwise(ElementwiseOp::multiply), {d, model.size() - 1});
+  model.add(Conv2d({.in_channels = 21, .out_channels = 5, .kernel = 1}));
+  model.add(Add(), {model.size() - 1, x});
+  randomize_parameters(model, rng);
+  const Variable input = random_variable({3, 5, 9, 11}, rng, 2.0f);
+  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  for (int run = 0; run < 2; ++run) {
+    model.set_fusion(false);
+    const Variable unfused = model.forward(input).clone();
+    model.set_fusion(true);
+    EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+  }
 }
 
 /// ConvNeXt's LayerNorm over the last axis (scale and shift as broadcast constants), GELU (its scalar steps as

@@ -754,6 +754,50 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
   }
 }
 
+// A squeeze-and-excitation block and the projection after it (corgy/model/fusion.h rule 9), as MobileNetV3 and
+// EfficientNet have them: "blas" (and the forced algorithms but im2col) applies the gates while it packs the
+// projection's input. Channel counts no multiple of 8 or 16, batch 3 and 8 (a GEMM panel's columns from two images,
+// each with its own gates), with and without the residual add, every activation the projection can carry (its own,
+// or the add's after the residual).
+void add_squeeze_excite_conv_cases(std::vector<LayerCase>& cases) {
+  // The block's input: an expansion of the model input (N, out, H, W) to `channels`, as the block's depthwise
+  // convolution would give it.
+  const auto block = [](int out, int channels, int squeeze, Activation activation, bool residual) {
+    return [=](Sequential& m) {
+      const int x =
+          m.add(Conv2d({.in_channels = out, .out_channels = channels, .kernel = 1, .activation = Activation::relu()}),
+                {Sequential::model_input});
+      m.add(AvgPool2d::global());
+      m.add(Conv2d({.in_channels = channels, .out_channels = squeeze, .kernel = 1, .activation = Activation::relu()}));
+      const int gates = m.add(
+          Conv2d({.in_channels = squeeze, .out_channels = channels, .kernel = 1, .activation = Activation::sigmoid()}));
+      const int excited = m.add(Elementwise(ElementwiseOp::multiply), {x, gates});
+      if (!residual) {
+        m.add(Conv2d({.in_channels = channels, .out_channels = out, .kernel = 1, .activation = activation}), {excited});
+        return;
+      }
+      const int projection = m.add(Conv2d({.in_channels = channels, .out_channels = out, .kernel = 1}), {excited});
+      m.add(Add(activation), {projection, Sequential::model_input});
+    };
+  };
+  for (const Activation activation :
+       {Activation::none(), Activation::relu(), Activation::leaky_relu(0.1f), Activation::relu6(),
+        Activation::sigmoid(), Activation::tanh(), Activation::mish(), Activation::swish(), Activation::hard_swish()}) {
+    for (const bool residual : {false, true}) {
+      cases.push_back(
+          {fmt::format("squeeze_excite -> 1x1 conv{}, {} (3, 13, 7, 9)", residual ? " + add" : "", activation.str()),
+           {3, 13, 7, 9},
+           block(13, 37, 5, activation, residual)});
+    }
+  }
+  cases.push_back(
+      {"squeeze_excite -> 1x1 conv + add (8, 24, 7, 7)", {8, 24, 7, 7}, block(24, 72, 18, Activation::none(), true)});
+  cases.push_back(
+      {"squeeze_excite -> 1x1 conv (1, 17, 14, 13)", {1, 17, 14, 13}, block(17, 40, 10, Activation::none(), false)});
+  cases.push_back(
+      {"squeeze_excite -> 1x1 conv, 1x1 map (3, 20, 1, 1)", {3, 20, 1, 1}, block(20, 9, 3, Activation::relu(), false)});
+}
+
 // MobileNetV2's inverted residual blocks (corgy/model/fusion.h rule 6): odd sizes, stride 2, a 5x5 depthwise kernel,
 // with and without the residual, and without the projection; "blas:bands" runs them in bands of two rows (every kind
 // of band edge), "blas" as its tuner finds faster.
@@ -1114,6 +1158,7 @@ std::vector<LayerCase> all_cases() {
   add_multi_input_cases(cases);
   add_elementwise_binary_cases(cases);
   add_fused_block_cases(cases);
+  add_squeeze_excite_conv_cases(cases);
   add_inverted_residual_cases(cases);
   add_general_window_conv_cases(cases);
   add_tensor_math_cases(cases);

@@ -30,6 +30,11 @@ class SqueezeExcite final : public Layer {
   double flops(std::span<const Shape> inputs) const override;
 
   const SqueezeExciteDesc& desc() const { return desc_; }
+  /// The two convolutions' weights and biases (a bias empty when absent).
+  const Variable& reduce_weights() const { return reduce_weights_; }
+  const Variable& reduce_bias() const { return reduce_bias_; }
+  const Variable& expand_weights() const { return expand_weights_; }
+  const Variable& expand_bias() const { return expand_bias_; }
 
  private:
   SqueezeExciteDesc desc_;

@@ -20,6 +20,7 @@
 #include "corgy/layers/preactivated_conv2d.h"
 #include "corgy/layers/reduce_axis.h"
 #include "corgy/layers/squeeze_excite.h"
+#include "corgy/layers/squeeze_excite_conv2d.h"
 #include "corgy/layers/unary.h"
 
 namespace corgy {
@@ -235,6 +236,25 @@ void fuse_squeeze_excite(Rewriter& r) {
               std::make_unique<SqueezeExcite>(reduce->desc, *reduce->weights, *reduce->bias, expand->desc,
                                               *expand->weights, *expand->bias),
               {x}, {p, f, g});
+  }
+}
+
+// 9. SqueezeExcite -> pointwise convolution (+ residual) -> SqueezeExciteConv2d (MobileNetV3's and EfficientNet's
+// projections: the gates then scale the projection's input as the backend reads it).
+void fuse_squeeze_excite_convs(Rewriter& r) {
+  for (int c = 0; c < r.size(); ++c) {
+    const std::optional<ConvView> conv = conv_view(r, c);
+    if (!conv || !pointwise(conv->desc)) continue;
+    const std::vector<int>& inputs = r.node(c).inputs;
+    if (inputs.size() != (conv->residual ? 2u : 1u)) continue;
+    const int s = inputs[0];
+    const auto* excite = r.as<SqueezeExcite>(s);
+    if (!excite || !r.private_to_pattern(s) || r.node(s).inputs.size() != 1) continue;
+    std::vector<int> fused_inputs = r.node(s).inputs;
+    if (conv->residual) fused_inputs.push_back(inputs[1]);
+    r.rewrite(c,
+              std::make_unique<SqueezeExciteConv2d>(*excite, conv->desc, *conv->weights, *conv->bias, conv->residual),
+              std::move(fused_inputs), {s});
   }
 }
 
@@ -554,7 +574,7 @@ FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   for (void (*rewrite)(Rewriter&) :
        {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite,
         fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs,
-        fuse_pooled_preactivated_convs}) {
+        fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

@@ -54,6 +54,10 @@ struct FusedGraph {
 ///     with a pointwise convolution without activation whose output only an average pool without padding (and of
 ///     stride 2 or more, or global) reads takes the pool, applied to its input before the convolution (the two
 ///     commute; DenseNet's transitions then convolve a quarter of the pixels).
+///  9. a SqueezeExcite (rule 5) whose output only a pointwise convolution reads (a Conv2d or a FusedConv2d, with or
+///     without a residual from rule 3) becomes a SqueezeExciteConv2d (MobileNetV3's and EfficientNet's projections):
+///     the backend may apply the gates while it reads the convolution's input, so the scaled tensor is never
+///     written.
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 

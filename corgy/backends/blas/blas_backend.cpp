@@ -361,8 +361,10 @@ void BlasBackend::run_pointwise_batch(const blas::ConvPlan& plan, std::span<cons
   const int team = std::max(
       threads_for(out.count()),
       gemm_threads(threads_, desc.out_channels, static_cast<int>(out.n * out.plane_count()), desc.in_channels));
-  profiler_.note(plan.describe() + (affine ? ", input affine applied while packing" : "") +
-                 (residual ? ", residual added in the epilogue" : ""));
+  const char* packing = !affine               ? ""
+                        : affine->image_scale ? ", gates applied while packing"
+                                              : ", input affine applied while packing";
+  profiler_.note(plan.describe() + packing + (residual ? ", residual added in the epilogue" : ""));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
   blas::WorkQueue queue(blas::pointwise_batch_items(*plan.kernel, a, out, team));
   team_->run(team, [&](const TeamMember& member) {

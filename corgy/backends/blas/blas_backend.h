@@ -95,6 +95,12 @@ class BlasBackend final : public Backend {
   void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                       const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
                       Variable& output) override;
+  /// Defined in squeeze_excite_conv2d.cpp: where the projection's plan is one GEMM over the batch's pixels, the
+  /// gates, then that GEMM with its B packed from the input with each (image, channel) gate applied
+  /// (pointwise_batch_gemm.h); with another plan, squeeze_excite into a scratch tensor, then the convolution.
+  void squeeze_excite_conv2d(const SqueezeExciteDesc& excite, const SqueezeExciteWeights& excite_weights,
+                             const Conv2dDesc& conv, const Variable& input, const Variable& weights,
+                             const Variable* bias, const Variable* residual, Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
   void activation(Activation activation, const Variable& input, Variable& output) override;
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,
@@ -185,6 +191,21 @@ class BlasBackend final : public Backend {
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
                      Variable& output);
 
+  /// A squeeze-and-excitation's per-image vectors: the channel means, the squeezed values, the gates ((N, C),
+  /// (N, S), (N, C), row-major).
+  struct SqueezeExciteScratch {
+    std::vector<float> means;
+    std::vector<float> squeezed;
+    std::vector<float> gates;
+  };
+  static SqueezeExciteScratch squeeze_excite_scratch(const SqueezeExciteDesc& desc, const Shape& input);
+  /// The team that computes a block's gates.
+  int squeeze_excite_team(const Variable& input, const SqueezeExciteWeights& weights) const;
+  /// Defined in squeeze_excite.cpp: scratch.gates of `input`, by the whole team (each member calls it; it returns
+  /// after the team's barrier). OpenBLAS must be single-threaded (keep_openblas_single_threaded).
+  static void squeeze_excite_gates(const blas::TeamMember& member, const SqueezeExciteDesc& desc, const Variable& input,
+                                   const SqueezeExciteWeights& weights, SqueezeExciteScratch& scratch);
+
   /// body(i) for i in [0, total), split into contiguous shares among `threads` members of the team.
   template <typename Body>
   void parallel_for(int threads, std::size_t total, const Body& body) {
@@ -201,6 +222,7 @@ class BlasBackend final : public Backend {
   std::vector<float> columns_;
   Variable conv_output_scratch_;
   Variable preactivated_input_;  // preactivated_conv2d's concatenated, normalised input where it is not fused
+  Variable excited_input_;       // squeeze_excite_conv2d's scaled input where it is not fused
   Variable block_expanded_;      // inverted_residual's intermediates when it runs as its three convolutions
   Variable block_filtered_;
   Variable block_image_input_;  // ... and one image's input and output, when it runs them image by image

@@ -61,12 +61,16 @@ using Im2colRowPacker = void (*)(const Im2colRow& row, int pixel, int count, int
                                  float* out);
 
 /// One row of B read from channel planes (pointwise_batch_gemm.h): the channel's plane in image 0, the floats from
-/// one image's plane to the next's, and the affine applied while packing (activation(x * scale + shift)).
+/// one image's plane to the next's, and the affine applied while packing (activation(x * scale + shift)), whose
+/// scale image n multiplies by image_scale[n * image_scale_stride] where image_scale is given (a squeeze-and-
+/// excitation's gates).
 struct PlaneRow {
   const float* plane = nullptr;
   std::size_t image_stride = 0;
   float scale = 1.0f;
   float shift = 0.0f;
+  const float* image_scale = nullptr;
+  std::size_t image_scale_stride = 0;
 };
 
 /// Packs B rows [0, kc) of `rows` at columns [n0, n0 + valid) (column j: pixel j % pixels of image j / pixels) into

@@ -10,12 +10,18 @@ ChannelPlanesB::ChannelPlanesB(std::span<const Variable* const> inputs, const In
       columns_(inputs[0]->shape().n * pixels_),
       affine_(affine),
       packer_(packer) {
+  std::size_t depth = 0;
+  for (const Variable* input : inputs) depth += static_cast<std::size_t>(input->shape().c);
+  const float* scale = affine ? affine->scale : nullptr;
+  const float* shift = affine ? affine->shift : nullptr;
+  const float* image_scale = affine ? affine->image_scale : nullptr;
   for (const Variable* input : inputs) {
     const Shape& shape = input->shape();
     for (int c = 0; c < shape.c; ++c) {
       const std::size_t k = rows_.size();
       rows_.push_back({input->data() + static_cast<std::size_t>(c) * pixels_, shape.image_count(),
-                       affine ? affine->scale[k] : 1.0f, affine ? affine->shift[k] : 0.0f});
+                       scale ? scale[k] : 1.0f, shift ? shift[k] : 0.0f, image_scale ? image_scale + k : nullptr,
+                       depth});
     }
   }
 }

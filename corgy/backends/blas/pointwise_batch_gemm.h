@@ -2,8 +2,9 @@
 // across the images of the batch, so a small map (7x7, 14x14) pads its last column panel once per batch rather than
 // once per image and takes the widest micro-kernel, and the team splits one large GEMM instead of small ones. B is
 // packed from the input planes, and packing can apply a per-input-channel affine and activation on the way: a batch
-// norm and ReLU before the convolution (DenseNet's BN-ReLU-Conv), and the input may be a channel concatenation of
-// several tensors (DenseNet's concatenated features), so neither the concatenation nor the normalised tensor is
+// norm and ReLU before the convolution (DenseNet's BN-ReLU-Conv), or a squeeze-and-excitation's gates, one per image
+// and channel (MobileNetV3's and EfficientNet's projections); and the input may be a channel concatenation of several
+// tensors (DenseNet's concatenated features), so neither the concatenation nor the normalised or scaled tensor is
 // ever written.
 #pragma once
 
@@ -16,16 +17,19 @@
 
 namespace corgy::blas {
 
-/// The per-input-channel affine applied before the convolution: activation(x * scale[c] + shift[c]).
+/// The per-input-channel affine applied before the convolution: activation(x * scale[c] * image_scale[n][c] +
+/// shift[c]), a null scale or shift counting as ones or zeros, a null image_scale as ones; image_scale (N, C)
+/// row-major, C the convolution's input channels (a squeeze-and-excitation's gates).
 struct InputAffine {
   const float* scale = nullptr;
   const float* shift = nullptr;
   Activation activation{};
+  const float* image_scale = nullptr;
 };
 
 /// B of a pointwise convolution over a batch: row k is channel k of the channel concatenation of `inputs` (each
 /// (N, C_i, H, W) with one N, H, W), column j is pixel j % (H * W) of image j / (H * W); with an affine, each value
-/// is packed as activation(x * scale[k] + shift[k]).
+/// is packed as the affine computes it (InputAffine).
 class ChannelPlanesB final : public BSource {
  public:
   ChannelPlanesB(std::span<const Variable* const> inputs, const InputAffine* affine, PlaneRowsPacker packer);

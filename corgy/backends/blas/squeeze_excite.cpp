@@ -57,42 +57,61 @@ void dense_rows(const float* x, int images, int columns, const float* w, const f
 
 }  // namespace
 
+void BlasBackend::squeeze_excite_gates(const blas::TeamMember& member, const SqueezeExciteDesc& desc,
+                                       const Variable& input, const SqueezeExciteWeights& weights,
+                                       SqueezeExciteScratch& scratch) {
+  const Shape& shape = input.shape();
+  const std::size_t plane = shape.plane_count();
+  const std::size_t planes = static_cast<std::size_t>(shape.n) * shape.c;
+  const blas::TeamMember::Range mine = member.share(planes);
+  const float scale = 1.0f / static_cast<float>(plane);
+  for (std::size_t p = mine.begin; p < mine.end; ++p) {
+    scratch.means[p] = static_cast<float>(lane_sum(input.data() + p * plane, plane)) * scale;
+  }
+  member.sync();
+  // Each member its share of each product's output rows (the weights' rows), over every image at once.
+  const blas::TeamMember::Range reduce_rows = member.share(static_cast<std::size_t>(desc.squeeze_channels));
+  dense_rows(scratch.means.data(), shape.n, desc.channels, weights.reduce_weights->data(),
+             weights.reduce_bias ? weights.reduce_bias->data() : nullptr, desc.squeeze_channels,
+             static_cast<int>(reduce_rows.begin), static_cast<int>(reduce_rows.end), desc.reduce_activation,
+             scratch.squeezed.data());
+  member.sync();
+  const blas::TeamMember::Range expand_rows = member.share(static_cast<std::size_t>(desc.channels));
+  dense_rows(scratch.squeezed.data(), shape.n, desc.squeeze_channels, weights.expand_weights->data(),
+             weights.expand_bias ? weights.expand_bias->data() : nullptr, desc.channels,
+             static_cast<int>(expand_rows.begin), static_cast<int>(expand_rows.end), desc.expand_activation,
+             scratch.gates.data());
+  member.sync();
+}
+
+BlasBackend::SqueezeExciteScratch BlasBackend::squeeze_excite_scratch(const SqueezeExciteDesc& desc,
+                                                                      const Shape& input) {
+  const auto images = static_cast<std::size_t>(input.n);
+  return {std::vector<float>(images * desc.channels), std::vector<float>(images * desc.squeeze_channels),
+          std::vector<float>(images * desc.channels)};
+}
+
+int BlasBackend::squeeze_excite_team(const Variable& input, const SqueezeExciteWeights& weights) const {
+  // The products read both weight matrices once (C x S each): at batch 1 on a 7 x 7 map they are larger than the
+  // input, and reading them is most of the block's time.
+  return threads_for(std::max(input.count(), weights.reduce_weights->count() + weights.expand_weights->count()));
+}
+
 void BlasBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                                  const Variable* reduce_bias, const Variable& expand_weights,
                                  const Variable* expand_bias, Variable& output) {
   profiler_.note("squeeze-excite: means, two matrix-vector products, scale");
-  const Shape& shape = input.shape();
-  const std::size_t plane = shape.plane_count();
-  const std::size_t planes = static_cast<std::size_t>(shape.n) * shape.c;
-  std::vector<float> means(planes);  // per (image, channel)
-  std::vector<float> squeezed(static_cast<std::size_t>(shape.n) * desc.squeeze_channels);
-  std::vector<float> gates(planes);
+  const SqueezeExciteWeights weights{&reduce_weights, reduce_bias, &expand_weights, expand_bias};
+  const std::size_t plane = input.shape().plane_count();
+  SqueezeExciteScratch scratch = squeeze_excite_scratch(desc, input.shape());
   keep_openblas_single_threaded();
-  // The products read both weight matrices once (C x S each): at batch 1 on a 7 x 7 map they are larger than the
-  // input, and reading them is most of the block's time.
-  const std::size_t work = std::max(input.count(), reduce_weights.count() + expand_weights.count());
-  team_->run(threads_for(work), [&](const blas::TeamMember& member) {
-    const blas::TeamMember::Range mine = member.share(planes);
-    const float scale = 1.0f / static_cast<float>(plane);
-    for (std::size_t p = mine.begin; p < mine.end; ++p) {
-      means[p] = static_cast<float>(lane_sum(input.data() + p * plane, plane)) * scale;
-    }
-    member.sync();
-    // Each member its share of each product's output rows (the weights' rows), over every image at once.
-    const blas::TeamMember::Range reduce_rows = member.share(static_cast<std::size_t>(desc.squeeze_channels));
-    dense_rows(means.data(), shape.n, desc.channels, reduce_weights.data(), reduce_bias ? reduce_bias->data() : nullptr,
-               desc.squeeze_channels, static_cast<int>(reduce_rows.begin), static_cast<int>(reduce_rows.end),
-               desc.reduce_activation, squeezed.data());
-    member.sync();
-    const blas::TeamMember::Range expand_rows = member.share(static_cast<std::size_t>(desc.channels));
-    dense_rows(squeezed.data(), shape.n, desc.squeeze_channels, expand_weights.data(),
-               expand_bias ? expand_bias->data() : nullptr, desc.channels, static_cast<int>(expand_rows.begin),
-               static_cast<int>(expand_rows.end), desc.expand_activation, gates.data());
-    member.sync();
+  team_->run(squeeze_excite_team(input, weights), [&](const blas::TeamMember& member) {
+    squeeze_excite_gates(member, desc, input, weights, scratch);
+    const blas::TeamMember::Range mine = member.share(scratch.gates.size());
     for (std::size_t p = mine.begin; p < mine.end; ++p) {
       const float* source = input.data() + p * plane;
       float* target = output.data() + p * plane;
-      const float gate = gates[p];
+      const float gate = scratch.gates[p];
       for (std::size_t i = 0; i < plane; ++i) target[i] = source[i] * gate;
     }
   });

@@ -129,6 +129,15 @@ void NaiveBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable&
   }
 }
 
+void NaiveBackend::squeeze_excite_conv2d(const SqueezeExciteDesc& excite, const SqueezeExciteWeights& excite_weights,
+                                         const Conv2dDesc& conv, const Variable& input, const Variable& weights,
+                                         const Variable* bias, const Variable* residual, Variable& output) {
+  Variable excited(input.shape());
+  squeeze_excite(excite, input, *excite_weights.reduce_weights, excite_weights.reduce_bias,
+                 *excite_weights.expand_weights, excite_weights.expand_bias, excited);
+  direct_conv2d(conv, excited, weights, bias, residual, output);
+}
+
 void NaiveBackend::begin_layer(int index) {
   profiler_.begin_layer(index);
   if (index >= 0) profiler_.note("direct loops");

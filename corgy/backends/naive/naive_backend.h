@@ -33,6 +33,9 @@ class NaiveBackend final : public Backend {
   void squeeze_excite(const SqueezeExciteDesc& desc, const Variable& input, const Variable& reduce_weights,
                       const Variable* reduce_bias, const Variable& expand_weights, const Variable* expand_bias,
                       Variable& output) override;
+  void squeeze_excite_conv2d(const SqueezeExciteDesc& excite, const SqueezeExciteWeights& excite_weights,
+                             const Conv2dDesc& conv, const Variable& input, const Variable& weights,
+                             const Variable* bias, const Variable* residual, Variable& output) override;
   void pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) override;
   void activation(Activation activation, const Variable& input, Variable& output) override;
   void linear(const Variable& input, const Variable& weights, const Variable* bias, Activation activation,

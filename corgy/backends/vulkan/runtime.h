@@ -32,7 +32,10 @@ struct Runtime {
   bool half_precision() const { return context.features().storage_16bit; }
 
   /// The scratch tensors one operation may use at the same time.
-  static constexpr int scratch_slots = 3;
+  static constexpr int scratch_slots = 4;
+  /// The slot of squeeze_excite_conv2d's scaled tensor, which the block's own scratch tensors (slots 0 to 2) and a
+  /// convolution's (slot 0) must not share.
+  static constexpr int excited_slot = 3;
   /// A device-only tensor of `shape` for an intermediate that no layer owns (a fused convolution's output, the
   /// means and gates of a squeeze-and-excitation). One storage per slot serves every use of that slot; the recorder
   /// puts barriers between the dispatches that share it. Operations that need several at once use distinct slots.

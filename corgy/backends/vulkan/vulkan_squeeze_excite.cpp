@@ -35,4 +35,18 @@ void VulkanBackend::squeeze_excite(const SqueezeExciteDesc& desc, const Variable
   });
 }
 
+void VulkanBackend::squeeze_excite_conv2d(const SqueezeExciteDesc& excite, const SqueezeExciteWeights& excite_weights,
+                                          const Conv2dDesc& conv, const Variable& input, const Variable& weights,
+                                          const Variable* bias, const Variable* residual, Variable& output) {
+  as_forward("squeeze_excite_conv2d", [&] {
+    // The scaled tensor in its own scratch slot: the block's means, squeezed values and gates take slots 0 to 2,
+    // and the convolution may take slot 0 for an intermediate of its own.
+    Variable excited = runtime_->scratch_tensor(input.shape(), vulkan::Runtime::excited_slot);
+    squeeze_excite(excite, input, *excite_weights.reduce_weights, excite_weights.reduce_bias,
+                   *excite_weights.expand_weights, excite_weights.expand_bias, excited);
+    if (residual) return conv2d_add(conv, excited, weights, bias, *residual, output);
+    conv2d(conv, excited, weights, bias, output);
+  });
+}
+
 }  // namespace corgy

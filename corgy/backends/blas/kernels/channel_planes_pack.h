@@ -1,6 +1,7 @@
 // Packing B of a pointwise convolution over a batch straight from the input planes, with a per-channel affine and
 // activation applied on the way: activation(x * scale + shift), a batch norm and its ReLU before the convolution
-// (DenseNet's BN-ReLU-Conv), computed while the GEMM packs its input instead of as a pass of its own. Compiled per
+// (DenseNet's BN-ReLU-Conv), or a squeeze-and-excitation's per-(image, channel) gates (MobileNetV3's and
+// EfficientNet's projections), computed while the GEMM packs its input instead of as a pass of its own. Compiled per
 // instruction set like the micro-kernels (included only by kernels/sgemm_<isa>.cpp; the rules of
 // sgemm_micro_kernel.h).
 #pragma once
@@ -42,11 +43,15 @@ void pack_rows(const PlaneRow* rows, int kc, int pixels, int n0, int valid, int 
   const Reg slope = Simd::set1(slope_value);
   for (int k = 0; k < kc; ++k) {
     const PlaneRow& row = rows[k];
-    const Reg scale = Simd::set1(row.scale);
+    // The scale of image n: the row's own, times the image's gate where the row has gates.
+    const auto scale_of = [&](int n) {
+      return Simd::set1(row.image_scale ? row.scale * row.image_scale[n * row.image_scale_stride] : row.scale);
+    };
     const Reg shift = Simd::set1(row.shift);
     float* row_out = out + static_cast<std::size_t>(k) * nr;
     int image = n0 / pixels;
     int pixel = n0 - image * pixels;
+    Reg scale = scale_of(image);
     const float* source = row.plane + image * row.image_stride + pixel;
     // Runs that end at a panel's or an image's last column.
     for (int j = 0; j < valid;) {
@@ -63,6 +68,7 @@ void pack_rows(const PlaneRow* rows, int kc, int pixels, int n0, int valid, int 
         pixel = 0;
         ++image;
         source = row.plane + image * row.image_stride;
+        if (row.image_scale && j < valid) scale = scale_of(image);
       }
     }
     const int tail = valid % nr;  // the last panel's columns past the matrix are zero
