@@ -1020,9 +1020,18 @@ void add_tensor_math_cases(std::vector<LayerCase>& cases) {
     cases.push_back({fmt::format("{} {} axis {}", log ? "log_softmax" : "softmax", dims.str(), axis), dims.folded(),
                      [dims = dims, axis = axis, log = log](Sequential& m) { m.add(SoftmaxAxis(dims, axis, log)); }});
   }
-  // LayerNorm over the last axis, the channels (inner H * W) and a middle axis of a rank-5 tensor.
-  for (const auto& [dims, axis] :
-       std::vector<std::pair<TensorDims, int>>{{r3, 2}, {{2, 8, 5, 6}, 1}, {r5, 2}, {{1, 5, 5, 48}, 3}}) {
+  // LayerNorm over the last axis, the channels (inner H * W) and a middle axis of a rank-5 tensor; lines longer than
+  // a Vulkan workgroup (600 > 256 threads), and inner extents that leave the last workgroup of 32, 16 or 8 neighbouring
+  // lines part empty (4200, 2100, 49 and 6 lines; kernels/layer_norm.comp).
+  for (const auto& [dims, axis] : std::vector<std::pair<TensorDims, int>>{{r3, 2},
+                                                                          {{2, 8, 5, 6}, 1},
+                                                                          {r5, 2},
+                                                                          {{1, 5, 5, 48}, 3},
+                                                                          {{3, 600}, 1},
+                                                                          {{1, 3, 70, 60}, 1},
+                                                                          {{1, 2, 42, 50}, 1},
+                                                                          {{2, 40, 7, 7}, 1},
+                                                                          {{1, 300, 2, 3}, 1}}) {
     cases.push_back({fmt::format("layer_norm {} axis {}", dims.str(), axis), dims.folded(),
                      [dims = dims, axis = axis, values](Sequential& m) {
                        LayerNorm norm(dims, axis, 1e-5f);

@@ -406,6 +406,10 @@ struct LayerNormParams {
   float epsilon;
 };
 
+/// kernels/layer_norm.comp's specialization constant after the fp16 flags (ElementwiseFp16Constant): the neighbouring
+/// lines one workgroup normalises together.
+enum class LayerNormConstant : std::uint32_t { lines = 3 };
+
 namespace kernels {
 inline constexpr KernelInfo broadcast_binary{"broadcast_binary", 3, sizeof(BroadcastBinaryParams)};
 inline constexpr KernelInfo broadcast_binary_fp16{"broadcast_binary_fp16", 3, sizeof(BroadcastBinaryParams), true};

@@ -1,8 +1,9 @@
 // VulkanBackend's arithmetic on tensors of any rank: one dispatch each of kernels/broadcast_binary.comp, unary.comp,
 // reduce_axis.comp, softmax_axis.comp, batched_matmul.comp and layer_norm.comp, a thread per output value (per line
-// for softmax and the layer norm).
+// for softmax; the layer norm's lines are summed by many threads each).
 // With fp16 precision the _fp16 variants read and write device-only intermediates in fp16 and compute in fp32.
 #include <algorithm>
+#include <bit>
 #include <initializer_list>
 
 #include "corgy/backends/vulkan/dispatch_math.h"
@@ -15,6 +16,18 @@ using vulkan::elementwise_pipeline;
 using vulkan::u32;
 
 namespace {
+
+/// Lines that one workgroup of kernels/layer_norm.comp normalises together: 1 where the lines are contiguous (a
+/// LayerNorm over the last axis), else up to 32 neighbours along the inner axis, so that each of its loads reads up to
+/// 128 consecutive bytes; fewer (down to 8, 32 bytes) while that would leave fewer than 128 workgroups, a first guess
+/// at filling a GPU's compute units when there are few lines (ConvNeXt's 7x7 stage at batch 1: 49 lines).
+std::uint32_t layer_norm_lines(const AxisExtent& axis) {
+  if (axis.inner == 1) return 1;
+  std::uint32_t lines = std::bit_ceil(static_cast<std::uint32_t>(std::min<std::size_t>(axis.inner, 32)));
+  const auto groups = [&](std::uint32_t l) { return axis.outer * ((axis.inner + l - 1) / l); };
+  while (lines > 8 && groups(lines) < 128) lines /= 2;
+  return lines;
+}
 
 /// Throws corgy::Error when a tensor or an offset the kernel computes does not fit its 32-bit indices.
 void check_fits(const vulkan::Runtime& runtime, const char* what, std::initializer_list<const Variable*> tensors) {
@@ -121,12 +134,21 @@ void VulkanBackend::layer_norm(const AxisExtent& axis, float epsilon, const Vari
     vulkan::Runtime& runtime = *runtime_;
     check_fits(runtime, "layer norm", {&input, &output});
     const vulkan::LayerNormParams params{u32(axis.outer), u32(axis.length), u32(axis.inner), epsilon};
+    const std::uint32_t lines = layer_norm_lines(axis);
     const vulkan::BufferUse source = runtime.tensors.read(input);
     const vulkan::BufferUse result = runtime.tensors.write(output, true);
+    vulkan::SpecializationConstants constants;
+    constants.set(vulkan::LayerNormConstant::lines, lines);
+    const bool half = source.format == vulkan::TensorFormat::fp16 || result.format == vulkan::TensorFormat::fp16;
+    if (half) {
+      constants.set_flag(vulkan::ElementwiseFp16Constant::source_fp16, source.format == vulkan::TensorFormat::fp16)
+          .set_flag(vulkan::ElementwiseFp16Constant::result_fp16, result.format == vulkan::TensorFormat::fp16);
+    }
+    const std::size_t groups = axis.outer * ((axis.inner + lines - 1) / lines);
     runtime.recorder.dispatch(
-        elementwise_pipeline(runtime, vulkan::kernels::layer_norm, vulkan::kernels::layer_norm_fp16, source, result),
+        runtime.pipelines.get(half ? vulkan::kernels::layer_norm_fp16 : vulkan::kernels::layer_norm, constants),
         {source, runtime.tensors.read(scale), runtime.tensors.read(shift), result}, params,
-        elementwise_groups(axis.outer * axis.inner));
+        u32(std::clamp<std::size_t>(groups, 1, 65535)));
   });
 }
 
