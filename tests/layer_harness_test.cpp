@@ -716,16 +716,16 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
       {{2, 19, 13, 13}, {.in_channels = 19, .out_channels = 19, .kernel = 1, .activation = Activation::sigmoid()}},
   };
   for (const auto& [input, options] : residual_convs) {
-    cases.push_back({"residual " + Conv2d(options).describe() + " " + input.str(), input,
-                     [options = options, input = input](Sequential& m) {
-                       Conv2dOptions conv = options;
-                       conv.activation = Activation::none();
-                       // The residual: the model input, or a pooled copy of it when the convolution is strided.
-                       int residual = Sequential::model_input;
-                       if (conv.stride > 1) residual = m.add(MaxPool2d({.kernel = 3, .stride = 2, .padding = 1}));
-                       const int c = m.add(Conv2d(conv), {Sequential::model_input});
-                       m.add(Add(options.activation), {c, residual});
-                     }});
+    cases.push_back(
+        {"residual " + Conv2d(options).describe() + " " + input.str(), input, [options = options](Sequential& m) {
+           Conv2dOptions conv = options;
+           conv.activation = Activation::none();
+           // The residual: the model input, or a pooled copy of it when the convolution is strided.
+           int residual = Sequential::model_input;
+           if (conv.stride > 1) residual = m.add(MaxPool2d({.kernel = 3, .stride = 2, .padding = 1}));
+           const int c = m.add(Conv2d(conv), {Sequential::model_input});
+           m.add(Add(options.activation), {c, residual});
+         }});
   }
   cases.push_back({"conv x * sigmoid(x) (2, 5, 11, 7)", {2, 5, 11, 7}, [](Sequential& m) {
                      const int x = m.add(Conv2d({.in_channels = 5, .out_channels = 6, .kernel = 3, .padding = 1}));

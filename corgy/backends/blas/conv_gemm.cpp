@@ -9,7 +9,6 @@ Im2colB::Im2colB(const Conv2dDesc& desc, const float* image, int channels, int h
                  Im2colRowPacker packer)
     : desc_(desc),
       image_(image),
-      channels_(channels),
       height_(height),
       width_(width),
       out_h_(out_h),

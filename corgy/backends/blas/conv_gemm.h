@@ -27,7 +27,6 @@ class Im2colB final : public BSource {
 
   const Conv2dDesc& desc_;
   const float* image_;
-  int channels_;
   int height_;
   int width_;
   int out_h_;

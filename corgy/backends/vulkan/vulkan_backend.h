@@ -189,7 +189,7 @@ struct VulkanDispatchProfile {
 };
 
 namespace vulkan {
-class Runtime;
+struct Runtime;
 }
 
 class VulkanBackend final : public Backend {

@@ -7,8 +7,10 @@
 
 // GCC 12 reports a false -Wmaybe-uninitialized (at -O2/-O3) or -Wuninitialized (at -Og) inside avx512fintrin.h's
 // intrinsics that start from _mm512_undefined_ps() (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no -Wmaybe-uninitialized, and no such report
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 namespace corgy::blas::kernels {
 namespace {
