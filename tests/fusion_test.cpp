@@ -642,6 +642,72 @@ TEST_P(FusionOnBackend, GeluAndLayerNormRewritesAgreeWithTheUnfusedLayers) {
   EXPECT_TRUE(outputs_match(model.forward(three), unfused_three));
 }
 
+/// ConvNeXt's channels-last MLP as exported: MatMul by the weights (a TensorLinear without bias), then the bias as an
+/// Add of a constant along the last axis (constant first, as torch.onnx writes it), then GELU; the second product has
+/// a bias of its own and its Add's constant is (1, 1, 1, 4) on the other side; the third's Add varies along the
+/// rows (not a bias); the fourth's output is also read by the model's last layer.
+Sequential tensor_linears_with_bias_adds() {
+  const TensorDims d{2, 5, 6, 4}, hidden{2, 5, 6, 8};
+  const auto ramp = [](std::size_t count, float scale) {
+    std::vector<float> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = scale * (static_cast<float>(i % 7) - 3.0f);
+    return v;
+  };
+  const auto product = [&](const TensorDims& dims, int out, bool bias) {
+    const int in = dims[dims.rank - 1];
+    TensorLinear linear(dims, {.in_features = in, .out_features = out, .bias = bias});
+    linear.linear().set_weights(ramp(static_cast<std::size_t>(in * out), 0.1f));
+    if (bias) linear.linear().set_bias(ramp(static_cast<std::size_t>(out), 0.5f));
+    return linear;
+  };
+  Sequential model;
+  model.add(product(d, 8, false));                                                                           // 0
+  model.add(BroadcastBinary::with_constant(BinaryOp::add, hidden, {8}, ramp(8, 0.25f), true));               // 1
+  model.add(Unary(UnaryOp::gelu));                                                                           // 2
+  model.add(product(hidden, 4, true));                                                                       // 3
+  model.add(BroadcastBinary::with_constant(BinaryOp::add, d, {1, 1, 1, 4}, ramp(4, 1.0f), false));           // 4
+  model.add(product(d, 4, false));                                                                           // 5
+  model.add(BroadcastBinary::with_constant(BinaryOp::add, d, {1, 1, 6, 1}, ramp(6, 0.3f), false));           // 6
+  const int kept = model.add(product(d, 4, false));                                                          // 7
+  const int biased = model.add(BroadcastBinary::with_constant(BinaryOp::add, d, {4}, ramp(4, 2.0f), true));  // 8
+  model.add(BroadcastBinary(BinaryOp::multiply, d, d), {biased, kept});                                      // 9
+  return model;
+}
+
+TEST(Fusion, FoldsTheBiasAddAfterATensorLinearIntoIt) {
+  const Sequential model = tensor_linears_with_bias_adds();
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 3}));
+  const auto& first = dynamic_cast<const TensorLinear&>(*graph.nodes[1].layer);
+  EXPECT_EQ(graph.nodes[1].inputs, std::vector<int>{Sequential::model_input});
+  ASSERT_TRUE(first.linear().has_bias());
+  EXPECT_FLOAT_EQ(first.linear().bias().data()[1], 0.25f * -2.0f);
+  // The weights are the original layer's, not a copy.
+  EXPECT_EQ(first.linear().weights().data(),
+            dynamic_cast<const TensorLinear&>(model.layer(0)).linear().weights().data());
+  const auto& second = dynamic_cast<const TensorLinear&>(*graph.nodes[4].layer);
+  EXPECT_EQ(graph.nodes[4].inputs, std::vector<int>{2});
+  EXPECT_FLOAT_EQ(second.linear().bias().data()[3], 0.5f * 0.0f + 1.0f * 0.0f);
+  EXPECT_FLOAT_EQ(second.linear().bias().data()[0], 0.5f * -3.0f + 1.0f * -3.0f);
+  EXPECT_EQ(graph.nodes[6].layer->type(), "broadcast_binary");  // a constant along the rows: no bias
+  EXPECT_EQ(graph.nodes[8].layer->type(), "broadcast_binary");  // the product is read by another layer too
+}
+
+TEST_P(FusionOnBackend, TensorLinearBiasRewriteAgreesWithTheUnfusedLayers) {
+  std::mt19937 rng(37);
+  Sequential model = tensor_linears_with_bias_adds();
+  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  for (const int batch : {2, 3}) {
+    const Variable input = random_variable({batch, 5, 6, 4}, rng, 2.0f);
+    model.set_fusion(false);
+    const Variable unfused = model.forward(input).clone();
+    model.set_fusion(true);
+    for (int run = 0; run < 2; ++run) {
+      EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "batch " << batch << ", run " << run;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryBackend, FusionOnBackend, ::testing::ValuesIn(all_backends()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <vector>
 
 namespace corgy {
 
@@ -34,6 +35,20 @@ void TensorLinear::forward(Backend& backend, std::span<const Variable* const> in
   Variable rows_out = output.view(Shape{rows, linear_.options().out_features, 1, 1});
   const std::array<const Variable*, 1> operands{&rows_in};
   linear_.forward(backend, operands, rows_out);
+}
+
+TensorLinear TensorLinear::with_added_bias(std::span<const float> bias) const {
+  LinearOptions options = linear_.options();
+  options.bias = true;
+  TensorLinear fused(dims_, options);
+  fused.linear_.weights() = linear_.weights().view(linear_.weights().shape());
+  std::vector<float> sum(bias.begin(), bias.end());
+  if (linear_.has_bias() && sum.size() == linear_.bias().count()) {
+    const std::span<const float> own = linear_.bias().values();
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += own[i];
+  }
+  fused.linear_.set_bias(sum);  // throws when bias has another length than out_features
+  return fused;
 }
 
 double TensorLinear::flops(std::span<const Shape> inputs) const {

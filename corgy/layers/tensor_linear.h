@@ -2,6 +2,8 @@
 // (N, H, W, C) tensor, a transformer's projection): Linear over the rows of its leading axes.
 #pragma once
 
+#include <span>
+
 #include "corgy/layers/layer.h"
 #include "corgy/layers/linear.h"
 #include "corgy/tensor_dims.h"
@@ -26,6 +28,12 @@ class TensorLinear final : public Layer {
   /// The weights, bias and activation (Linear::set_weights takes [out][in]).
   Linear& linear() { return linear_; }
   const Linear& linear() const { return linear_; }
+  /// The output's dims as declared (the input's with out_features along the last axis).
+  const TensorDims& output_dims() const { return output_dims_; }
+
+  /// The same product with `bias` (out_features values) added to its own bias, if it has one: fusion rule 10's
+  /// layer. Its weights are views of this layer's, not a copy. Throws corgy::Error when bias has another length.
+  TensorLinear with_added_bias(std::span<const float> bias) const;
 
  private:
   TensorDims dims_;

@@ -21,6 +21,7 @@
 #include "corgy/layers/reduce_axis.h"
 #include "corgy/layers/squeeze_excite.h"
 #include "corgy/layers/squeeze_excite_conv2d.h"
+#include "corgy/layers/tensor_linear.h"
 #include "corgy/layers/unary.h"
 
 namespace corgy {
@@ -568,13 +569,28 @@ void fuse_layer_norms(Rewriter& r) {
 
 }  // namespace
 
+// 10. tensor_linear(x) + a constant along its last axis -> a tensor_linear with that bias.
+void fuse_tensor_linear_biases(Rewriter& r) {
+  for (int a = 0; a < r.size(); ++a) {
+    if (r.node(a).inputs.size() != 1) continue;
+    const int t = r.node(a).inputs[0];
+    const auto* product = r.as<TensorLinear>(t);
+    if (!product || !r.private_to_pattern(t) || product->linear().options().activation.kind != ActivationKind::none)
+      continue;
+    const TensorDims& dims = product->output_dims();
+    const std::optional<std::vector<float>> bias = along_axis(r, a, BinaryOp::add, dims, dims.rank - 1);
+    if (!bias) continue;
+    r.rewrite(a, std::make_unique<TensorLinear>(product->with_added_bias(*bias)), r.node(t).inputs, {t});
+  }
+}
+
 FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   FusedGraph graph{std::move(nodes), {}};
   // Each rewrite sees the graph as the ones before left it (counts of readers included).
   for (void (*rewrite)(Rewriter&) :
        {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite,
         fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs,
-        fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs}) {
+        fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs, fuse_tensor_linear_biases}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

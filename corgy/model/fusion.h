@@ -58,6 +58,9 @@ struct FusedGraph {
 ///     without a residual from rule 3) becomes a SqueezeExciteConv2d (MobileNetV3's and EfficientNet's projections):
 ///     the backend may apply the gates while it reads the convolution's input, so the scaled tensor is never
 ///     written.
+/// 10. a TensorLinear without activation whose output only a BroadcastBinary add of a constant along its last axis
+///     reads becomes a TensorLinear with that bias (exporters write a Linear on a tensor of rank 3 or more as MatMul
+///     + Add: ConvNeXt's channels-last blocks), which the backends add in the GEMM's epilogue.
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 
