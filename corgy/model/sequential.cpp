@@ -213,6 +213,15 @@ Sequential::ShapePlan Sequential::make_plan(const Shape& input) const {
     const Shape& source = temporary.source == model_input ? input : plan.shapes[temporary.source];
     plan.shapes.push_back(temporary.pad->output_shape(std::span<const Shape>(&source, 1)));
   }
+  // A rewritten step may lay its output out otherwise than the layer it stands for (fusion rule 11 runs a
+  // channels-last chain of layers on the channels-first tensor): each step's shape is its own layer's, from the
+  // shapes of its inputs as the steps before it made them.
+  std::vector<Shape> in;
+  for (const Step& step : steps_) {
+    in.clear();
+    for (int source : step.inputs) in.push_back(source == model_input ? input : plan.shapes[source]);
+    plan.shapes[step.output] = with_layer_context(step.layer, *step.run, [&] { return step.run->output_shape(in); });
+  }
   // The memory plan sees the steps' outputs in the order they run; a layer computed inside a fused step has none.
   std::vector<int> entry_of_slot(plan.shapes.size(), -1);
   std::vector<PlanEntry> entries;
