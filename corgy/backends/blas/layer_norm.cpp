@@ -1,7 +1,8 @@
 // BlasBackend::layer_norm: per outer index, the means, the variances and the results computed a row of `inner`
-// values at a time (contiguous loops that vectorise; H * W for a norm over the channels), the outer indices shared
-// among the team. A norm over the last axis (inner = 1: ConvNeXt's after its permute, transformers') has rows of its
-// own: each one contiguous, summed in lanes, and many rows to a task (one row is too little work to hand out).
+// values at a time (contiguous loops that vectorise; H * W for a norm over the channels), the outer indices and spans
+// of 512 inner positions shared among the team. A norm over the last axis (inner = 1: ConvNeXt's after its permute,
+// transformers') has rows of its own: each one contiguous, summed in lanes, and many rows to a task (one row is too
+// little work to hand out).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -58,29 +59,36 @@ void BlasBackend::layer_norm(const AxisExtent& axis, float epsilon, const Variab
     return;
   }
   profiler_.note("layer norm loop");
+  // Tasks of up to `span` neighbouring positions of one outer index: at batch 1 a norm over the channels has one
+  // outer index, which alone would leave the team's other threads idle (ConvNeXt's channels-first norms).
+  constexpr std::size_t span = 512;
+  const std::size_t spans = (inner + span - 1) / span;
   const float inverse_length = 1.0f / static_cast<float>(axis.length);
-  parallel_for(threads_for(axis.count()), axis.outer, [&](std::size_t o) {
-    const float* block = input.data() + o * axis.length * inner;
-    float* target = output.data() + o * axis.length * inner;
-    std::vector<float> mean(inner, 0.0f);
-    std::vector<float> variance(inner, 0.0f);
+  parallel_for(threads_for(axis.count()), axis.outer * spans, [&](std::size_t task) {
+    const std::size_t o = task / spans;
+    const std::size_t first = task % spans * span;
+    const std::size_t count = std::min(span, inner - first);
+    const float* block = input.data() + o * axis.length * inner + first;
+    float* target = output.data() + o * axis.length * inner + first;
+    std::vector<float> mean(count, 0.0f);
+    std::vector<float> variance(count, 0.0f);
     for (std::size_t l = 0; l < axis.length; ++l) {
       const float* row = block + l * inner;
-      for (std::size_t i = 0; i < inner; ++i) mean[i] += row[i];
+      for (std::size_t i = 0; i < count; ++i) mean[i] += row[i];
     }
-    for (std::size_t i = 0; i < inner; ++i) mean[i] *= inverse_length;
+    for (std::size_t i = 0; i < count; ++i) mean[i] *= inverse_length;
     for (std::size_t l = 0; l < axis.length; ++l) {
       const float* row = block + l * inner;
-      for (std::size_t i = 0; i < inner; ++i) variance[i] += (row[i] - mean[i]) * (row[i] - mean[i]);
+      for (std::size_t i = 0; i < count; ++i) variance[i] += (row[i] - mean[i]) * (row[i] - mean[i]);
     }
     // variance becomes 1 / sqrt(variance + epsilon).
-    for (std::size_t i = 0; i < inner; ++i) variance[i] = 1.0f / std::sqrt(variance[i] * inverse_length + epsilon);
+    for (std::size_t i = 0; i < count; ++i) variance[i] = 1.0f / std::sqrt(variance[i] * inverse_length + epsilon);
     for (std::size_t l = 0; l < axis.length; ++l) {
       const float* row = block + l * inner;
       float* out = target + l * inner;
       const float s = scale.data()[l];
       const float t = shift.data()[l];
-      for (std::size_t i = 0; i < inner; ++i) out[i] = (row[i] - mean[i]) * variance[i] * s + t;
+      for (std::size_t i = 0; i < count; ++i) out[i] = (row[i] - mean[i]) * variance[i] * s + t;
     }
   });
 }
