@@ -708,6 +708,93 @@ TEST_P(FusionOnBackend, TensorLinearBiasRewriteAgreesWithTheUnfusedLayers) {
   }
 }
 
+/// ConvNeXt as torchvision writes it: a downsampling LayerNorm2d (transpose to channels-last, LayerNorm over the last
+/// axis, transpose back) before a 2x2/2 convolution, then a block: transpose, LayerNorm, Linear 8 -> 16 with its bias
+/// (fused by rule 10), GELU, Linear 16 -> 8, transpose back, the layer scale and the residual add. The ramp values
+/// keep the Linear and LayerNorm parameters apart from ones and zeros.
+Sequential convnext_like() {
+  const auto ramp = [](std::size_t count, float scale, float offset) {
+    std::vector<float> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = offset + scale * (static_cast<float>(i % 5) - 2.0f);
+    return v;
+  };
+  const auto norm = [&](const TensorDims& dims) {
+    LayerNorm layer(dims, 3, 1e-6f);
+    const auto length = static_cast<std::size_t>(dims[3]);
+    layer.set_parameters(ramp(length, 0.25f, 1.0f), ramp(length, 0.1f, 0.0f));
+    return layer;
+  };
+  const auto product = [&](const TensorDims& dims, int out) {
+    const int in = dims[3];
+    TensorLinear linear(dims, {.in_features = in, .out_features = out, .bias = false});
+    linear.linear().set_weights(ramp(static_cast<std::size_t>(in * out), 0.2f, 0.0f));
+    return linear;
+  };
+  Sequential model;
+  model.add(Transpose({2, 4, 10, 12}, {0, 2, 3, 1}));                                                         // 0
+  model.add(norm({2, 10, 12, 4}));                                                                            // 1
+  model.add(Transpose({2, 10, 12, 4}, {0, 3, 1, 2}));                                                         // 2
+  const int stem = model.add(Conv2d({.in_channels = 4, .out_channels = 8, .kernel = 2, .stride = 2}));        // 3
+  model.add(Transpose({2, 8, 5, 6}, {0, 2, 3, 1}));                                                           // 4
+  model.add(norm({2, 5, 6, 8}));                                                                              // 5
+  model.add(product({2, 5, 6, 8}, 16));                                                                       // 6
+  model.add(BroadcastBinary::with_constant(BinaryOp::add, {2, 5, 6, 16}, {16}, ramp(16, 0.3f, 0.1f), true));  // 7
+  model.add(Unary(UnaryOp::gelu));                                                                            // 8
+  model.add(product({2, 5, 6, 16}, 8));                                                                       // 9
+  model.add(Transpose({2, 5, 6, 8}, {0, 3, 1, 2}));                                                           // 10
+  ChannelAffine layer_scale(8);
+  layer_scale.set_parameters(ramp(8, 0.05f, 0.5f), std::vector<float>(8, 0.0f));
+  const int scaled = model.add(std::move(layer_scale));  // 11
+  model.add(Add(), {stem, scaled});                      // 12
+  return model;
+}
+
+TEST(Fusion, RunsChannelsLastChainsBetweenTransposesOnTheChannels) {
+  const Sequential model = convnext_like();
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 1, 4, 6, 9}));
+  EXPECT_EQ(graph.nodes[2].layer->describe(), "layer_norm (2, 4, 10, 12) axis 1 eps 1e-06");
+  EXPECT_EQ(graph.nodes[2].inputs, std::vector<int>{Sequential::model_input});
+  EXPECT_EQ(graph.nodes[5].layer->describe(), "layer_norm (2, 8, 5, 6) axis 1 eps 1e-06");
+  EXPECT_EQ(graph.nodes[5].inputs, std::vector<int>{3});
+  const auto& expand = dynamic_cast<const Conv2d&>(*graph.nodes[7].layer);
+  EXPECT_EQ(expand.desc().kernel, 1);
+  EXPECT_EQ(expand.desc().out_channels, 16);
+  ASSERT_TRUE(expand.has_bias());
+  EXPECT_FLOAT_EQ(expand.bias().data()[0], 0.1f - 0.6f);
+  EXPECT_EQ(graph.nodes[7].inputs, std::vector<int>{5});
+  // The Linear weights are viewed, not copied.
+  EXPECT_EQ(expand.weights().data(), dynamic_cast<const TensorLinear&>(model.layer(6)).linear().weights().data());
+  EXPECT_EQ(graph.nodes[8].layer->describe(), "unary gelu");
+  const auto& project = dynamic_cast<const Conv2d&>(*graph.nodes[10].layer);
+  EXPECT_EQ(project.desc().out_channels, 8);
+  EXPECT_FALSE(project.has_bias());
+  EXPECT_EQ(graph.nodes[10].inputs, std::vector<int>{8});
+
+  // A chain whose LayerNorm output another layer also reads stays channels-last.
+  std::vector<FusionNode> nodes = nodes_of(model);
+  nodes[5].keep = true;
+  const FusedGraph kept = fuse_layers(std::move(nodes));
+  EXPECT_EQ(kept.nodes[10].layer->type(), "transpose");
+  EXPECT_EQ(kept.nodes[2].layer->type(), "layer_norm");  // the other chain still is rewritten
+}
+
+TEST_P(FusionOnBackend, ChannelsFirstChainsAgreeWithTheTransposedLayers) {
+  std::mt19937 rng(41);
+  Sequential model = convnext_like();
+  randomize_parameters(model, rng);
+  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  for (const int batch : {2, 3}) {
+    const Variable input = random_variable({batch, 4, 10, 12}, rng, 2.0f);
+    model.set_fusion(false);
+    const Variable unfused = model.forward(input).clone();
+    model.set_fusion(true);
+    for (int run = 0; run < 2; ++run) {
+      EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "batch " << batch << ", run " << run;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryBackend, FusionOnBackend, ::testing::ValuesIn(all_backends()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;

@@ -28,6 +28,8 @@ class TensorLinear final : public Layer {
   /// The weights, bias and activation (Linear::set_weights takes [out][in]).
   Linear& linear() { return linear_; }
   const Linear& linear() const { return linear_; }
+  /// The input's dims as declared.
+  const TensorDims& input_dims() const { return dims_; }
   /// The output's dims as declared (the input's with out_features along the last axis).
   const TensorDims& output_dims() const { return output_dims_; }
 

@@ -22,6 +22,7 @@
 #include "corgy/layers/squeeze_excite.h"
 #include "corgy/layers/squeeze_excite_conv2d.h"
 #include "corgy/layers/tensor_linear.h"
+#include "corgy/layers/transpose.h"
 #include "corgy/layers/unary.h"
 
 namespace corgy {
@@ -584,13 +585,91 @@ void fuse_tensor_linear_biases(Rewriter& r) {
   }
 }
 
+/// A Transpose of a rank-4 tensor by `perm`, or null.
+const Transpose* transpose_by(const Rewriter& r, int i, const std::vector<int>& perm) {
+  const auto* transpose = r.as<Transpose>(i);
+  return transpose && transpose->input_dims().rank == 4 && transpose->perm() == perm ? transpose : nullptr;
+}
+
+/// The channels-first layer that computes what channels-last node `i` computes along the last axis of an (N, H, W,
+/// channels) tensor, where `channels` is that axis's length at its input (updated to its output's); null when the
+/// node is not such a layer.
+std::unique_ptr<Layer> channels_first_layer(const Rewriter& r, int i, const TensorDims& pixels, int& channels) {
+  const TensorDims nhwc{pixels[0], pixels[1], pixels[2], channels};
+  if (const auto* norm = r.as<LayerNorm>(i)) {
+    if (!(norm->dims() == nhwc) || norm->axis() != 3) return nullptr;
+    auto first = std::make_unique<LayerNorm>(TensorDims{pixels[0], channels, pixels[1], pixels[2]}, 1, norm->epsilon());
+    first->set_parameters(norm->scale().values(), norm->shift().values());
+    return first;
+  }
+  if (const auto* product = r.as<TensorLinear>(i)) {
+    const Linear& linear = product->linear();
+    if (!(product->input_dims() == nhwc)) return nullptr;
+    channels = linear.options().out_features;
+    auto conv = std::make_unique<Conv2d>(Conv2dOptions{.in_channels = linear.options().in_features,
+                                                       .out_channels = channels,
+                                                       .kernel = 1,
+                                                       .bias = linear.has_bias(),
+                                                       .activation = linear.options().activation});
+    // Linear's [out][in] weights are the 1x1 convolution's OIHW weights: views, not copies.
+    conv->weights() = linear.weights().view(conv->weights().shape());
+    if (linear.has_bias()) conv->bias() = linear.bias().view(conv->bias().shape());
+    return conv;
+  }
+  if (const auto* unary = r.as<Unary>(i)) return std::make_unique<Unary>(unary->op());
+  if (const auto* activation = r.as<ActivationLayer>(i))
+    return std::make_unique<ActivationLayer>(activation->activation());
+  return nullptr;
+}
+
+// 11. transpose (0, 2, 3, 1) -> layers along the last axis -> transpose (0, 3, 1, 2) -> the same layers along the
+// channels, without the transposes.
+void fuse_channels_last_chains(Rewriter& r) {
+  for (int back = 0; back < r.size(); ++back) {
+    const Transpose* to_first = transpose_by(r, back, {0, 3, 1, 2});
+    if (!to_first || r.node(back).inputs.size() != 1) continue;
+    // The chain from the transpose back to channels-first up to the one to channels-last, each node read only by
+    // the next.
+    std::vector<int> chain;
+    int i = r.node(back).inputs[0];
+    while (i >= 0 && !transpose_by(r, i, {0, 2, 3, 1}) && r.private_to_pattern(i) && r.node(i).inputs.size() == 1) {
+      chain.insert(chain.begin(), i);
+      i = r.node(i).inputs[0];
+    }
+    const Transpose* to_last = transpose_by(r, i, {0, 2, 3, 1});
+    if (chain.empty() || !to_last || !r.private_to_pattern(i)) continue;
+    const TensorDims& pixels = to_last->output_dims();  // (N, H, W, C)
+    int channels = pixels[3];
+    std::vector<std::unique_ptr<Layer>> layers;
+    for (int c : chain) {
+      std::unique_ptr<Layer> layer = channels_first_layer(r, c, pixels, channels);
+      if (!layer) break;
+      layers.push_back(std::move(layer));
+    }
+    const TensorDims last{pixels[0], pixels[1], pixels[2], channels};
+    if (layers.size() != chain.size() || !(to_first->input_dims() == last)) continue;
+    // The first layer reads what the first transpose read; the last one takes the node of the transpose back, so
+    // that its readers keep reading that node.
+    const int source = r.node(i).inputs[0];
+    const std::size_t k = chain.size();
+    if (k == 1) {
+      r.rewrite(back, std::move(layers[0]), {source}, {i, chain[0]});
+      continue;
+    }
+    r.rewrite(chain[0], std::move(layers[0]), {source}, {i});
+    for (std::size_t j = 1; j + 1 < k; ++j) r.rewrite(chain[j], std::move(layers[j]), r.node(chain[j]).inputs, {});
+    r.rewrite(back, std::move(layers[k - 1]), r.node(chain[k - 1]).inputs, {chain[k - 1]});
+  }
+}
+
 FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   FusedGraph graph{std::move(nodes), {}};
   // Each rewrite sees the graph as the ones before left it (counts of readers included).
   for (void (*rewrite)(Rewriter&) :
        {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite,
         fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs,
-        fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs, fuse_tensor_linear_biases}) {
+        fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs, fuse_tensor_linear_biases,
+        fuse_channels_last_chains}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

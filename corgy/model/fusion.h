@@ -61,6 +61,11 @@ struct FusedGraph {
 /// 10. a TensorLinear without activation whose output only a BroadcastBinary add of a constant along its last axis
 ///     reads becomes a TensorLinear with that bias (exporters write a Linear on a tensor of rank 3 or more as MatMul
 ///     + Add: ConvNeXt's channels-last blocks), which the backends add in the GEMM's epilogue.
+/// 11. a Transpose (0, 2, 3, 1) of a rank-4 tensor, then a chain of layers that each work along the last axis
+///     (LayerNorm over it, TensorLinear, Unary, activation), then the Transpose (0, 3, 1, 2) back, becomes the same
+///     chain on the channels-first tensor without the transposes: LayerNorm over the channels, 1x1 Conv2d layers
+///     (the Linear weights viewed as OIHW) and the same element-wise layers (ConvNeXt's blocks and its downsampling
+///     layers' LayerNorm2d); the convolutions then run the backends' convolution GEMMs.
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 
