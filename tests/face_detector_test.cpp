@@ -102,7 +102,7 @@ int photos_at_608(const std::string& backend) { return half_precision(backend) ?
 
 TEST_P(TinyFaceDetectorOnBackend, FindsTheFacesFaceApiFinds) {
   Sequential model = load_tiny_face_detector(manifest);
-  model.set_backend(make_backend(GetParam(), {.threads = 1, .validation = true}));
+  model.set_backend(make_backend(GetParam(), {.threads = 1, .validation = kSweepValidation}));
   Agreement agreement;
   int photo_index = 0;
   for (const Json& image : reference().at("images")) {
@@ -146,7 +146,7 @@ TEST_P(TinyFaceDetectorOnBackend, SamePoolingPadsTheBottomRight) {
   for (const auto& [options, expected] : cases) {
     Sequential model;
     model.add(MaxPool2d(options));
-    model.set_backend(make_backend(GetParam(), {.validation = true}));
+    model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
     const Variable& output = model.forward(input);
     EXPECT_EQ(std::vector<float>(output.values().begin(), output.values().end()), expected)
         << MaxPool2d(options).describe() << " on " << GetParam();

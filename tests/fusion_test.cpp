@@ -294,7 +294,7 @@ TEST_P(FusionOnBackend, FusedAndUnfusedForwardsAgree) {
   Sequential model = tiny_yolo_like();
   randomize_parameters(model, rng);
   const Variable input = random_variable({2, 3, 27, 23}, rng, 2.0f);
-  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   model.set_fusion(false);
   const Variable unfused = model.forward(input).clone();
   model.set_fusion(true);
@@ -443,7 +443,7 @@ TEST_P(FusionOnBackend, EveryRewriteAgreesWithTheUnfusedLayers) {
   Sequential model = every_pattern();
   randomize_parameters(model, rng);
   const Variable input = random_variable({2, 3, 19, 13}, rng, 2.0f);
-  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   model.set_fusion(false);
   const Variable unfused = model.forward(input).clone();
   model.set_fusion(true);
@@ -467,7 +467,7 @@ TEST_P(FusionOnBackend, TheGatedProjectionAgreesWithTheUnfusedLayers) {
   model.add(Add(), {model.size() - 1, x});
   randomize_parameters(model, rng);
   const Variable input = random_variable({3, 5, 9, 11}, rng, 2.0f);
-  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   for (int run = 0; run < 2; ++run) {
     model.set_fusion(false);
     const Variable unfused = model.forward(input).clone();
@@ -599,7 +599,7 @@ TEST_P(FusionOnBackend, GeluTanhRewriteAgreesWithTheUnfusedLayers) {
   randomize_parameters(model, rng);
   set_gelu_tanh_constants(model);
   const Variable input = random_variable({2, 4, 5, 6}, rng, 2.0f);
-  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   model.set_fusion(false);
   const Variable unfused = model.forward(input).clone();
   model.set_fusion(true);
@@ -616,7 +616,7 @@ TEST_P(FusionOnBackend, HardSwishRewriteAgreesWithTheUnfusedLayers) {
     affine.set_parameters(std::vector<float>(24, 1.0f / 6.0f), std::vector<float>(24, 0.5f));
   }
   const Variable input = random_variable({3, 5, 17, 11}, rng, 4.0f);  // inputs past +-3, where the gate saturates
-  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   model.set_fusion(false);
   const Variable unfused = model.forward(input).clone();
   model.set_fusion(true);
@@ -629,7 +629,7 @@ TEST_P(FusionOnBackend, GeluAndLayerNormRewritesAgreeWithTheUnfusedLayers) {
   randomize_parameters(model, rng);
   set_gelu_and_norm_constants(model);  // randomize_parameters also randomizes the affine steps
   const Variable input = random_variable({2, 4, 5, 6}, rng, 2.0f);
-  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   model.set_fusion(false);
   const Variable unfused = model.forward(input).clone();
   model.set_fusion(true);
@@ -696,7 +696,7 @@ TEST(Fusion, FoldsTheBiasAddAfterATensorLinearIntoIt) {
 TEST_P(FusionOnBackend, TensorLinearBiasRewriteAgreesWithTheUnfusedLayers) {
   std::mt19937 rng(37);
   Sequential model = tensor_linears_with_bias_adds();
-  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   for (const int batch : {2, 3}) {
     const Variable input = random_variable({batch, 5, 6, 4}, rng, 2.0f);
     model.set_fusion(false);
@@ -783,7 +783,7 @@ TEST_P(FusionOnBackend, ChannelsFirstChainsAgreeWithTheTransposedLayers) {
   std::mt19937 rng(41);
   Sequential model = convnext_like();
   randomize_parameters(model, rng);
-  model.set_backend(make_backend(GetParam(), {.validation = true}));
+  model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   for (const int batch : {2, 3}) {
     const Variable input = random_variable({batch, 4, 10, 12}, rng, 2.0f);
     model.set_fusion(false);

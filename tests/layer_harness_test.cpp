@@ -1188,7 +1188,7 @@ TEST_P(LayerHarness, MatchesNaiveBackend) {
   model.set_backend("naive");
   const Variable expected = model.forward(input).clone();
   // With the backend's debug checks (Vulkan: the validation layer; a message makes forward() throw).
-  model.set_backend(make_backend(backend, {.validation = true}));
+  model.set_backend(make_backend(backend, {.validation = kSweepValidation}));
   // Twice: reusing the planned intermediates must not change the result.
   for (int run = 0; run < 2; ++run) {
     EXPECT_TRUE(outputs_match(model.forward(input), expected))
@@ -1209,7 +1209,7 @@ class MatmulHarness : public ::testing::TestWithParam<std::string> {};
 TEST_P(MatmulHarness, AllTransposesMatchNaive) {
   std::mt19937 rng(7);
   NaiveBackend naive;
-  std::unique_ptr<Backend> backend = make_backend(GetParam(), {.validation = true});
+  std::unique_ptr<Backend> backend = make_backend(GetParam(), {.validation = kSweepValidation});
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       const int m = 13, n = 17, k = 29;

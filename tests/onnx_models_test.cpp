@@ -38,7 +38,7 @@ TEST_P(OnnxModelOnBackend, MatchesOnnxRuntime) {
   const auto& [name, backend] = GetParam();
   const std::string directory = fixture_path("onnx/" + name);
   OnnxModel net = load_onnx(directory + "/model.onnx");
-  net.model.set_backend(make_backend(backend, {.validation = true}));
+  net.model.set_backend(make_backend(backend, {.validation = kSweepValidation}));
   Variable input = load_npy(directory + "/input.npy");
   // A 2-D (N, F) array reads as (1, 1, N, F); corgy's batch of vectors is (N, F, 1, 1).
   if (net.input.dims.size() == 2) input.reshape({input.shape().h, input.shape().w, 1, 1});

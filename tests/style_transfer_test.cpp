@@ -46,7 +46,7 @@ TEST_P(StyleTransferParity, RandomWeightsMatchPyTorchWithReflectAndZeroPadding) 
   for (const auto& [mode, padding] : {std::pair{"reflect", PadMode::reflect}, std::pair{"zeros", PadMode::constant}}) {
     StyleTransferModel model = StyleTransferModel::load(random_weights(), padding);
     model.set_style(style);
-    model.network().set_backend(make_backend(GetParam(), {.validation = true}));
+    model.network().set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
     const std::string file = random.at("outputs").at(mode);
     const Variable expected = load_npy(fixture_path("style_transfer/random/" + file));
     EXPECT_TRUE(outputs_match(model.stylise(input), expected, 1e-4)) << mode << " padding on " << GetParam();
@@ -58,7 +58,7 @@ TEST_P(StyleTransferParity, TrainedNetworkMatchesPyTorch) {
   StyleTransferModel model = StyleTransferModel::load(std::string(CORGY_STYLE_TRANSFER_DATA_DIR) + "/weights");
   EXPECT_EQ(model.style_names(), trained.at("styles").get<std::vector<std::string>>());
   model.set_style(trained.at("style_weights").get<std::vector<float>>());
-  model.network().set_backend(make_backend(GetParam(), {.validation = true}));
+  model.network().set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   const Variable expected = load_npy(fixture_path("style_transfer/trained/output.npy"));
   EXPECT_TRUE(outputs_match(model.stylise(dog_crop(trained.at("crop"))), expected, 1e-3)) << GetParam();
 }
@@ -70,7 +70,7 @@ TEST_P(StyleTransferParity, StyleChangeEqualsAModelLoadedWithThatStyle) {
   const std::vector<float> first = {1.0f, 0.0f, 0.0f};
   const std::vector<float> second = {0.2f, 0.0f, 0.8f};
   StyleTransferModel changed = StyleTransferModel::load(random_weights());
-  changed.network().set_backend(make_backend(GetParam(), {.validation = true}));
+  changed.network().set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   changed.set_style(first);
   const Variable before = changed.stylise(input).clone();
   changed.set_style(second);

@@ -13,6 +13,17 @@
 
 namespace corgy::testing {
 
+#ifndef CORGY_TESTS_SANITIZED
+#define CORGY_TESTS_SANITIZED 0
+#endif
+
+/// Whether the tests that sweep many cases through the Vulkan backend (the layer harness, the convolution and tuning
+/// sweeps, the fusion tests, whole networks) turn the validation layer on. Off in the sanitized build (CORGY_SANITIZE
+/// defines CORGY_TESTS_SANITIZED): it makes the same Vulkan calls as the Release build, whose run checks every one of
+/// them with the layer, and under AddressSanitizer the layer's own allocations were 40% of those tests' time. The
+/// tests of the validation plumbing itself (vulkan_backend_test, vulkan_fault_test, ...) keep it on in every build.
+inline constexpr bool kSweepValidation = !CORGY_TESTS_SANITIZED;
+
 /// Uniform values in [-scale, scale].
 Variable random_variable(Shape shape, std::mt19937& rng, float scale = 1.0f);
 void fill_random(Variable& tensor, std::mt19937& rng, float scale);

@@ -204,7 +204,7 @@ TEST_F(TfjsManifest, ConvKernelsConvertToCorgysLayoutsOnEveryBackend) {
     EXPECT_FALSE(depthwise.has_bias());
     model.add(std::move(depthwise), {Sequential::model_input});
     model.mark_output(conv_index);
-    model.set_backend(make_backend(backend, {.validation = true}));
+    model.set_backend(make_backend(backend, {.validation = kSweepValidation}));
     EXPECT_TRUE(outputs_match(model.forward(input), expected_depthwise, 1e-5)) << backend << ": depthwise";
     EXPECT_TRUE(outputs_match(model.output(conv_index), expected_conv, 1e-5)) << backend << ": conv2d";
   }

@@ -116,14 +116,14 @@ TEST(VulkanConvolution, EveryAlgorithmTileShapeAndSplitMatchesNaive) {
     if (vulkan::winograd_fits(c.desc)) {
       plans.push_back({.algorithm = VulkanConvAlgorithm::winograd});
       // Its 16 GEMMs with the smallest tiles: several tiles along every axis.
-      VulkanOptions small_tiles = validated_vulkan_options();
+      VulkanOptions small_tiles = sweep_vulkan_options();
       small_tiles.convolution.algorithm = VulkanConvAlgorithm::winograd;
       small_tiles.gemm_tiles = {32, 32, 16, 4, 4};
       VulkanBackend vulkan(small_tiles);
       EXPECT_TRUE(outputs_match(conv_vulkan(vulkan, c.desc, o), expected)) << describe(c) << ", winograd 32x32";
     }
     for (const VulkanConvolutionOptions& plan : plans) {
-      VulkanOptions options = validated_vulkan_options();
+      VulkanOptions options = sweep_vulkan_options();
       options.convolution = plan;
       VulkanBackend vulkan(options);
       EXPECT_TRUE(outputs_match(conv_vulkan(vulkan, c.desc, o), expected))
@@ -137,7 +137,7 @@ TEST(VulkanConvolution, TensorCoreKernelsMatchNaiveInFp16) {
   // Both cooperative-matrix kernels, forced, on every case they fit, with and without a fused 2x2 max pool (padded
   // on odd sizes), and the automatic plan; fp16 operands against the fp32 naive result. Devices without
   // VK_NV_cooperative_matrix (lavapipe) skip this.
-  VulkanOptions options = validated_vulkan_options();
+  VulkanOptions options = sweep_vulkan_options();
   options.precision = Precision::fp16;
   if (!VulkanBackend(options).cooperative_matrix()) GTEST_SKIP() << "the device has no cooperative matrices";
   std::mt19937 rng(27);
@@ -221,7 +221,7 @@ TEST(VulkanConvolution, ResidualAddMatchesNaiveOnEveryAlgorithm) {
       {.algorithm = VulkanConvAlgorithm::direct},
       {.algorithm = VulkanConvAlgorithm::winograd},
   };
-  VulkanOptions fp16_options = validated_vulkan_options();
+  VulkanOptions fp16_options = sweep_vulkan_options();
   fp16_options.precision = Precision::fp16;
   const bool tensor_cores = VulkanBackend(fp16_options).cooperative_matrix();
   std::mt19937 rng(31);
@@ -236,7 +236,7 @@ TEST(VulkanConvolution, ResidualAddMatchesNaiveOnEveryAlgorithm) {
     for (const VulkanConvolutionOptions& plan : plans) {
       if (plan.algorithm == VulkanConvAlgorithm::direct && !vulkan::direct_conv_fits(c.desc)) continue;
       if (plan.algorithm == VulkanConvAlgorithm::winograd && !vulkan::winograd_fits(c.desc)) continue;
-      VulkanOptions options = validated_vulkan_options();
+      VulkanOptions options = sweep_vulkan_options();
       options.convolution = plan;
       VulkanBackend vulkan(options);
       std::vector<std::string> kernels;
@@ -350,7 +350,7 @@ TEST(VulkanConvolution, ConvolutionWithMaxPoolMatchesNaive) {
     for (const bool fuse : {true, false})
       plans.push_back({.algorithm = VulkanConvAlgorithm::winograd, .fuse_pool = fuse});
     for (const VulkanConvolutionOptions& plan : plans) {
-      VulkanOptions options = validated_vulkan_options();
+      VulkanOptions options = sweep_vulkan_options();
       options.convolution = plan;
       VulkanBackend vulkan(options);
       vulkan.upload_constant(o.weights);
@@ -381,7 +381,7 @@ TEST(VulkanConvolution, Fp16PrecisionKeepsIntermediatesInHalfAndStaysClose) {
   model.set_backend("naive");
   const Variable expected = model.forward(input).clone();
 
-  VulkanOptions options = validated_vulkan_options();
+  VulkanOptions options = sweep_vulkan_options();
   options.precision = Precision::fp16;
   options.convolution.split_k = 1;
   auto owned = std::make_unique<VulkanBackend>(options);
@@ -419,7 +419,7 @@ TEST(VulkanConvolution, FirstLayersOfFewTapsRunTheDirectKernel) {
   model.set_backend("naive");
   const Variable expected = model.forward(input).clone();
   for (const Precision precision : {Precision::fp32, Precision::fp16}) {
-    VulkanOptions options = validated_vulkan_options();
+    VulkanOptions options = sweep_vulkan_options();
     options.precision = precision;
     // The static table's rule: on a GPU the tuner may find another plan faster at this size.
     options.convolution.tuning = VulkanTuning::off;
@@ -435,7 +435,7 @@ TEST(VulkanConvolution, FirstLayersOfFewTapsRunTheDirectKernel) {
     EXPECT_EQ(first.detail, "16 channels/thread +maxpool");
   }
   // Forced where it does not fit: a clear error.
-  VulkanOptions options = validated_vulkan_options();
+  VulkanOptions options = sweep_vulkan_options();
   options.convolution.algorithm = VulkanConvAlgorithm::direct;
   model.set_backend(std::make_unique<VulkanBackend>(options));
   try {
@@ -459,7 +459,7 @@ TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
   naive.pool2d({}, conv, expected);
   // The static table's rule: on a GPU the tuner may find another plan faster at these sizes.
   const auto kernels_of = [&](Precision precision, const Variable& input, Variable& output) {
-    VulkanOptions options = validated_vulkan_options();
+    VulkanOptions options = sweep_vulkan_options();
     options.precision = precision;
     options.convolution.tuning = VulkanTuning::off;
     VulkanBackend vulkan(options);
@@ -478,7 +478,7 @@ TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
   EXPECT_EQ(half.front().find("winograd"), std::string::npos) << half.front();
   EXPECT_TRUE(outputs_match(actual, expected, 2e-2));
   {
-    VulkanOptions options = validated_vulkan_options();
+    VulkanOptions options = sweep_vulkan_options();
     options.precision = Precision::fp16;
     options.convolution.tuning = VulkanTuning::off;
     VulkanBackend vulkan(options);
@@ -499,7 +499,7 @@ TEST(VulkanConvolution, WideLayersWithManyTilesRunWinograd) {
   ASSERT_FALSE(few_tiles.empty());
   EXPECT_EQ(few_tiles.front(), "conv2d_implicit_gemm");  // (with a split of K and its reduction, on a large GPU)
   // Forced where it does not fit: a clear error.
-  VulkanOptions options = validated_vulkan_options();
+  VulkanOptions options = sweep_vulkan_options();
   options.convolution.algorithm = VulkanConvAlgorithm::winograd;
   VulkanBackend vulkan(options);
   const Conv2dDesc strided{.in_channels = 64, .out_channels = 8, .kernel = 3, .stride = 2};
@@ -522,7 +522,7 @@ TEST(VulkanConvolution, WinogradInFp16KeepsIntermediatesInHalfAndStaysClose) {
   const Variable input = random_variable({2, 8, 15, 18}, rng);
   model.set_backend("naive");
   const Variable expected = model.forward(input).clone();
-  VulkanOptions options = validated_vulkan_options();
+  VulkanOptions options = sweep_vulkan_options();
   options.precision = Precision::fp16;
   options.convolution.algorithm = VulkanConvAlgorithm::winograd;
   auto owned = std::make_unique<VulkanBackend>(options);
@@ -539,7 +539,7 @@ TEST(VulkanConvolution, WinogradInFp16KeepsIntermediatesInHalfAndStaysClose) {
 }
 
 TEST(VulkanConvolution, BackendNamesSetThePrecision) {
-  auto half = make_backend("vulkan+fp16", {.validation = true});
+  auto half = make_backend("vulkan+fp16", {.validation = kSweepValidation});
   const auto* vulkan = dynamic_cast<const VulkanBackend*>(half.get());
   ASSERT_NE(vulkan, nullptr);
   EXPECT_EQ(vulkan->precision(), Precision::fp16);  // lavapipe and the GPUs corgy meets have 16-bit storage
@@ -558,7 +558,7 @@ TEST(VulkanConvolution, ProfileListsEveryDispatchWithItsLayerAndTime) {
   std::mt19937 rng(24);
   const ConvCase c{{1, 8, 16, 16}, {.in_channels = 8, .out_channels = 16, .kernel = 3, .padding = 1}};
   const Operands o = random_operands(c, rng);
-  VulkanOptions options = validated_vulkan_options();
+  VulkanOptions options = sweep_vulkan_options();
   options.convolution.split_k = 2;
   VulkanBackend vulkan(options);
   vulkan.upload_constant(o.weights);

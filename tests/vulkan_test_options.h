@@ -7,6 +7,7 @@
 #include <string>
 
 #include "corgy/backends/vulkan/vulkan_backend.h"
+#include "test_util.h"
 
 namespace corgy::testing {
 
@@ -15,6 +16,12 @@ inline VulkanOptions validated_vulkan_options() {
   options.validation = true;
   options.on_validation_message = [](const std::string& message) { ADD_FAILURE() << "Vulkan validation " << message; };
   return options;
+}
+
+/// validated_vulkan_options() where kSweepValidation holds, otherwise no validation (for the sweeping tests).
+inline VulkanOptions sweep_vulkan_options() {
+  if (kSweepValidation) return validated_vulkan_options();
+  return VulkanOptions{};
 }
 
 }  // namespace corgy::testing

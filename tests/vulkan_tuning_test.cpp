@@ -51,7 +51,7 @@ void write_text(const fs::path& file, const std::string& text) {
 }
 
 VulkanOptions tuned_options(const fs::path& cache) {
-  VulkanOptions options = validated_vulkan_options();
+  VulkanOptions options = sweep_vulkan_options();
   options.convolution.tuning = VulkanTuning::on;
   options.tuning_cache = cache.string();
   return options;
@@ -348,7 +348,7 @@ TEST(VulkanTuning, OffAndForcedPlansAreNotTuned) {
   // A file per backend: on a GPU the default tunes and writes its own.
   const fs::path cache = folder.path() / "static.jsonl";
   const std::vector<Operands> ops = operands();
-  VulkanOptions static_options = validated_vulkan_options();
+  VulkanOptions static_options = sweep_vulkan_options();
   static_options.convolution.tuning = VulkanTuning::off;
   static_options.tuning_cache = cache.string();
   VulkanBackend reference(static_options);
@@ -358,7 +358,7 @@ TEST(VulkanTuning, OffAndForcedPlansAreNotTuned) {
   EXPECT_FALSE(fs::exists(cache));
 
   // The default on a CPU device (lavapipe) is the static table too; on a GPU it tunes.
-  VulkanOptions default_options = validated_vulkan_options();
+  VulkanOptions default_options = sweep_vulkan_options();
   default_options.tuning_cache = (folder.path() / "default.jsonl").string();
   VulkanBackend by_default(default_options);
   by_default.set_profiling(true);
@@ -373,7 +373,7 @@ TEST(VulkanTuning, OffAndForcedPlansAreNotTuned) {
   }
 
   // make_backend's switch.
-  auto off = make_backend("vulkan", {.validation = true, .tuning = false});
+  auto off = make_backend("vulkan", {.validation = kSweepValidation, .tuning = false});
   run_layers(*off, ops);
   EXPECT_EQ(dynamic_cast<VulkanBackend&>(*off).stats().conv_plans_timed, 0u);
 
