@@ -15,6 +15,7 @@ std::string Activation::str() const {
     case ActivationKind::swish: return "swish";
     case ActivationKind::clipped_relu: return fmt::format("clipped_relu({})", slope);
     case ActivationKind::hard_swish: return "hard_swish";
+    case ActivationKind::gelu: return "gelu";
   }
   return "?";
 }

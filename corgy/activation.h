@@ -7,7 +7,7 @@
 
 namespace corgy {
 
-enum class ActivationKind { none, relu, leaky_relu, sigmoid, tanh, mish, swish, clipped_relu, hard_swish };
+enum class ActivationKind { none, relu, leaky_relu, sigmoid, tanh, mish, swish, clipped_relu, hard_swish, gelu };
 
 /// An activation and its parameter: the negative slope of leaky ReLU (darknet's "leaky" is 0.1), the ceiling of
 /// clipped ReLU (6 for ReLU6).
@@ -27,6 +27,8 @@ struct Activation {
   static Activation relu6() { return clipped_relu(6.0f); }
   /// x * min(max(x / 6 + 1/2, 0), 1) (MobileNetV3, ONNX's HardSwish).
   static Activation hard_swish() { return {ActivationKind::hard_swish}; }
+  /// x (1 + erf(x / sqrt 2)) / 2 (GELU with the exact erf: PyTorch's nn.GELU(), ONNX's Gelu; ConvNeXt's MLPs).
+  static Activation gelu() { return {ActivationKind::gelu}; }
 
   bool operator==(const Activation&) const = default;
   std::string str() const;
@@ -51,6 +53,7 @@ inline float apply_activation(Activation a, float x) {
       const float gate = x * (1.0f / 6.0f) + 0.5f;
       return x * (gate > 0.0f ? (gate < 1.0f ? gate : 1.0f) : 0.0f);
     }
+    case ActivationKind::gelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
   }
   return x;
 }

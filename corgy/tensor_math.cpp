@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "corgy/activation.h"
 #include "corgy/error.h"
 
 namespace corgy {
@@ -186,7 +187,7 @@ TensorDims BatchedMatmulDesc::output_dims(const TensorDims& a, const TensorDims&
   return out;
 }
 
-float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+float gelu(float x) { return apply_activation(Activation::gelu(), x); }
 
 float gelu_tanh(float x) { return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x))); }
 

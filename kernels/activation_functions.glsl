@@ -9,6 +9,7 @@ const uint ACTIVATION_MISH = 5;
 const uint ACTIVATION_SWISH = 6;
 const uint ACTIVATION_CLIPPED_RELU = 7;  // min(max(x, 0), slope): ReLU6 with slope 6
 const uint ACTIVATION_HARD_SWISH = 8;
+const uint ACTIVATION_GELU = 9;  // exact: x (1 + erf(x / sqrt 2)) / 2
 
 // tanh through exp(-2|x|), which cannot overflow: some drivers return NaN from tanh() for large |x|.
 float stable_tanh(float x) {
@@ -24,6 +25,16 @@ float softplus(float x) {
   return log(1.0 + exp(x));
 }
 
+// GLSL has no erf: Abramowitz and Stegun 7.1.26, absolute error below 1.5e-7.
+float erf_approx(float x) {
+  const float t = 1.0 / (1.0 + 0.3275911 * abs(x));
+  const float poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  const float magnitude = 1.0 - poly * exp(-x * x);
+  return x < 0.0 ? -magnitude : magnitude;
+}
+
+float gelu(float x) { return 0.5 * x * (1.0 + erf_approx(x * 0.70710678)); }
+
 float activate(uint kind, float slope, float x) {
   switch (kind) {
     case ACTIVATION_RELU: return max(x, 0.0);
@@ -34,6 +45,7 @@ float activate(uint kind, float slope, float x) {
     case ACTIVATION_SWISH: return x / (1.0 + exp(-x));
     case ACTIVATION_CLIPPED_RELU: return clamp(x, 0.0, slope);
     case ACTIVATION_HARD_SWISH: return x * clamp(x * (1.0 / 6.0) + 0.5, 0.0, 1.0);
+    case ACTIVATION_GELU: return gelu(x);
     default: return x;
   }
 }

@@ -2,6 +2,7 @@
 // unary: output = f(input) element-wise (corgy::Backend::unary, corgy::UnaryOp): sqrt, erf, exp, log, -x, |x|,
 // 1 / x, floor, ceil, x * x, GELU exact and in its tanh form. One thread per value.
 #extension GL_GOOGLE_include_directive : require
+#include "activation_functions.glsl"
 #include "tensor_storage.glsl"
 
 layout(local_size_x = 256) in;
@@ -29,14 +30,6 @@ layout(push_constant) uniform Params {
   uint op;
 } p;
 
-// GLSL has no erf: Abramowitz and Stegun 7.1.26, absolute error below 1.5e-7.
-float erf_approx(float x) {
-  const float t = 1.0 / (1.0 + 0.3275911 * abs(x));
-  const float poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-  const float magnitude = 1.0 - poly * exp(-x * x);
-  return x < 0.0 ? -magnitude : magnitude;
-}
-
 void main() {
   for (uint i = gl_GlobalInvocationID.x; i < p.count; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     const float x = load_source(i);
@@ -62,7 +55,7 @@ void main() {
     } else if (p.op == OP_SQUARE) {
       r = x * x;
     } else if (p.op == OP_GELU) {
-      r = 0.5 * x * (1.0 + erf_approx(x * 0.70710678));
+      r = gelu(x);
     } else {
       // tanh(u) = 1 - 2 / (exp(2u) + 1), with u clamped: exp overflows past |u| ~ 44, where tanh is +-1 in float.
       const float u = clamp(0.79788456 * (x + 0.044715 * x * x * x), -20.0, 20.0);

@@ -34,7 +34,8 @@ std::vector<Activation> every_activation() {
           Activation::swish(),
           Activation::clipped_relu(6.0f),
           Activation::clipped_relu(1.0f),
-          Activation::hard_swish()};
+          Activation::hard_swish(),
+          Activation::gelu()};
 }
 
 /// -120 .. 120 in steps of 1/64 (where the exponential activations bend and saturate), and values around the

@@ -209,6 +209,20 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
       {{3, 30, 13, 13}, {.in_channels = 30, .out_channels = 70, .kernel = 1, .stride = 2, .bias = false}},
       {{2, 40, 7, 7},
        {.in_channels = 40, .out_channels = 97, .kernel = 3, .padding = 1, .activation = Activation::tanh()}},
+      // GELU in the epilogues (ConvNeXt's first 1x1 convolution of each block): pointwise with channels that are no
+      // multiple of a panel, on a plane of 63 pixels and on a small one (channels in lanes), a 3x3 (Winograd, the
+      // implicit GEMM), a depthwise 7x7.
+      {{2, 24, 7, 9}, {.in_channels = 24, .out_channels = 52, .kernel = 1, .activation = Activation::gelu()}},
+      {{3, 20, 5, 5}, {.in_channels = 20, .out_channels = 44, .kernel = 1, .activation = Activation::gelu()}},
+      {{3, 5, 11, 13},
+       {.in_channels = 5, .out_channels = 9, .kernel = 3, .padding = 1, .activation = Activation::gelu()}},
+      {{2, 17, 10, 11},
+       {.in_channels = 17,
+        .out_channels = 17,
+        .kernel = 7,
+        .padding = 3,
+        .groups = 17,
+        .activation = Activation::gelu()}},
   };
   for (const ConvShape& s : shapes) {
     const Conv2d layer(s.options);
@@ -322,6 +336,14 @@ void add_elementwise_cases(std::vector<LayerCase>& cases) {
                        m.add(ChannelAffine(c));
                        m.add(ActivationLayer(Activation::hard_swish()));
                      }});
+    // Scaled up first too: GELU's tails (x < -3, where it is tiny and negative; x > 3) and its middle.
+    cases.push_back({"gelu" + shape, input, [c = input.c](Sequential& m) {
+                       m.add(ChannelAffine(c));
+                       m.add(ChannelAffine(c));
+                       m.add(ActivationLayer(Activation::gelu()));
+                     }});
+    cases.push_back({"channel_affine gelu" + shape, input,
+                     [c = input.c](Sequential& m) { m.add(ChannelAffine(c, Activation::gelu())); }});
   }
   cases.push_back({"softmax (3, 10, 1, 1)", {3, 10, 1, 1}, [](Sequential& m) { m.add(Softmax()); }});
 }
@@ -610,7 +632,7 @@ void add_multi_input_cases(std::vector<LayerCase>& cases) {
                    }});
   for (const Activation activation :
        {Activation::none(), Activation::swish(), Activation::hard_swish(), Activation::clipped_relu(0.5f),
-        Activation::sigmoid(), Activation::tanh(), Activation::mish()}) {
+        Activation::sigmoid(), Activation::tanh(), Activation::mish(), Activation::gelu()}) {
     cases.push_back(
         {fmt::format("preactivated conv, {} affine (3, 17, 14, 13)", activation.str()),
          {3, 17, 14, 13},
@@ -782,7 +804,8 @@ void add_squeeze_excite_conv_cases(std::vector<LayerCase>& cases) {
   };
   for (const Activation activation :
        {Activation::none(), Activation::relu(), Activation::leaky_relu(0.1f), Activation::relu6(),
-        Activation::sigmoid(), Activation::tanh(), Activation::mish(), Activation::swish(), Activation::hard_swish()}) {
+        Activation::sigmoid(), Activation::tanh(), Activation::mish(), Activation::swish(), Activation::hard_swish(),
+        Activation::gelu()}) {
     for (const bool residual : {false, true}) {
       cases.push_back(
           {fmt::format("squeeze_excite -> 1x1 conv{}, {} (3, 13, 7, 9)", residual ? " + add" : "", activation.str()),

@@ -13,6 +13,7 @@ std::string_view ActivationLayer::type() const {
     case ActivationKind::swish: return "swish";
     case ActivationKind::clipped_relu: return "clipped_relu";
     case ActivationKind::hard_swish: return "hard_swish";
+    case ActivationKind::gelu: return "gelu";
   }
   return "activation";
 }

@@ -112,9 +112,10 @@ Activation parse_activation(const py::object& value) {
   if (name == "swish" || name == "silu") return Activation::swish();
   if (name == "relu6") return Activation::relu6();
   if (name == "hard_swish" || name == "hardswish") return Activation::hard_swish();
+  if (name == "gelu") return Activation::gelu();
   throw py::value_error(
       fmt::format("unknown activation '{}': use none, relu, leaky_relu, sigmoid, tanh, mish, swish "
-                  "(silu), relu6, hard_swish, or corgy.Activation.leaky_relu(slope) / "
+                  "(silu), relu6, hard_swish, gelu, or corgy.Activation.leaky_relu(slope) / "
                   "corgy.Activation.clipped_relu(ceiling)",
                   name));
 }
@@ -151,6 +152,7 @@ void bind_layers(py::module_& m,
       .def_static("clipped_relu", &Activation::clipped_relu, "ceiling"_a)
       .def_static("relu6", &Activation::relu6)
       .def_static("hard_swish", &Activation::hard_swish)
+      .def_static("gelu", &Activation::gelu)
       .def("__eq__", [](const Activation& a, const Activation& b) { return a == b; })
       .def("__repr__", [](const Activation& a) { return "corgy.Activation(" + a.str() + ")"; });
 

@@ -1,6 +1,8 @@
 """Networks built layer by layer from Python, with weights from numpy, against PyTorch computed in the test (when
 torch is installed) and against a numpy reference that needs nothing."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -147,6 +149,7 @@ def test_remaining_layers_against_numpy(backend):
         (corgy.Tanh(), np.tanh(x)),
         (corgy.ActivationLayer(corgy.Activation.clipped_relu(1.5)), np.clip(x, 0, 1.5)),
         (corgy.ActivationLayer("hard_swish"), x * np.clip(x / 6 + 0.5, 0, 1)),
+        (corgy.ActivationLayer("gelu"), x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) / 2),
         (corgy.GlobalAvgPool2d(), x.mean(axis=(2, 3), keepdims=True)),
         (corgy.Upsample(2), x.repeat(2, axis=2).repeat(2, axis=3)),
         (corgy.AvgPool2d(2), x.reshape(2, 3, 2, 2, 2, 2).mean(axis=(3, 5))),

@@ -52,6 +52,7 @@ void with_activation(Activation activation, Body&& body) {
     case ActivationKind::swish: return body(Activate<ActivationKind::swish>{activation.slope});
     case ActivationKind::clipped_relu: return body(Activate<ActivationKind::clipped_relu>{activation.slope});
     case ActivationKind::hard_swish: return body(Activate<ActivationKind::hard_swish>{activation.slope});
+    case ActivationKind::gelu: return body(Activate<ActivationKind::gelu>{activation.slope});
   }
 }
 

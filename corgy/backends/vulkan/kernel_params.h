@@ -15,7 +15,7 @@ static_assert(static_cast<int>(ActivationKind::none) == 0 && static_cast<int>(Ac
               static_cast<int>(ActivationKind::leaky_relu) == 2 && static_cast<int>(ActivationKind::sigmoid) == 3 &&
               static_cast<int>(ActivationKind::tanh) == 4 && static_cast<int>(ActivationKind::mish) == 5 &&
               static_cast<int>(ActivationKind::swish) == 6 && static_cast<int>(ActivationKind::clipped_relu) == 7 &&
-              static_cast<int>(ActivationKind::hard_swish) == 8);
+              static_cast<int>(ActivationKind::hard_swish) == 8 && static_cast<int>(ActivationKind::gelu) == 9);
 
 inline std::uint32_t activation_kind(Activation activation) { return static_cast<std::uint32_t>(activation.kind); }
 

@@ -30,6 +30,32 @@ typename Simd::Reg exp(typename Simd::Reg x) {
   return Simd::mul(p, Simd::pow2(n));
 }
 
+/// erfc(z) for z >= 0 in every lane: t exp(-z^2 + P(t)) with t = 1 / (1 + z / 2), the Chebyshev fit of Numerical
+/// Recipes (2nd ed., section 6.2; fractional error below 1.2e-7 everywhere). One exponential, no cancellation for
+/// large z, where erfc is tiny and 1 - erf would lose it.
+template <class Simd>
+typename Simd::Reg erfc_of_nonnegative(typename Simd::Reg z) {
+  using Reg = typename Simd::Reg;
+  const Reg t = Simd::div(Simd::set1(1.0f), Simd::fmadd(z, Simd::set1(0.5f), Simd::set1(1.0f)));
+  Reg p = Simd::set1(0.17087277f);
+  for (const float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
+                        1.00002368f, -1.26551223f}) {
+    p = Simd::fmadd(p, t, Simd::set1(c));
+  }
+  return Simd::mul(t, exp<Simd>(Simd::sub(p, Simd::mul(z, z))));
+}
+
+/// x (1 + erf(x / sqrt 2)) / 2 in every lane, as x erfc(-x / sqrt 2) / 2: for x < 0 the factor is erfc(|x| / sqrt 2)
+/// itself, so the tiny values of very negative x keep their relative precision; for x >= 0 it is 2 - erfc.
+template <class Simd>
+typename Simd::Reg gelu(typename Simd::Reg x) {
+  using Reg = typename Simd::Reg;
+  const Reg y = Simd::mul(x, Simd::set1(0.70710678118654752f));
+  const Reg tail = erfc_of_nonnegative<Simd>(Simd::max(y, Simd::sub(Simd::zero(), y)));
+  const Reg factor = Simd::select_less(x, Simd::zero(), tail, Simd::sub(Simd::set1(2.0f), tail));
+  return Simd::mul(Simd::mul(x, Simd::set1(0.5f)), factor);
+}
+
 /// apply_activation(Activation{kind, slope}, x) in every lane. `kind` is a template argument so that the loops that
 /// call this compile one body per kind (with_simd_activation picks it once per call).
 template <class Simd, ActivationKind kind>
@@ -60,6 +86,10 @@ typename Simd::Reg activate(typename Simd::Reg x, typename Simd::Reg slope) {
     const Reg e = exp<Simd>(Simd::min(x, Simd::set1(20.0f)));
     const Reg m = Simd::mul(e, Simd::add(e, Simd::set1(2.0f)));
     return Simd::mul(x, Simd::div(m, Simd::add(m, Simd::set1(2.0f))));
+  } else if constexpr (kind == ActivationKind::gelu) {
+    (void)slope;
+    (void)one;
+    return gelu<Simd>(x);
   } else {
     (void)slope;
     (void)one;
@@ -81,6 +111,7 @@ void with_simd_activation(ActivationKind kind, Body&& body) {
     case ActivationKind::swish: return body.template operator()<ActivationKind::swish>();
     case ActivationKind::clipped_relu: return body.template operator()<ActivationKind::clipped_relu>();
     case ActivationKind::hard_swish: return body.template operator()<ActivationKind::hard_swish>();
+    case ActivationKind::gelu: return body.template operator()<ActivationKind::gelu>();
   }
 }
 

@@ -1,5 +1,6 @@
 // erf and GELU on whole SIMD registers (unary_kernels.h), written once over a SIMD type and compiled per instruction
-// set by kernels/unary_<isa>.cpp (the rules of sgemm_micro_kernel.h apply).
+// set by kernels/unary_<isa>.cpp (the rules of sgemm_micro_kernel.h apply). erfc and the exact GELU are in
+// simd_activation.h, whose epilogues apply GELU as an activation too.
 #pragma once
 
 #include <cstddef>
@@ -9,21 +10,6 @@
 
 namespace corgy::blas::kernels {
 namespace {
-
-/// erfc(z) for z >= 0 in every lane: t exp(-z^2 + P(t)) with t = 1 / (1 + z / 2), the Chebyshev fit of Numerical
-/// Recipes (2nd ed., section 6.2; fractional error below 1.2e-7 everywhere). One exponential, no cancellation for
-/// large z, where erfc is tiny and 1 - erf would lose it.
-template <class Simd>
-typename Simd::Reg erfc_of_nonnegative(typename Simd::Reg z) {
-  using Reg = typename Simd::Reg;
-  const Reg t = Simd::div(Simd::set1(1.0f), Simd::fmadd(z, Simd::set1(0.5f), Simd::set1(1.0f)));
-  Reg p = Simd::set1(0.17087277f);
-  for (const float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
-                        1.00002368f, -1.26551223f}) {
-    p = Simd::fmadd(p, t, Simd::set1(c));
-  }
-  return Simd::mul(t, exp<Simd>(Simd::sub(p, Simd::mul(z, z))));
-}
 
 /// erf(x) in every lane: an odd Taylor polynomial below |x| = 1/2 (where 1 - erfc would lose the small value's
 /// relative precision; the first term left out is below 2e-8 there), 1 - erfc(|x|) above, with x's sign.
@@ -42,17 +28,6 @@ typename Simd::Reg erf(typename Simd::Reg x) {
   const Reg one_minus = Simd::sub(Simd::set1(1.0f), erfc_of_nonnegative<Simd>(z));
   const Reg magnitude = Simd::select_less(z, Simd::set1(0.5f), taylor, one_minus);
   return Simd::select_less(x, Simd::zero(), Simd::sub(Simd::zero(), magnitude), magnitude);
-}
-
-/// x (1 + erf(x / sqrt 2)) / 2 in every lane, as x erfc(-x / sqrt 2) / 2: for x < 0 the factor is erfc(|x| / sqrt 2)
-/// itself, so the tiny values of very negative x keep their relative precision; for x >= 0 it is 2 - erfc.
-template <class Simd>
-typename Simd::Reg gelu(typename Simd::Reg x) {
-  using Reg = typename Simd::Reg;
-  const Reg y = Simd::mul(x, Simd::set1(0.70710678118654752f));
-  const Reg tail = erfc_of_nonnegative<Simd>(Simd::max(y, Simd::sub(Simd::zero(), y)));
-  const Reg factor = Simd::select_less(x, Simd::zero(), tail, Simd::sub(Simd::set1(2.0f), tail));
-  return Simd::mul(Simd::mul(x, Simd::set1(0.5f)), factor);
 }
 
 /// x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2 in every lane (the tanh of simd_activation.h).
