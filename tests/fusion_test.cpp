@@ -536,7 +536,7 @@ TEST(Fusion, TurnsExportedGeluAndLayerNormsIntoOneLayerEach) {
   EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 15, 16, 17, 18, 19, 20, 21}));
   EXPECT_EQ(graph.nodes[9].layer->describe(), "layer_norm (2, 8, 5, 6) axis 3 eps 1e-05");
   EXPECT_EQ(graph.nodes[9].inputs, std::vector<int>{0});
-  EXPECT_EQ(graph.nodes[14].layer->describe(), "unary gelu");
+  EXPECT_EQ(graph.nodes[14].layer->describe(), "gelu");
   EXPECT_EQ(graph.nodes[14].inputs, std::vector<int>{9});
   EXPECT_EQ(graph.nodes[22].layer->describe(), "layer_norm (2, 8, 5, 6) axis 1 eps 1e-06");
   EXPECT_EQ(graph.nodes[22].inputs, std::vector<int>{14});
@@ -557,6 +557,31 @@ TEST(Fusion, TurnsExportedGeluAndLayerNormsIntoOneLayerEach) {
   EXPECT_EQ(kept.nodes[14].layer->type(), "channel_affine");
   EXPECT_EQ(kept.nodes[9].layer->type(), "broadcast_binary");
   EXPECT_EQ(kept.nodes[22].layer->type(), "layer_norm");
+}
+
+TEST(Fusion, PutsAnExportedGeluIntoTheConvolutionBeforeIt) {
+  // conv -> x / sqrt(2) -> erf -> + 1 -> * conv's output -> * 0.5: rule 7a makes the gelu activation, rule 2 moves it
+  // into the convolution.
+  Sequential model;
+  const int c = model.add(Conv2d({.in_channels = 3, .out_channels = 5, .kernel = 3, .padding = 1}));  // 0
+  model.add(ChannelAffine(5));                                                                        // 1
+  model.add(Unary(UnaryOp::erf));                                                                     // 2
+  const int plus_one = model.add(ChannelAffine(5));                                                   // 3
+  model.add(Elementwise(ElementwiseOp::multiply), {c, plus_one});                                     // 4
+  model.add(ChannelAffine(5));                                                                        // 5
+  const auto set = [&](int layer, float scale, float shift) {
+    dynamic_cast<ChannelAffine&>(model.layer(layer))
+        .set_parameters(std::vector<float>(5, scale), std::vector<float>(5, shift));
+  };
+  set(1, 1.0f / std::sqrt(2.0f), 0.0f);
+  set(3, 1.0f, 1.0f);
+  set(5, 0.5f, 0.0f);
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 1, 2, 3, 4}));
+  const auto& conv = dynamic_cast<const FusedConv2d&>(*graph.nodes[5].layer);
+  EXPECT_EQ(conv.desc().activation, Activation::gelu());
+  EXPECT_FALSE(conv.residual());
+  EXPECT_EQ(graph.nodes[5].inputs, std::vector<int>{Sequential::model_input});
 }
 
 /// GELU's tanh form as the loader maps PyTorch's export: x * x, x * that, * 0.044715, + x, * sqrt(2 / pi) with the
@@ -752,20 +777,21 @@ Sequential convnext_like() {
 TEST(Fusion, RunsChannelsLastChainsBetweenTransposesOnTheChannels) {
   const Sequential model = convnext_like();
   const FusedGraph graph = fused(model);
-  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 1, 4, 6, 9}));
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 1, 4, 6, 7, 9}));
   EXPECT_EQ(graph.nodes[2].layer->describe(), "layer_norm (2, 4, 10, 12) axis 1 eps 1e-06");
   EXPECT_EQ(graph.nodes[2].inputs, std::vector<int>{Sequential::model_input});
   EXPECT_EQ(graph.nodes[5].layer->describe(), "layer_norm (2, 8, 5, 6) axis 1 eps 1e-06");
   EXPECT_EQ(graph.nodes[5].inputs, std::vector<int>{3});
-  const auto& expand = dynamic_cast<const Conv2d&>(*graph.nodes[7].layer);
+  // The first Linear became a 1x1 convolution, and the GELU after it went into that (rule 2, run again last).
+  const auto& expand = dynamic_cast<const FusedConv2d&>(*graph.nodes[8].layer);
   EXPECT_EQ(expand.desc().kernel, 1);
   EXPECT_EQ(expand.desc().out_channels, 16);
-  ASSERT_TRUE(expand.has_bias());
+  EXPECT_EQ(expand.desc().activation, Activation::gelu());
+  ASSERT_FALSE(expand.bias().empty());
   EXPECT_FLOAT_EQ(expand.bias().data()[0], 0.1f - 0.6f);
-  EXPECT_EQ(graph.nodes[7].inputs, std::vector<int>{5});
+  EXPECT_EQ(graph.nodes[8].inputs, std::vector<int>{5});
   // The Linear weights are viewed, not copied.
   EXPECT_EQ(expand.weights().data(), dynamic_cast<const TensorLinear&>(model.layer(6)).linear().weights().data());
-  EXPECT_EQ(graph.nodes[8].layer->describe(), "unary gelu");
   const auto& project = dynamic_cast<const Conv2d&>(*graph.nodes[10].layer);
   EXPECT_EQ(project.desc().out_channels, 8);
   EXPECT_FALSE(project.has_bias());

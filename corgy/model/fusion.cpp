@@ -137,17 +137,24 @@ void fuse_hard_swish(Rewriter& r) {
   }
 }
 
-// 2. An activation layer into the convolution or Add before it.
+/// The activation that node i applies on its own: an ActivationLayer's, or GELU for a Unary gelu (the same function).
+std::optional<Activation> activation_of(const Rewriter& r, int i) {
+  if (const auto* layer = r.as<ActivationLayer>(i)) return layer->activation();
+  if (const auto* unary = r.as<Unary>(i); unary && unary->op() == UnaryOp::gelu) return Activation::gelu();
+  return std::nullopt;
+}
+
+// 2. An activation layer (or a Unary gelu) into the convolution or Add before it.
 void fuse_activations(Rewriter& r) {
   for (int a = 0; a < r.size(); ++a) {
-    const auto* activation = r.as<ActivationLayer>(a);
+    const std::optional<Activation> activation = activation_of(r, a);
     if (!activation || r.node(a).inputs.size() != 1) continue;
     const int p = r.node(a).inputs[0];
     if (!r.private_to_pattern(p)) continue;
     if (const Conv2d* conv = plain_conv(r, p)) {
-      r.rewrite(a, std::make_unique<FusedConv2d>(*conv, activation->activation(), false), r.node(p).inputs, {p});
+      r.rewrite(a, std::make_unique<FusedConv2d>(*conv, *activation, false), r.node(p).inputs, {p});
     } else if (const Add* add = r.as<Add>(p); add && add->activation().kind == ActivationKind::none) {
-      r.rewrite(a, std::make_unique<Add>(activation->activation()), r.node(p).inputs, {p});
+      r.rewrite(a, std::make_unique<Add>(*activation), r.node(p).inputs, {p});
     }
   }
 }
@@ -387,7 +394,7 @@ bool is_affine(std::optional<std::pair<float, float>> affine, float scale, float
   return affine && std::abs(affine->first - scale) <= 1e-6f * std::abs(scale) && affine->second == shift;
 }
 
-// 7a. x * (erf(x / sqrt(2)) + 1) * 0.5 -> gelu(x).
+// 7a. x * (erf(x / sqrt(2)) + 1) * 0.5 -> the gelu activation (which rule 1 then fuses into a convolution before it).
 void fuse_gelu(Rewriter& r) {
   constexpr float inverse_sqrt2 = 0.70710678118654752f;
   for (int m = 0; m < r.size(); ++m) {
@@ -404,7 +411,7 @@ void fuse_gelu(Rewriter& r) {
       const int d = only_input(r, e);
       if (!is_affine(scalar_affine(r, d), inverse_sqrt2, 0.0f) || !r.private_to_pattern(d) || only_input(r, d) != x)
         continue;
-      r.rewrite(m, std::make_unique<Unary>(UnaryOp::gelu), {x}, {p, q, e, d});
+      r.rewrite(m, std::make_unique<ActivationLayer>(Activation::gelu()), {x}, {p, q, e, d});
       break;
     }
   }
@@ -664,12 +671,14 @@ void fuse_channels_last_chains(Rewriter& r) {
 
 FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   FusedGraph graph{std::move(nodes), {}};
-  // Each rewrite sees the graph as the ones before left it (counts of readers included).
+  // Each rewrite sees the graph as the ones before left it (counts of readers included). GELU first, so that the
+  // rules after it see an activation like any other; the activations again last, for the convolutions that the
+  // channels-last chains (rule 11) became.
   for (void (*rewrite)(Rewriter&) :
-       {fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool, fuse_squeeze_excite,
-        fuse_inverted_residuals, fuse_gelu, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs,
-        fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs, fuse_tensor_linear_biases,
-        fuse_channels_last_chains}) {
+       {fuse_gelu, fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool,
+        fuse_squeeze_excite, fuse_inverted_residuals, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs,
+        fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs, fuse_tensor_linear_biases, fuse_channels_last_chains,
+        fuse_activations}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

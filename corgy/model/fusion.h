@@ -43,7 +43,8 @@ struct FusedGraph {
 ///     whose output something else reads becomes one without the projection (MobileNetV3's and EfficientNet's
 ///     blocks, whose squeeze-and-excitation sits before the projection).
 ///  7. GELU as exporters write it, x * (erf(x / sqrt(2)) + 1) * 0.5 (the scalar steps as ChannelAffine or
-///     BroadcastBinary layers), becomes one Unary gelu, its tanh form x * (tanh(sqrt(2 / pi) * (x + 0.044715 *
+///     BroadcastBinary layers), becomes one gelu ActivationLayer (applied first, so that rule 2 fuses it into a
+///     convolution before it like any activation), its tanh form x * (tanh(sqrt(2 / pi) * (x + 0.044715 *
 ///     x * (x * x))) + 1) * 0.5 one Unary gelu_tanh; and LayerNorm as ReduceMean / Sub / Pow / ReduceMean / Add /
 ///     Sqrt / Div along one axis (ReduceAxis, BroadcastBinary, Unary square, a scalar shift, Unary sqrt,
 ///     BroadcastBinary), with the scale and shift after it (BroadcastBinary constants along that axis, or a
@@ -65,7 +66,8 @@ struct FusedGraph {
 ///     (LayerNorm over it, TensorLinear, Unary, activation), then the Transpose (0, 3, 1, 2) back, becomes the same
 ///     chain on the channels-first tensor without the transposes: LayerNorm over the channels, 1x1 Conv2d layers
 ///     (the Linear weights viewed as OIHW) and the same element-wise layers (ConvNeXt's blocks and its downsampling
-///     layers' LayerNorm2d); the convolutions then run the backends' convolution GEMMs.
+///     layers' LayerNorm2d); the convolutions then run the backends' convolution GEMMs, and rule 2 runs once more
+///     to give them the activation after them (ConvNeXt's GELU into its first 1x1 convolution's epilogue).
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 
