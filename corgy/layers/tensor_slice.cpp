@@ -43,7 +43,12 @@ TensorSlice::TensorSlice(const TensorDims& input, std::vector<SliceAxis> axes)
 
 std::string TensorSlice::describe() const {
   std::string text = fmt::format("tensor_slice of {}", input_.str());
-  for (const SliceAxis& s : axes_) text += " " + range_text(s);
+  for (const SliceAxis& s : axes_) {
+    // Two appends, not text += " " + range_text(s): GCC 12 at -O3 takes that for an overflowing memcpy
+    // (-Wstringop-overflow) once <string> comes from the precompiled header.
+    text += ' ';
+    text += range_text(s);
+  }
   return text;
 }
 
