@@ -59,6 +59,8 @@ Variable Variable::clone() const {
   return Variable(shape_, values());
 }
 
+Variable Variable::share() const { return empty() ? Variable() : view(shape_); }
+
 Variable Variable::view(Shape shape) const {
   if (shape.has_zero_or_negative() || shape.count() > capacity()) {
     throw Error(fmt::format("cannot view a Variable of capacity {} as shape {} ({} elements)", capacity(), shape.str(),

@@ -64,6 +64,8 @@ class Variable {
   Variable clone() const;
   /// Same storage, another shape with count() <= capacity().
   Variable view(Shape shape) const;
+  /// Same storage and shape: a second handle, no copy (a layer copy sharing its weights). Empty gives empty.
+  Variable share() const;
   /// New shape with the same count; no copy.
   void reshape(Shape shape);
 

@@ -4,20 +4,14 @@
 
 namespace corgy {
 
-namespace {
-
-Variable view_of(const Variable& tensor) { return tensor.empty() ? Variable() : tensor.view(tensor.shape()); }
-
-}  // namespace
-
 PreactivatedConv2d::PreactivatedConv2d(const ChannelAffine& affine, const Conv2dDesc& conv, const Variable& weights,
                                        const Variable& bias)
     : desc_(conv),
       input_activation_(affine.activation()),
-      scale_(view_of(affine.scale())),
-      shift_(view_of(affine.shift())),
-      weights_(view_of(weights)),
-      bias_(view_of(bias)) {
+      scale_(affine.scale().share()),
+      shift_(affine.shift().share()),
+      weights_(weights.share()),
+      bias_(bias.share()) {
   if (affine.channels() != conv.in_channels) {
     throw_parameter_error("preactivated_conv2d", fmt::format("the affine's {} channels are not the convolution's {}",
                                                              affine.channels(), conv.in_channels));
@@ -28,10 +22,10 @@ PreactivatedConv2d::PreactivatedConv2d(const PreactivatedConv2d& conv, const Avg
     : desc_(conv.desc_),
       input_activation_(conv.input_activation_),
       input_pool_(pool.options()),
-      scale_(view_of(conv.scale_)),
-      shift_(view_of(conv.shift_)),
-      weights_(view_of(conv.weights_)),
-      bias_(view_of(conv.bias_)) {}
+      scale_(conv.scale_.share()),
+      shift_(conv.shift_.share()),
+      weights_(conv.weights_.share()),
+      bias_(conv.bias_.share()) {}
 
 Shape PreactivatedConv2d::conv_input(const Shape& first) const {
   const Shape joined{first.n, desc_.in_channels, first.h, first.w};

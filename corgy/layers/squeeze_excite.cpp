@@ -6,8 +6,6 @@ namespace corgy {
 
 namespace {
 
-Variable view_of(const Variable& tensor) { return tensor.empty() ? Variable() : tensor.view(tensor.shape()); }
-
 bool is_plain_1x1(const Conv2dDesc& d) {
   return d.is_square() && d.kernel == 1 && d.stride == 1 && d.padding == 0 && d.groups == 1;
 }
@@ -20,10 +18,10 @@ SqueezeExcite::SqueezeExcite(const Conv2dDesc& reduce, const Variable& reduce_we
             .squeeze_channels = reduce.out_channels,
             .reduce_activation = reduce.activation,
             .expand_activation = expand.activation},
-      reduce_weights_(view_of(reduce_weights)),
-      reduce_bias_(view_of(reduce_bias)),
-      expand_weights_(view_of(expand_weights)),
-      expand_bias_(view_of(expand_bias)) {
+      reduce_weights_(reduce_weights.share()),
+      reduce_bias_(reduce_bias.share()),
+      expand_weights_(expand_weights.share()),
+      expand_bias_(expand_bias.share()) {
   if (!is_plain_1x1(reduce) || !is_plain_1x1(expand) || expand.in_channels != reduce.out_channels ||
       expand.out_channels != reduce.in_channels) {
     throw_parameter_error("squeeze_excite", fmt::format("needs 1x1 convolutions {0} -> S -> {0}; got {0} -> {1} -> {2}",

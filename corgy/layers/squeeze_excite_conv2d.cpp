@@ -6,7 +6,6 @@ namespace corgy {
 
 namespace {
 
-Variable view_of(const Variable& tensor) { return tensor.empty() ? Variable() : tensor.view(tensor.shape()); }
 const Variable* or_null(const Variable& tensor) { return tensor.empty() ? nullptr : &tensor; }
 
 }  // namespace
@@ -16,12 +15,12 @@ SqueezeExciteConv2d::SqueezeExciteConv2d(const SqueezeExcite& excite, const Conv
     : excite_(excite.desc()),
       desc_(conv),
       residual_(residual),
-      reduce_weights_(view_of(excite.reduce_weights())),
-      reduce_bias_(view_of(excite.reduce_bias())),
-      expand_weights_(view_of(excite.expand_weights())),
-      expand_bias_(view_of(excite.expand_bias())),
-      weights_(view_of(weights)),
-      bias_(view_of(bias)) {
+      reduce_weights_(excite.reduce_weights().share()),
+      reduce_bias_(excite.reduce_bias().share()),
+      expand_weights_(excite.expand_weights().share()),
+      expand_bias_(excite.expand_bias().share()),
+      weights_(weights.share()),
+      bias_(bias.share()) {
   if (!conv.is_square() || conv.kernel != 1 || conv.stride != 1 || conv.padding != 0 || conv.groups != 1 ||
       conv.in_channels != excite_.channels) {
     throw_parameter_error(

@@ -46,7 +46,7 @@ void check_options(const StyleTransferOptions& o) {
 }
 
 // The Sequential's layers and the named blocks of one network.
-struct Builder {
+struct StyleNetworkBuilder {
   const StyleTransferOptions& options;
   Sequential& network;
   std::vector<StyleTransferModel::Block>& blocks;
@@ -188,18 +188,18 @@ Manifest read_manifest(const std::string& path) {
   return manifest;
 }
 
-std::string shape_text(const std::vector<int>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string npy_shape_text(const std::vector<int>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 // Reads tensor `name` of the manifest, checking the manifest's shape and the file's against `expected`.
 Variable read_tensor(const Manifest& manifest, const std::filesystem::path& directory, const std::string& source,
                      const std::string& name, const std::vector<int>& expected) {
   const auto it = manifest.tensors.find(name);
   if (it == manifest.tensors.end()) {
-    throw Error(fmt::format("{}: tensor '{}' is missing (shape {} expected)", source, name, shape_text(expected)));
+    throw Error(fmt::format("{}: tensor '{}' is missing (shape {} expected)", source, name, npy_shape_text(expected)));
   }
   if (it->second.shape != expected) {
     throw Error(fmt::format("{}: tensor '{}' has shape {}, the network needs {}", source, name,
-                            shape_text(it->second.shape), shape_text(expected)));
+                            npy_shape_text(it->second.shape), npy_shape_text(expected)));
   }
   const std::string file = (directory / it->second.file).string();
   Variable tensor = load_npy(file);
@@ -208,7 +208,7 @@ Variable read_tensor(const Manifest& manifest, const std::filesystem::path& dire
   if (expected.size() == 2) want = {1, 1, expected[0], expected[1]};
   if (tensor.shape() != want) {
     throw Error(fmt::format("{}: tensor '{}' has shape {} in its file, the network needs {}", file, name,
-                            tensor.shape().str(), shape_text(expected)));
+                            tensor.shape().str(), npy_shape_text(expected)));
   }
   return tensor;
 }
@@ -217,7 +217,7 @@ Variable read_tensor(const Manifest& manifest, const std::filesystem::path& dire
 
 StyleTransferModel::StyleTransferModel(const StyleTransferOptions& options) : options_(options) {
   check_options(options);
-  Builder{options_, network_, blocks_}.build();
+  StyleNetworkBuilder{options_, network_, blocks_}.build();
   for (int s = 0; s < options.styles; ++s) style_names_.push_back(fmt::format("style {}", s));
   style_.assign(options.styles, 0.0f);
   style_[0] = 1.0f;

@@ -35,7 +35,7 @@ std::size_t weight_bytes(const ConvPlan& plan) {
   return bytes;
 }
 
-int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+int align_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 /// Output rows [y0, y1) of images [n0, n1) into target: image n's channel c row y0 + r at
 /// target + (n - n0) * image_stride + c * channel_stride + r * width.
@@ -108,13 +108,13 @@ Bands bands_for(const ConvPlan& plan, const Shape& output, int members) {
   if (weight_bytes(plan) > kBandWeightsBytes) return {};
   const int align = row_alignment(plan);
   const std::size_t row_bytes = sizeof(float) * static_cast<std::size_t>(output.c) * output.w;
-  const int all_rows = round_up(output.h, align);
+  const int all_rows = align_up(output.h, align);
   // Never more than a whole image: a small image is one band.
   const int fewest_rows = std::min(all_rows, weight_bytes(plan) <= kL2WeightsBytes
                                                  ? align
-                                                 : round_up((kMinBandPixels + output.w - 1) / output.w, align));
+                                                 : align_up((kMinBandPixels + output.w - 1) / output.w, align));
   // As many rows as fit the cache budget ...
-  Bands bands{std::clamp(round_up(static_cast<int>(kBandBytes / row_bytes), align), fewest_rows, all_rows), 1};
+  Bands bands{std::clamp(align_up(static_cast<int>(kBandBytes / row_bytes), align), fewest_rows, all_rows), 1};
   // ... and when a band holds a whole image, as many whole images (their tiles share one set of GEMMs).
   if (bands.rows == all_rows) {
     bands.images = std::clamp(static_cast<int>(kBandBytes / (row_bytes * output.h)), 1, output.n);
@@ -151,7 +151,7 @@ Bands bands_for(const ConvPlan& plan, const Shape& output, int members) {
     } else {
       bands.images = 1;
       const int per_image = (wanted + output.n - 1) / output.n;
-      bands.rows = std::clamp(round_up((output.h + per_image - 1) / per_image, align), fewest_rows, all_rows);
+      bands.rows = std::clamp(align_up((output.h + per_image - 1) / per_image, align), fewest_rows, all_rows);
     }
   }
   if (members > 1 && count(bands) < members) return {};
@@ -208,7 +208,7 @@ void conv_in_bands(const TeamMember& member, WorkQueue& queue, const ConvPlan& p
     const int r0 = std::max(0, p0 * pool->stride_h - pool->pad_top);
     const int r1 = std::min(conv_output.h, (p1 - 1) * pool->stride_h - pool->pad_top + pool->kernel_h);
     const int first = r0 / align * align;
-    const int last = std::min(conv_output.h, round_up(r1, align));
+    const int last = std::min(conv_output.h, align_up(r1, align));
     const std::size_t channel_stride = static_cast<std::size_t>(last - first) * conv_output.w;
     const std::size_t image_stride = channel_stride * conv_output.c;
     if (buffers.conv_rows.size() < image_stride * (n1 - n0)) buffers.conv_rows.resize(image_stride * (n1 - n0));

@@ -14,7 +14,7 @@ namespace {
 /// running sum would be a serial dependency chain). Double: a plane of 256 x 256 values summed in float would
 /// lose about 1e-4 of the mean when the mean is large against the spread.
 template <typename Term>
-double lane_sum(const float* values, std::size_t count, const Term& term) {
+double sum_in_double(const float* values, std::size_t count, const Term& term) {
   constexpr std::size_t lanes = 8;
   std::array<double, lanes> sums{};
   std::size_t i = 0;
@@ -39,8 +39,9 @@ void BlasBackend::instance_norm(const Variable& input, const Variable& scale, co
       const float* source = input.data() + plane * plane_size;
       float* target = output.data() + plane * plane_size;
       const double cells = static_cast<double>(plane_size);
-      const double mean = lane_sum(source, plane_size, [](float x) { return static_cast<double>(x); }) / cells;
-      const double variance = lane_sum(source, plane_size, [mean](float x) { return (x - mean) * (x - mean); }) / cells;
+      const double mean = sum_in_double(source, plane_size, [](float x) { return static_cast<double>(x); }) / cells;
+      const double variance =
+          sum_in_double(source, plane_size, [mean](float x) { return (x - mean) * (x - mean); }) / cells;
       const std::size_t channel = plane % static_cast<std::size_t>(shape.c);
       // y = (x - mean) * factor + shift, the subtraction first and with the mean as two floats (its float and the
       // rest): folded into x * factor + (shift - mean * factor), or with the mean rounded to float, a plane far from

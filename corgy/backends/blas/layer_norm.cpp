@@ -17,7 +17,7 @@ namespace {
 /// The sum of f(row[i]) for i < length, in 16 partial sums that the compiler keeps in SIMD registers (a single float
 /// accumulator is a chain it may not reorder).
 template <typename Function>
-float lane_sum(const float* row, std::size_t length, const Function& f) {
+float row_sum(const float* row, std::size_t length, const Function& f) {
   constexpr std::size_t lanes = 16;
   float partial[lanes] = {};
   std::size_t i = 0;
@@ -34,8 +34,8 @@ float lane_sum(const float* row, std::size_t length, const Function& f) {
 void normalize_row(const float* row, float* out, std::size_t length, float epsilon, const float* scale,
                    const float* shift) {
   const float inverse_length = 1.0f / static_cast<float>(length);
-  const float mean = lane_sum(row, length, [](float x) { return x; }) * inverse_length;
-  const float variance = lane_sum(row, length, [mean](float x) { return (x - mean) * (x - mean); }) * inverse_length;
+  const float mean = row_sum(row, length, [](float x) { return x; }) * inverse_length;
+  const float variance = row_sum(row, length, [mean](float x) { return (x - mean) * (x - mean); }) * inverse_length;
   const float inverse_deviation = 1.0f / std::sqrt(variance + epsilon);
   for (std::size_t i = 0; i < length; ++i) out[i] = (row[i] - mean) * inverse_deviation * scale[i] + shift[i];
 }

@@ -18,7 +18,7 @@ namespace {
 
 /// Sum of x[0, count) in eight independent float lanes (a single running sum is a serial chain the compiler may
 /// not reorder), then the lanes in double.
-double lane_sum(const float* x, std::size_t count) {
+double plane_sum(const float* x, std::size_t count) {
   constexpr std::size_t lanes = 8;
   std::array<float, lanes> sums{};
   std::size_t i = 0;
@@ -66,7 +66,7 @@ void BlasBackend::squeeze_excite_gates(const blas::TeamMember& member, const Squ
   const blas::TeamMember::Range mine = member.share(planes);
   const float scale = 1.0f / static_cast<float>(plane);
   for (std::size_t p = mine.begin; p < mine.end; ++p) {
-    scratch.means[p] = static_cast<float>(lane_sum(input.data() + p * plane, plane)) * scale;
+    scratch.means[p] = static_cast<float>(plane_sum(input.data() + p * plane, plane)) * scale;
   }
   member.sync();
   // Each member its share of each product's output rows (the weights' rows), over every image at once.

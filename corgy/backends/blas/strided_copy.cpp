@@ -14,7 +14,7 @@ namespace corgy {
 namespace {
 
 /// Elements one task copies at least: blocks of short runs, or pieces of a long run.
-constexpr std::size_t kElementsPerTask = 16384;
+constexpr std::size_t kElementsPerCopyTask = 16384;
 
 /// Copies `length` elements of one run.
 void copy_run(const float* from, std::int64_t from_stride, float* to, std::int64_t to_stride, std::size_t length) {
@@ -58,20 +58,20 @@ void BlasBackend::copy_strided(const StridedCopyDesc& desc, const Variable& inpu
   const float* source = input.data();
   float* target = output.data();
   profiler_.note("strided copy");
-  if (run >= kElementsPerTask) {
+  if (run >= kElementsPerCopyTask) {
     // Long runs: each task copies a piece of one.
-    const std::size_t pieces = (run + kElementsPerTask - 1) / kElementsPerTask;
+    const std::size_t pieces = (run + kElementsPerCopyTask - 1) / kElementsPerCopyTask;
     parallel_for(threads_for(s.count()), runs * pieces, [&](std::size_t task) {
       const auto [from, to] = run_offsets(s, task / pieces);
-      const std::size_t begin = task % pieces * kElementsPerTask;
+      const std::size_t begin = task % pieces * kElementsPerCopyTask;
       const auto first = static_cast<std::int64_t>(begin);
       copy_run(source + from + first * from_stride, from_stride, target + to + first * to_stride, to_stride,
-               std::min(kElementsPerTask, run - begin));
+               std::min(kElementsPerCopyTask, run - begin));
     });
     return;
   }
   // Short runs: each task copies a block of whole runs, the offsets of each next run stepped from the last's.
-  const std::size_t block = std::max<std::size_t>(1, kElementsPerTask / run);
+  const std::size_t block = std::max<std::size_t>(1, kElementsPerCopyTask / run);
   const int outer_axes = s.rank - 1;
   parallel_for(threads_for(s.count()), (runs + block - 1) / block, [&](std::size_t task) {
     const std::size_t begin = task * block;

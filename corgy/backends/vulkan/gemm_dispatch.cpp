@@ -12,7 +12,7 @@ namespace corgy::vulkan {
 namespace {
 
 // Workgroups that keep a large GPU (100+ compute units) busy.
-constexpr double busy_workgroups = 128.0;
+constexpr double gemm_busy_workgroups = 128.0;
 
 // GFLOP/s at 2048^3 on an H200 relative to the fastest (docs/benchmarks.md): 33.8, 30.5, 27.1, 21.0 TFLOP/s.
 constexpr RatedTiles rated_tiles[] = {
@@ -26,7 +26,7 @@ double estimated_speed(const RatedTiles& rated, std::uint32_t m, std::uint32_t n
   const VulkanGemmTiles& t = rated.tiles;
   const double groups = static_cast<double>(ceil_div(m, t.tile_m)) * ceil_div(n, t.tile_n) * batch;
   const double useful = static_cast<double>(m) * n * batch / (groups * t.tile_m * t.tile_n);
-  return std::min(1.0, groups / busy_workgroups) * useful * rated.speed;
+  return std::min(1.0, groups / gemm_busy_workgroups) * useful * rated.speed;
 }
 
 bool fits(const VulkanGemmTiles& t, const VkPhysicalDeviceLimits& limits) {

@@ -22,7 +22,7 @@ constexpr std::uint32_t channels_per_chunk = 16;
 constexpr int most_in_channels = 64;
 constexpr std::uint32_t most_output_fragments = 4;
 // Two 16x16 fp32 fragments per subgroup, 8 subgroups.
-constexpr std::uint64_t scratch_bytes = 8 * 512 * sizeof(float);
+constexpr std::uint64_t fragment_scratch_bytes = 8 * 512 * sizeof(float);
 // The automatic choice: up to one chunk of input channels, where the direct kernel did not take the layer first.
 // On an H200 at batch 64 (vulkan_conv_benchmark, fp16, with the layer's 2x2 max pool fused) against the
 // cooperative-matrix implicit GEMM: Tiny YOLO's 208x208 16 -> 32 layer 0.81 against 1.06 ms; 104x104 32 -> 64 0.50
@@ -43,7 +43,7 @@ std::uint64_t shared_bytes(const Conv2dDesc& d, std::uint32_t row_pairs) {
   const std::uint64_t patch = patch_extent(d, 8 * row_pairs) * patch_extent(d, block_width) * channels_per_chunk * 2;
   const std::uint64_t weights =
       output_fragments(d) * 16ull * (static_cast<std::uint64_t>(d.kernel) * d.kernel * 16 + 8) * 2;
-  return patch + weights + scratch_bytes;
+  return patch + weights + fragment_scratch_bytes;
 }
 
 }  // namespace
