@@ -57,7 +57,7 @@ build_sanitized() {
   # isolated every case, and here the start-up of 2,500 sanitized processes took longer than the tests.
   # -g1: line tables and functions, enough for the sanitizers' stack traces, without the local variables' debug
   # information (-g), which cost about a quarter of each file's compile time (the CI's 30 minutes).
-  configure_and_build "$CORGY_ASAN_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-Og -g1" -DCORGY_SANITIZE=ON -DCORGY_WERROR=ON \
+  configure_and_build "$CORGY_ASAN_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-Og -g1" -DCORGY_SANITIZE=ON -DCORGY_WERROR=ON -DCORGY_UNITY_BUILD=ON \
     -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -DCORGY_BUILD_SERVE=ON -DCORGY_TEST_SHARDS=4
 }
 
@@ -153,7 +153,7 @@ serve_sanitized_tests() {
 CORGY_TSAN_DIR="$CORGY_ROOT/build/tsan"
 build_thread_sanitized() {
   configure_and_build "$CORGY_TSAN_DIR" Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DCORGY_SANITIZE_THREADS=ON \
-    -DCORGY_WERROR=ON -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -- thread_safety_test
+    -DCORGY_WERROR=ON -DCORGY_UNITY_BUILD=ON -DCORGY_BUILD_BENCHMARKS=OFF -DCORGY_BUILD_EXAMPLES=OFF -- thread_safety_test
 }
 
 run_thread_sanitized_tests() {
