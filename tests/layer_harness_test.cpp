@@ -311,7 +311,7 @@ void add_conv_maxpool_cases(std::vector<LayerCase>& cases) {
 
 void add_elementwise_cases(std::vector<LayerCase>& cases) {
   for (Shape input : {Shape{1, 3, 7, 5}, Shape{3, 2, 9, 9}}) {
-    const std::string shape = " " + input.str();
+    const std::string shape = fmt::format(" {}", input.str());
     cases.push_back({"relu" + shape, input, [](Sequential& m) { m.add(ReLU()); }});
     cases.push_back({"leaky_relu" + shape, input, [](Sequential& m) { m.add(LeakyReLU(0.2f)); }});
     cases.push_back({"sigmoid" + shape, input, [](Sequential& m) { m.add(Sigmoid()); }});
