@@ -16,9 +16,9 @@ namespace {
 
 // Channels of conv0 and of the five separable convolutions' outputs (TinyFaceDetector's filterSizes).
 constexpr std::array<int, 6> widths = {16, 32, 64, 128, 256, 512};
-constexpr int anchors = static_cast<int>(tiny_face_anchors.size() / 2);
+constexpr int anchor_count = static_cast<int>(tiny_face_anchors.size() / 2);
 constexpr int box_entries = 5;  // x, y, w, h, score
-static_assert(anchors * box_entries == tiny_face_output_channels);
+static_assert(anchor_count * box_entries == tiny_face_output_channels);
 
 // Layer indices in build_tiny_face_detector(): conv0, pool, then (depthwise, pointwise, pool) per separable conv.
 constexpr int conv0_layer = 0;
@@ -169,7 +169,7 @@ std::vector<LabeledBox> decode_faces(const Variable& raw, int batch_index, int i
   for (std::size_t cell = 0; cell < plane; ++cell) {
     const float row = static_cast<float>(cell / grid);
     const float col = static_cast<float>(cell % grid);
-    for (int a = 0; a < anchors; ++a) {
+    for (int a = 0; a < anchor_count; ++a) {
       const float* entry = planes + static_cast<std::size_t>(a) * box_entries * plane + cell;
       const float score = sigmoid(entry[4 * plane]);
       if (score <= options.score_threshold) continue;
