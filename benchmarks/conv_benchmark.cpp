@@ -41,6 +41,14 @@ constexpr ConvShape kResNet50LastStage[] = {
     {7, 512, 2048, 1}, {7, 2048, 512, 1}, {7, 1024, 2048, 1}, {7, 512, 512, 3}, {14, 512, 512, 3, 2},
 };
 
+/// The ImageNet networks' strided layers at batch 1 (224 x 224 input): MobileNetV2's (and EfficientNet's) stem,
+/// whose 3 input channels make a GEMM of depth 27, and ResNet-50's 3x3 / 2 convolutions at the start of stages 2-4.
+constexpr ConvShape kImageNetStridedShapes[] = {
+    {224, 3, 32, 3, 2},
+    {56, 128, 128, 3, 2},
+    {28, 256, 256, 3, 2},
+};
+
 /// One backend configuration to compare.
 struct BackendConfig {
   const char* label;
@@ -61,6 +69,8 @@ constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
                                       {"blas_2t", "blas", 2},
                                       {"lanes_1t", "blas:channels_in_lanes", 1},
                                       {"lanes_2t", "blas:channels_in_lanes", 2},
+                                      {"few_1t", "blas:few_channels", 1},
+                                      {"few_2t", "blas:few_channels", 2},
                                       {"packed_2t", "blas:packed", 2},
                                       {"lanes_1t_cold", "blas:channels_in_lanes", 1, true},
                                       {"packed_1t_cold", "blas:packed", 1, true},
@@ -177,7 +187,8 @@ void configure(benchmark::internal::Benchmark* benchmark) {
 
 int main(int argc, char** argv) {
   for (const auto& shapes :
-       {std::span<const ConvShape>(kTinyYoloShapes), std::span<const ConvShape>(kResNet50LastStage)}) {
+       {std::span<const ConvShape>(kTinyYoloShapes), std::span<const ConvShape>(kResNet50LastStage),
+        std::span<const ConvShape>(kImageNetStridedShapes)}) {
     for (const ConvShape& shape : shapes) {
       for (const BackendConfig& config : kConfigs) {
         const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;

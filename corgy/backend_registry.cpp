@@ -78,8 +78,8 @@ std::unique_ptr<Backend> make_backend(const std::string& full_name, const Backen
        {std::pair{"im2col", BlasConvolution::im2col}, std::pair{"packed", BlasConvolution::packed},
         std::pair{"winograd", BlasConvolution::winograd}, std::pair{"winograd2x2", BlasConvolution::winograd2x2},
         std::pair{"bands", BlasConvolution::bands}, std::pair{"channel_blocks", BlasConvolution::channel_blocks},
-        std::pair{"batch", BlasConvolution::batch},
-        std::pair{"channels_in_lanes", BlasConvolution::channels_in_lanes}}) {
+        std::pair{"batch", BlasConvolution::batch}, std::pair{"channels_in_lanes", BlasConvolution::channels_in_lanes},
+        std::pair{"few_channels", BlasConvolution::few_channels}}) {
     if (name == std::string("blas:") + suffix)
       return std::make_unique<BlasBackend>(BlasOptions{options.threads, convolution});
   }
@@ -94,9 +94,8 @@ std::unique_ptr<Backend> make_backend(const std::string& full_name, const Backen
   }
   throw Error(
       fmt::format("unknown backend '{}': expected one of naive, blas, blas:im2col, blas:packed, blas:winograd, "
-                  "blas:winograd2x2, blas:bands, blas:channel_blocks, blas:batch, blas:channels_in_lanes, vulkan, "
-                  "vulkan:<device>, auto, each optionally "
-                  "with +fp16",
+                  "blas:winograd2x2, blas:bands, blas:channel_blocks, blas:batch, blas:channels_in_lanes, "
+                  "blas:few_channels, vulkan, vulkan:<device>, auto, each optionally with +fp16",
                   full_name));
 }
 

@@ -6,8 +6,10 @@
 #include <random>
 #include <vector>
 
+#include "corgy/backend.h"
 #include "corgy/backends/blas/activation_kernels.h"
 #include "corgy/backends/blas/depthwise_conv.h"
+#include "corgy/backends/blas/few_channels_conv.h"
 #include "corgy/backends/blas/gemm_kernels.h"
 #include "corgy/backends/blas/unary_kernels.h"
 #include "corgy/backends/cpu/cpu_features.h"
@@ -337,6 +339,66 @@ TEST(CpuKernels, DepthwiseChannelBlocksAgreeWithTheDefinition) {
                                  << " plane " << p << (computed ? "" : " (not to be written)") << " "
                                  << activation.str();
         }
+      }
+    }
+  }
+}
+
+TEST(CpuKernels, FewChannelsAgreeWithTheNaiveBackend) {
+  // One image as one band (the backend's bands are the layer harness's): stems of 1 to 4 input channels, output
+  // channels below, at and past a block of each instruction set, strides 1 to 4, dilation, padding past the window.
+  const std::vector<std::pair<Shape, Conv2dDesc>> cases = {
+      {{1, 3, 23, 19}, {.in_channels = 3, .out_channels = 32, .kernel = 3, .stride = 2, .padding = 1}},
+      {{1, 3, 30, 30}, {.in_channels = 3, .out_channels = 7, .kernel = 7, .stride = 2, .padding = 3}},
+      {{1, 1, 9, 40}, {.in_channels = 1, .out_channels = 9, .kernel = 3, .padding = 1}},
+      {{1, 4, 16, 16}, {.in_channels = 4, .out_channels = 12, .kernel = 4, .stride = 4}},
+      {{1, 2, 13, 11}, {.in_channels = 2, .out_channels = 5, .kernel = 3, .stride = 3, .padding = 4, .dilation = 2}},
+      {{1, 3, 2, 3}, {.in_channels = 3, .out_channels = 17, .kernel = 5, .padding = 2}}};
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  const std::unique_ptr<Backend> naive = make_backend("naive");
+  for (const CpuIsa isa : isas_of_this_cpu()) {
+    const blas::FewChannelsKernel kernel = blas::few_channels_kernel(isa);
+    for (auto [in, desc] : cases) {
+      for (const Activation activation : {Activation::none(), Activation::relu6(), Activation::swish()}) {
+        desc.activation = activation;
+        const int taps = desc.kernel * desc.kernel;
+        Variable input(in);
+        Variable weights({desc.out_channels, desc.in_channels, desc.kernel, desc.kernel});
+        Variable bias(Shape::vector(desc.out_channels));
+        for (float& x : input.values()) x = value(random);
+        for (float& w : weights.values()) w = value(random);
+        for (float& b : bias.values()) b = value(random);
+        const Shape out_shape{1, desc.out_channels, desc.output_size(in.h), desc.output_size(in.w)};
+        Variable want(out_shape);
+        naive->conv2d(desc, input, weights, &bias, want);
+
+        const blas::DepthwiseGeometry geometry =
+            blas::depthwise_geometry(desc.kernel, desc.stride, desc.dilation, desc.padding, in.h, in.w);
+        const std::vector<float> packed = blas::pack_few_channels_weights(
+            weights.data(), bias.data(), desc.out_channels, desc.in_channels, taps, kernel.channels);
+        std::vector<float> buffer(blas::few_channels_buffer_floats(geometry, desc.in_channels, kernel));
+        std::vector<float> got(out_shape.count() + 1, 12345.0f);  // one more: nothing may be written past the output
+        blas::FewChannelsBandArgs args;
+        args.geometry = &geometry;
+        args.input = input.data();
+        args.input_plane = in.plane_count();
+        args.in_channels = desc.in_channels;
+        args.packed = packed.data();
+        args.out_channels = desc.out_channels;
+        args.activation = activation;
+        args.output = got.data();
+        args.output_plane = out_shape.plane_count();
+        args.buffer = buffer.data();
+        kernel.run(args);
+        double worst = 0.0;
+        for (std::size_t i = 0; i < out_shape.count(); ++i) {
+          worst = std::max(worst, std::abs(double{got[i]} - want.data()[i]));
+        }
+        EXPECT_LE(worst, 1e-5) << isa_name(isa) << " " << desc.in_channels << "->" << desc.out_channels << " kernel "
+                               << desc.kernel << " stride " << desc.stride << " on " << in.str() << " "
+                               << activation.str();
+        EXPECT_EQ(got.back(), 12345.0f) << isa_name(isa) << ": wrote past the output";
       }
     }
   }

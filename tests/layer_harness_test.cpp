@@ -25,7 +25,7 @@ std::vector<std::string> backends_under_test() {
   std::vector<std::string> names = all_backends();
   std::erase(names, "naive");
   for (const char* forced : {"blas:im2col", "blas:packed", "blas:winograd", "blas:winograd2x2", "blas:bands",
-                             "blas:channel_blocks", "blas:batch", "blas:channels_in_lanes"})
+                             "blas:channel_blocks", "blas:batch", "blas:channels_in_lanes", "blas:few_channels"})
     names.push_back(forced);
   return names;
 }
@@ -223,6 +223,30 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
         .padding = 3,
         .groups = 17,
         .activation = Activation::gelu()}},
+      // Stems: few input channels, which the blas backend may compute by its direct kernel (few_channels_conv.h;
+      // "blas:few_channels" forces it): MobileNet's 3x3 / 2 (output channels in two whole blocks and a ragged one, a
+      // plane tall enough for several bands at two threads), ResNet's 7x7 / 2, ConvNeXt's 4x4 / 4 patches, a single
+      // channel, a band that reads only padding (padding past the window), dilation, batch 3.
+      {{1, 3, 37, 41},
+       {.in_channels = 3,
+        .out_channels = 20,
+        .kernel = 3,
+        .stride = 2,
+        .padding = 1,
+        .activation = Activation::relu6()}},
+      {{2, 3, 29, 31}, {.in_channels = 3, .out_channels = 13, .kernel = 7, .stride = 2, .padding = 3}},
+      {{3, 3, 18, 18},
+       {.in_channels = 3, .out_channels = 9, .kernel = 4, .stride = 4, .activation = Activation::gelu()}},
+      {{1, 1, 20, 17}, {.in_channels = 1, .out_channels = 5, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{2, 2, 6, 7}, {.in_channels = 2, .out_channels = 4, .kernel = 1, .padding = 2, .bias = false}},
+      {{3, 4, 16, 13},
+       {.in_channels = 4,
+        .out_channels = 11,
+        .kernel = 3,
+        .stride = 3,
+        .padding = 2,
+        .dilation = 2,
+        .activation = Activation::hard_swish()}},
   };
   for (const ConvShape& s : shapes) {
     const Conv2d layer(s.options);

@@ -198,6 +198,7 @@ std::string BlasBackend::name() const {
     case BlasConvolution::channel_blocks: return "blas:channel_blocks";
     case BlasConvolution::batch: return "blas:batch";
     case BlasConvolution::channels_in_lanes: return "blas:channels_in_lanes";
+    case BlasConvolution::few_channels: return "blas:few_channels";
   }
   return "blas";
 }
@@ -225,7 +226,8 @@ float* BlasBackend::column_buffer(std::size_t count) {
 }
 
 const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape& in, const Variable* input,
-                                            const Variable& weights, const Variable* bias, const Variable* residual) {
+                                            const Variable& weights, const Variable* bias, const Variable* residual,
+                                            const Pool2dDesc* pool) {
   // Weights that are not constants (a lone call) are not worth packing: the baseline reads them as they are.
   if (!plans_->is_constant(weights)) return nullptr;
   if (const blas::ConvPlan* plan = plans_->find(desc, in, weights)) return plan;
@@ -233,8 +235,10 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
     return &plans_->store(weights, blas::plan_convolution(desc, in, weights, bias, convolution_, *team_));
   }
   const std::vector<blas::ConvChoice> candidates = blas::candidate_algorithms(desc, in);
-  // Measured with the residual add (conv2d_add) the choice can differ: only the batch GEMM fuses the add.
-  const std::string key = blas::tuning_key(desc, in, threads_) + (residual ? " + add" : "");
+  // Measured with the residual add (conv2d_add) or the max pool (conv2d_maxpool) the choice can differ: only the
+  // batch GEMM fuses the add, only the packed GEMM and Winograd the pool.
+  const std::string key =
+      blas::tuning_key(desc, in, threads_) + (residual ? " + add" : "") + (pool ? " + max pool" : "");
   blas::TuningTable& table = blas::TuningTable::instance();
   if (const std::optional<std::size_t> known = table.find(key); known && *known < candidates.size()) {
     blas::ConvPlan plan = blas::plan_convolution(desc, in, weights, bias, candidates[*known], *team_);
@@ -254,6 +258,8 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   }
   if (conv_output_scratch_.capacity() < out.count()) conv_output_scratch_ = Variable(out);
   Variable scratch = conv_output_scratch_.view(out);
+  // With the pool: where run_plan does not fuse it, it keeps the convolution's output in conv_output_scratch_.
+  Variable pooled = pool ? Variable(Shape{out.n, out.c, pool->output_h(out.h), pool->output_w(out.w)}) : Variable();
   profiler_.set_muted(true);
   const std::size_t fastest = blas::fastest_candidate(plans.size(), [&](std::size_t i) {
     const auto start = std::chrono::steady_clock::now();
@@ -264,6 +270,8 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
       run_pointwise_batch(plans[i], inputs, nullptr, residual, Activation::none(), scratch);
     } else if (residual && plans[i].algorithm == blas::ConvAlgorithm::channels_in_lanes) {
       run_channels_in_lanes(plans[i], *input, residual, Activation::none(), scratch);
+    } else if (pool) {
+      run_plan(plans[i], pool, *input, out, pooled);
     } else {
       run_plan(plans[i], nullptr, *input, out, scratch);
       if (residual) add_residual(*residual, Activation::none(), scratch);
@@ -352,6 +360,19 @@ void BlasBackend::run_depthwise(const blas::ConvPlan& plan, const Variable& inpu
   });
 }
 
+void BlasBackend::run_few_channels(const blas::ConvPlan& plan, const Variable& input, Variable& output) {
+  profiler_.note(plan.describe());
+  const int bands = blas::few_channels_bands(plan.desc, input.shape(), threads_);
+  const std::size_t items = static_cast<std::size_t>(output.shape().n) * bands;
+  const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
+  if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+  blas::WorkQueue queue(items);
+  team_->run(team, [&](const TeamMember& member) {
+    blas::few_channels_conv(queue, bands, plan.desc, plan.few_channels_packed, input, output,
+                            plans_->band_buffers[member.index()].depthwise);
+  });
+}
+
 void BlasBackend::run_pointwise_batch(const blas::ConvPlan& plan, std::span<const Variable* const> inputs,
                                       const blas::InputAffine* affine, const Variable* residual, Activation activation,
                                       Variable& output) {
@@ -390,6 +411,13 @@ void BlasBackend::run_channels_in_lanes(const blas::ConvPlan& plan, const Variab
 void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input,
                            const Shape& conv_output, Variable& output) {
   const Conv2dDesc& desc = plan.desc;
+  if (plan.algorithm == blas::ConvAlgorithm::few_channels) {
+    if (!pool) return run_few_channels(plan, input, output);
+    if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
+    Variable conv_result = conv_output_scratch_.view(conv_output);
+    run_few_channels(plan, input, conv_result);
+    return pool2d(*pool, conv_result, output);
+  }
   if (plan.algorithm == blas::ConvAlgorithm::channels_in_lanes) {
     if (!pool) return run_channels_in_lanes(plan, input, nullptr, desc.activation, output);
     if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
@@ -528,7 +556,8 @@ void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool,
                                  const Variable& weights, const Variable* bias, Variable& output) {
   const Shape& in = input.shape();
   const Shape conv_shape{in.n, conv.out_channels, conv.output_h(in.h), conv.output_w(in.w)};
-  const blas::ConvPlan* plan = conv.is_square() ? plan_for(conv, input.shape(), &input, weights, bias) : nullptr;
+  const blas::ConvPlan* plan =
+      conv.is_square() ? plan_for(conv, input.shape(), &input, weights, bias, nullptr, &pool) : nullptr;
   if (plan &&
       (plan->algorithm == blas::ConvAlgorithm::packed_gemm || plan->algorithm == blas::ConvAlgorithm::winograd)) {
     run_plan(*plan, &pool, input, conv_shape, output);

@@ -40,6 +40,9 @@ enum class BlasConvolution {
   /// Every convolution of one group as the transposed GEMM, output channels in the vector lanes
   /// (channels_in_lanes_gemm.h), the others as automatic ("blas:channels_in_lanes"; tests).
   channels_in_lanes,
+  /// Every convolution with few input channels (few_channels_conv.h: a network's stem) by the direct kernel, the
+  /// others as automatic ("blas:few_channels"; tests).
+  few_channels,
 };
 
 struct BlasOptions {
@@ -157,9 +160,11 @@ class BlasBackend final : public Backend {
   /// The plan of a convolution with these weights at input shape `in`: made (and with BlasConvolution::automatic
   /// and the input given, its algorithm measured on it against the others that apply, conv_tuner.h) at the first
   /// call, kept afterwards. Null for weights that are not constants. With `residual` (conv2d_add), each candidate is
-  /// timed with the add: in the batch GEMM's epilogue, else as add_residual's pass.
+  /// timed with the add: in the batch GEMM's epilogue, else as add_residual's pass. With `pool` (conv2d_maxpool),
+  /// with the max pool: fused into the bands of the packed GEMM and Winograd, a pass of its own after the others.
   const blas::ConvPlan* plan_for(const Conv2dDesc& desc, const Shape& in, const Variable* input,
-                                 const Variable& weights, const Variable* bias, const Variable* residual = nullptr);
+                                 const Variable& weights, const Variable* bias, const Variable* residual = nullptr,
+                                 const Pool2dDesc* pool = nullptr);
   /// output = activation(output + residual), one pass split among the team.
   void add_residual(const Variable& residual, Activation activation, Variable& output);
   /// Defined in inverted_residual.cpp: the block in bands of rows, shared by the team ...
@@ -188,6 +193,7 @@ class BlasBackend final : public Backend {
   static Conv2dDesc pointwise_of(const Conv2dDesc& desc);
   const Variable& subsampled_input(const Conv2dDesc& desc, const Variable& input);
   /// A depthwise plan: the planes shared among the team by a queue.
+  void run_few_channels(const blas::ConvPlan& plan, const Variable& input, Variable& output);
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
                      Variable& output);
 

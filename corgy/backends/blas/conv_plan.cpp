@@ -34,6 +34,12 @@ std::string ConvPlan::describe() const {
       text = fmt::format("packed sgemm {}, output channels in the lanes, {}", kernel->name,
                          reads_planes_in_place(desc) ? "input planes packed" : "implicit im2col");
       break;
+    case ConvAlgorithm::few_channels: {
+      const FewChannelsKernel k = few_channels_kernel();
+      text = fmt::format("direct, few input channels, {} kernel of {} channels x {} pixels", isa_name(widest_cpu_isa()),
+                         k.channels, k.step);
+      break;
+    }
     case ConvAlgorithm::winograd:
       text = fmt::format("winograd F({0}x{0},{1}x{1}), sgemm {2}, {3} tiles/block",
                          winograd_geometry(winograd.variant).output_tile, winograd_geometry(winograd.variant).kernel,
@@ -68,6 +74,10 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     const int rows = input.n * desc.output_size(input.h) * desc.output_size(input.w);
     plan.kernel = &channels_in_lanes_kernel(desc.out_channels, rows, team.size());
     plan.channel_panels = pack_channel_panels(desc, weights.data(), bias_values, *plan.kernel);
+  } else if (plan.algorithm == ConvAlgorithm::few_channels) {
+    plan.few_channels_packed =
+        pack_few_channels_weights(weights.data(), bias_values, desc.out_channels, desc.in_channels,
+                                  desc.kernel * desc.kernel, few_channels_kernel().channels);
   } else if (plan.algorithm == ConvAlgorithm::winograd) {
     plan.winograd = plan_winograd(desc, input, weights.data(), bias_values, choice.variant, team);
     plan.kernel = plan.winograd.kernel;
@@ -81,6 +91,8 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
   if (choice == BlasConvolution::im2col || (is_depthwise(desc) && !depthwise_kernel_applies(desc))) {
     // im2col + OpenBLAS; for a depthwise convolution, the baseline's scalar loop (also for kernels too large for
     // the SIMD kernels).
+  } else if (choice == BlasConvolution::few_channels && few_channels_applies(desc)) {
+    chosen = {ConvAlgorithm::few_channels};
   } else if (choice == BlasConvolution::channel_blocks && depthwise_kernel_applies(desc) &&
              depthwise_channel_blocks_apply(desc.kernel, desc.stride, desc.dilation)) {
     chosen = {ConvAlgorithm::depthwise_channel_blocks};

@@ -14,6 +14,7 @@
 #include "corgy/backends/blas/conv_gemm.h"
 #include "corgy/backends/blas/conv_tuner.h"
 #include "corgy/backends/blas/depthwise_kernels.h"
+#include "corgy/backends/blas/few_channels_conv.h"
 #include "corgy/backends/blas/winograd.h"
 
 namespace corgy::blas {
@@ -26,6 +27,7 @@ enum class ConvAlgorithm {
   winograd,           ///< Winograd F(4x4, 3x3): 36 GEMMs of our micro-kernels over transformed tiles (winograd.h)
   pointwise_batch,    ///< a pointwise convolution as one packed GEMM over every image's pixels (pointwise_batch_gemm.h)
   channels_in_lanes,  ///< C^T = B^T A^T, output channels in the vector lanes, for small maps (channels_in_lanes_gemm.h)
+  few_channels,       ///< a direct kernel for few input channels: a network's stem (few_channels_conv.h)
 };
 
 struct ConvPlan {
@@ -40,6 +42,7 @@ struct ConvPlan {
   WinogradPlan winograd;                    // winograd
   DepthwiseGeometry depthwise;              // depthwise, depthwise_channel_blocks
   std::vector<float> depthwise_packed;      // depthwise_channel_blocks: pack_depthwise_channel_weights's
+  std::vector<float> few_channels_packed;   // few_channels: pack_few_channels_weights's
 
   /// For the profile: "packed sgemm avx512 12x32, implicit im2col".
   std::string describe() const;

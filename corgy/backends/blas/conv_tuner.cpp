@@ -39,6 +39,8 @@ std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape
     return {{ConvAlgorithm::depthwise_channel_blocks}, {ConvAlgorithm::depthwise}};
   }
   std::vector<ConvChoice> candidates;
+  // Few input channels (a stem): the direct kernel first, the packed GEMM measured against it.
+  if (few_channels_applies(desc)) candidates.push_back({ConvAlgorithm::few_channels});
   // The static table (measured on Tiny YOLO's and MNIST's layers): Winograd wherever it applies to more than a few
   // channels, else our packed GEMM.
   const bool winograd = winograd_applies(desc) && desc.in_channels >= 8 && desc.out_channels >= 8;

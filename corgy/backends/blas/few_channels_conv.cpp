@@ -1,0 +1,120 @@
+#include "corgy/backends/blas/few_channels_conv.h"
+
+#include <algorithm>
+
+#include "corgy/error.h"
+
+namespace corgy::blas {
+
+namespace {
+
+/// Floats of input per band: with its phase planes about 128 KB, well inside L2 on the CPUs measured.
+constexpr std::size_t kBandInputFloats = 32 * 1024;
+
+/// The output rows [first, first + rows) of a band: the input rows they read, and the padding above and below them.
+struct BandRows {
+  int in_first = 0;
+  int in_rows = 0;
+  int pad_top = 0;
+  int pad_bottom = 0;
+};
+
+BandRows band_rows(const Conv2dDesc& desc, int in_h, int first, int rows) {
+  // Padded rows [first * stride, (first + rows - 1) * stride + span) are read; padded row r is input row r - padding.
+  const int span = (desc.kernel - 1) * desc.dilation + 1;
+  const int top = first * desc.stride - desc.padding;
+  const int bottom = (first + rows - 1) * desc.stride + span - desc.padding;  // one past the last
+  BandRows band;
+  band.in_first = std::clamp(top, 0, in_h);
+  band.in_rows = std::max(std::min(bottom, in_h) - band.in_first, 0);
+  // Rows of padding: above the input's first row read (all of them for a band that reads only padding), then below.
+  band.pad_top = band.in_rows > 0 ? band.in_first - top : bottom - top;
+  band.pad_bottom = bottom - top - band.pad_top - band.in_rows;
+  return band;
+}
+
+}  // namespace
+
+std::vector<float> pack_few_channels_weights(const float* weights, const float* bias, int out_channels, int in_channels,
+                                             int taps, int channels) {
+  const std::size_t per_block = static_cast<std::size_t>(in_channels) * taps * channels + channels;
+  const int blocks = (out_channels + channels - 1) / channels;
+  std::vector<float> packed(per_block * blocks, 0.0f);
+  for (int o = 0; o < out_channels; ++o) {
+    float* block = packed.data() + static_cast<std::size_t>(o / channels) * per_block;
+    const int lane = o % channels;
+    for (int c = 0; c < in_channels; ++c) {
+      for (int t = 0; t < taps; ++t) {
+        block[(static_cast<std::size_t>(c) * taps + t) * channels + lane] =
+            weights[(static_cast<std::size_t>(o) * in_channels + c) * taps + t];
+      }
+    }
+    block[static_cast<std::size_t>(in_channels) * taps * channels + lane] = bias ? bias[o] : 0.0f;
+  }
+  return packed;
+}
+
+FewChannelsKernel few_channels_kernel(CpuIsa isa) {
+  if (!cpu_has(isa)) throw Error(fmt::format("blas: this CPU cannot run the {} few-channel kernels", isa_name(isa)));
+  switch (isa) {
+    case CpuIsa::avx512: return avx512_few_channels_kernel();
+    case CpuIsa::avx2: return avx2_few_channels_kernel();
+    case CpuIsa::generic: break;
+  }
+  return generic_few_channels_kernel();
+}
+
+FewChannelsKernel few_channels_kernel() {
+  static const FewChannelsKernel best = few_channels_kernel(widest_cpu_isa());
+  return best;
+}
+
+bool few_channels_applies(const Conv2dDesc& desc) {
+  return desc.groups == 1 && desc.in_channels <= kMostFewInputChannels && desc.is_square() &&
+         desc.kernel * desc.kernel <= DepthwiseGeometry::max_taps;
+}
+
+int few_channels_bands(const Conv2dDesc& desc, const Shape& input, int threads) {
+  const int out_h = desc.output_size(input.h);
+  const std::size_t image_floats = input.image_count();
+  const int for_cache = static_cast<int>((image_floats + kBandInputFloats - 1) / kBandInputFloats);
+  // Four items per thread over the batch, so that uneven bands (the first and last with padding) even out.
+  const int for_threads = (4 * std::max(threads, 1) + input.n - 1) / input.n;
+  return std::clamp(std::max(for_cache, threads > 1 ? for_threads : 1), 1, std::max(out_h, 1));
+}
+
+void few_channels_conv(WorkQueue& queue, int bands, const Conv2dDesc& desc, const std::vector<float>& packed,
+                       const Variable& input, Variable& output, std::vector<float>& buffer) {
+  const FewChannelsKernel kernel = few_channels_kernel();
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const int rows_per_band = (out.h + bands - 1) / bands;
+  std::size_t item = 0;
+  while (queue.next(item)) {
+    const int image = static_cast<int>(item / static_cast<std::size_t>(bands));
+    const int first = static_cast<int>(item % static_cast<std::size_t>(bands)) * rows_per_band;
+    if (first >= out.h) continue;
+    const int rows = std::min(rows_per_band, out.h - first);
+    const BandRows band = band_rows(desc, in.h, first, rows);
+    const DepthwiseGeometry geometry = depthwise_band_geometry(desc.kernel, desc.stride, desc.dilation, desc.padding,
+                                                               band.pad_top, band.pad_bottom, band.in_rows, in.w);
+    const std::size_t floats = few_channels_buffer_floats(geometry, in.c, kernel);
+    if (buffer.size() < floats) buffer.resize(floats);
+    FewChannelsBandArgs args;
+    args.geometry = &geometry;
+    args.input = input.data() + static_cast<std::size_t>(image) * in.image_count() +
+                 static_cast<std::size_t>(band.in_first) * in.w;
+    args.input_plane = in.plane_count();
+    args.in_channels = in.c;
+    args.packed = packed.data();
+    args.out_channels = out.c;
+    args.activation = desc.activation;
+    args.output =
+        output.data() + static_cast<std::size_t>(image) * out.image_count() + static_cast<std::size_t>(first) * out.w;
+    args.output_plane = out.plane_count();
+    args.buffer = buffer.data();
+    kernel.run(args);
+  }
+}
+
+}  // namespace corgy::blas

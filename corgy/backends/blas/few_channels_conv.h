@@ -1,0 +1,34 @@
+// A convolution with few input channels (a network's stem: the RGB image in) computed directly, without a GEMM: its
+// GEMM would be only in_channels x k x k deep (27 for a 3x3 stem), too shallow for the packed GEMM, whose packing of
+// the strided input and write-out then cost more than its multiply-adds (MobileNetV2's stem ran at 18% of the FMA
+// peak). Here every output register is a run of pixels of one output channel, accumulated over the taps straight
+// from the input's phase planes (few_channels_kernels.h), written to the output in place.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "corgy/backend.h"
+#include "corgy/backends/blas/few_channels_kernels.h"
+#include "corgy/backends/blas/thread_team.h"
+#include "corgy/variable.h"
+
+namespace corgy::blas {
+
+/// The most input channels the direct kernel takes: its multiply-adds per loaded register grow with the output
+/// channels, not with the depth, so deep inputs belong to the GEMMs.
+constexpr int kMostFewInputChannels = 4;
+
+/// One group, at most kMostFewInputChannels input channels, a square window of at most 11 x 11 (any stride,
+/// padding and dilation).
+bool few_channels_applies(const Conv2dDesc& desc);
+
+/// Bands of output rows per image, so that a band's phase planes stay in L2 and `threads` have several bands each.
+int few_channels_bands(const Conv2dDesc& desc, const Shape& input, int threads);
+
+/// output = activation(conv(input) + bias) for the items (image, band) of `queue` (images x `bands`), with weights
+/// packed by pack_few_channels_weights for few_channels_kernel(). `buffer`: this thread's, grown as needed.
+void few_channels_conv(WorkQueue& queue, int bands, const Conv2dDesc& desc, const std::vector<float>& packed,
+                       const Variable& input, Variable& output, std::vector<float>& buffer);
+
+}  // namespace corgy::blas
