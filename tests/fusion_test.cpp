@@ -2,6 +2,8 @@
 // every backend, and the per-layer profile of a fused forward.
 #include "corgy/model/fusion.h"
 
+#include <fmt/format.h>
+
 #include "test_util.h"
 
 namespace corgy::testing {
@@ -289,16 +291,23 @@ Sequential tiny_yolo_like() {
 
 class FusionOnBackend : public ::testing::TestWithParam<std::string> {};
 
+/// The model's forward with its rewrites (twice: the second reuses the plans) matches its forward layer by layer.
+void expect_fused_matches_unfused(Sequential& model, const Variable& input, const std::string& context = "") {
+  model.set_fusion(false);
+  const Variable unfused = model.forward(input).clone();
+  model.set_fusion(true);
+  for (int run = 0; run < 2; ++run) {
+    EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << context << "run " << run;
+  }
+}
+
 TEST_P(FusionOnBackend, FusedAndUnfusedForwardsAgree) {
   std::mt19937 rng(11);
   Sequential model = tiny_yolo_like();
   randomize_parameters(model, rng);
   const Variable input = random_variable({2, 3, 27, 23}, rng, 2.0f);
   model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
-  model.set_fusion(false);
-  const Variable unfused = model.forward(input).clone();
-  model.set_fusion(true);
-  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+  expect_fused_matches_unfused(model, input);
 }
 
 TEST_P(FusionOnBackend, ProfileHasAnEntryPerComputedLayer) {
@@ -444,10 +453,7 @@ TEST_P(FusionOnBackend, EveryRewriteAgreesWithTheUnfusedLayers) {
   randomize_parameters(model, rng);
   const Variable input = random_variable({2, 3, 19, 13}, rng, 2.0f);
   model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
-  model.set_fusion(false);
-  const Variable unfused = model.forward(input).clone();
-  model.set_fusion(true);
-  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+  expect_fused_matches_unfused(model, input);
 }
 
 TEST_P(FusionOnBackend, TheGatedProjectionAgreesWithTheUnfusedLayers) {
@@ -625,10 +631,7 @@ TEST_P(FusionOnBackend, GeluTanhRewriteAgreesWithTheUnfusedLayers) {
   set_gelu_tanh_constants(model);
   const Variable input = random_variable({2, 4, 5, 6}, rng, 2.0f);
   model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
-  model.set_fusion(false);
-  const Variable unfused = model.forward(input).clone();
-  model.set_fusion(true);
-  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+  expect_fused_matches_unfused(model, input);
 }
 
 TEST_P(FusionOnBackend, HardSwishRewriteAgreesWithTheUnfusedLayers) {
@@ -642,10 +645,7 @@ TEST_P(FusionOnBackend, HardSwishRewriteAgreesWithTheUnfusedLayers) {
   }
   const Variable input = random_variable({3, 5, 17, 11}, rng, 4.0f);  // inputs past +-3, where the gate saturates
   model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
-  model.set_fusion(false);
-  const Variable unfused = model.forward(input).clone();
-  model.set_fusion(true);
-  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+  expect_fused_matches_unfused(model, input);
 }
 
 TEST_P(FusionOnBackend, GeluAndLayerNormRewritesAgreeWithTheUnfusedLayers) {
@@ -655,16 +655,9 @@ TEST_P(FusionOnBackend, GeluAndLayerNormRewritesAgreeWithTheUnfusedLayers) {
   set_gelu_and_norm_constants(model);  // randomize_parameters also randomizes the affine steps
   const Variable input = random_variable({2, 4, 5, 6}, rng, 2.0f);
   model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
-  model.set_fusion(false);
-  const Variable unfused = model.forward(input).clone();
-  model.set_fusion(true);
-  for (int run = 0; run < 2; ++run) EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "run " << run;
+  expect_fused_matches_unfused(model, input);
   // A batch of 3: the layers of any rank take it from their input.
-  const Variable three = random_variable({3, 4, 5, 6}, rng, 2.0f);
-  model.set_fusion(false);
-  const Variable unfused_three = model.forward(three).clone();
-  model.set_fusion(true);
-  EXPECT_TRUE(outputs_match(model.forward(three), unfused_three));
+  expect_fused_matches_unfused(model, random_variable({3, 4, 5, 6}, rng, 2.0f), "batch 3, ");
 }
 
 /// ConvNeXt's channels-last MLP as exported: MatMul by the weights (a TensorLinear without bias), then the bias as an
@@ -724,12 +717,7 @@ TEST_P(FusionOnBackend, TensorLinearBiasRewriteAgreesWithTheUnfusedLayers) {
   model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   for (const int batch : {2, 3}) {
     const Variable input = random_variable({batch, 5, 6, 4}, rng, 2.0f);
-    model.set_fusion(false);
-    const Variable unfused = model.forward(input).clone();
-    model.set_fusion(true);
-    for (int run = 0; run < 2; ++run) {
-      EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "batch " << batch << ", run " << run;
-    }
+    expect_fused_matches_unfused(model, input, fmt::format("batch {}, ", batch));
   }
 }
 
@@ -812,12 +800,7 @@ TEST_P(FusionOnBackend, ChannelsFirstChainsAgreeWithTheTransposedLayers) {
   model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
   for (const int batch : {2, 3}) {
     const Variable input = random_variable({batch, 4, 10, 12}, rng, 2.0f);
-    model.set_fusion(false);
-    const Variable unfused = model.forward(input).clone();
-    model.set_fusion(true);
-    for (int run = 0; run < 2; ++run) {
-      EXPECT_TRUE(outputs_match(model.forward(input), unfused)) << "batch " << batch << ", run " << run;
-    }
+    expect_fused_matches_unfused(model, input, fmt::format("batch {}, ", batch));
   }
 }
 
