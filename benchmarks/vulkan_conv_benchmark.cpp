@@ -2,14 +2,16 @@
 // each layer. One run checks every variant against the fp32 im2col reference on the same GPU and times it.
 //
 //   vulkan_conv_benchmark [--device NAME|INDEX] [--repeats N] [--sections layers,models] [--batches 1,64]
-//                         [--layers NAME-PART] [--data data/darknet]
+//                         [--layers NAME-PART] [--variants PART,PART] [--data data/darknet]
 //
 // layers: every convolution shape of Tiny YOLO v2-VOC and YOLOv3-tiny (416x416), with its following max pool
-//   (fused where it can be), at each batch, for each variant: im2col + GEMM (the reference), the implicit GEMM
+//   (fused where it can be), or with --layers those whose name holds the text (VGG-16's 224x224 shapes: vgg16), at
+//   each batch, for each variant: im2col + GEMM (the reference), the implicit GEMM
 //   (automatic plan, each tile shape, forced split), Winograd F(2x2, 3x3) with several GEMM tiles, fp16 precision with
 //   the implicit GEMM and with cooperative matrices (each tile shape). Times are the GPU time of the convolution's
 //   dispatches (per-dispatch timestamps), median of --repeats; the input is fp32 or fp16 as the previous layer would
 //   leave it.
+//   --variants keeps, besides the reference, the variants whose name holds one of the parts ("auto fp16,patch").
 // models: Tiny YOLO v2-VOC as a chain of operations, fused (conv2d_maxpool) and unfused, and the darknet cfgs
 //   through Sequential, fp32 and fp16, with wall, command-buffer and dispatch-only GPU times, the fp16 outputs'
 //   difference to fp32, and the per-dispatch profile of each.
@@ -45,6 +47,7 @@ struct Settings {
   std::vector<int> batches = {1, 64};
   std::string data = "data/darknet";
   std::string only_layers;  // run only the layer shapes whose name contains this (a quick check on a slow device)
+  std::vector<std::string> only_variants;  // with the reference, only the variants whose name contains one of these
   bool wants(const std::string& section) const { return sections.find(section) != std::string::npos; }
 };
 
@@ -110,15 +113,38 @@ struct LayerShape {
 
 // Tiny YOLO v2-VOC's convolutions, then the shapes only YOLOv3-tiny has.
 constexpr LayerShape layer_shapes[] = {
-    {"v2", 416, 3, 16, 3, PoolAfter::max_2_2},   {"v2", 208, 16, 32, 3, PoolAfter::max_2_2},
-    {"v2", 104, 32, 64, 3, PoolAfter::max_2_2},  {"v2", 52, 64, 128, 3, PoolAfter::max_2_2},
-    {"v2", 26, 128, 256, 3, PoolAfter::max_2_2}, {"v2", 13, 256, 512, 3, PoolAfter::darknet_2_1},
-    {"v2", 13, 512, 1024, 3, PoolAfter::none},   {"v2", 13, 1024, 1024, 3, PoolAfter::none},
-    {"v2", 13, 1024, 125, 1, PoolAfter::none},   {"v3", 13, 1024, 256, 1, PoolAfter::none},
-    {"v3", 13, 256, 512, 3, PoolAfter::none},    {"v3", 13, 512, 255, 1, PoolAfter::none},
-    {"v3", 13, 256, 128, 1, PoolAfter::none},    {"v3", 26, 384, 256, 3, PoolAfter::none},
+    {"v2", 416, 3, 16, 3, PoolAfter::max_2_2},
+    {"v2", 208, 16, 32, 3, PoolAfter::max_2_2},
+    {"v2", 104, 32, 64, 3, PoolAfter::max_2_2},
+    {"v2", 52, 64, 128, 3, PoolAfter::max_2_2},
+    {"v2", 26, 128, 256, 3, PoolAfter::max_2_2},
+    {"v2", 13, 256, 512, 3, PoolAfter::darknet_2_1},
+    {"v2", 13, 512, 1024, 3, PoolAfter::none},
+    {"v2", 13, 1024, 1024, 3, PoolAfter::none},
+    {"v2", 13, 1024, 125, 1, PoolAfter::none},
+    {"v3", 13, 1024, 256, 1, PoolAfter::none},
+    {"v3", 13, 256, 512, 3, PoolAfter::none},
+    {"v3", 13, 512, 255, 1, PoolAfter::none},
+    {"v3", 13, 256, 128, 1, PoolAfter::none},
+    {"v3", 26, 384, 256, 3, PoolAfter::none},
     {"v3", 26, 256, 255, 1, PoolAfter::none},
+    // VGG-16's convolutions at 224x224, a network the tables were not measured on; run only when --layers names
+    // them (--layers vgg16), so that a default run stays Tiny YOLO's.
+    {"vgg16", 224, 3, 64, 3, PoolAfter::none},
+    {"vgg16", 224, 64, 64, 3, PoolAfter::max_2_2},
+    {"vgg16", 112, 64, 128, 3, PoolAfter::none},
+    {"vgg16", 112, 128, 128, 3, PoolAfter::max_2_2},
+    {"vgg16", 56, 128, 256, 3, PoolAfter::none},
+    {"vgg16", 56, 256, 256, 3, PoolAfter::none},
+    {"vgg16", 28, 256, 512, 3, PoolAfter::none},
+    {"vgg16", 28, 512, 512, 3, PoolAfter::none},
+    {"vgg16", 14, 512, 512, 3, PoolAfter::none},
 };
+
+bool selected(const LayerShape& shape, const Settings& settings) {
+  if (settings.only_layers.empty()) return std::string(shape.model) == "v2" || std::string(shape.model) == "v3";
+  return shape.name().find(settings.only_layers) != std::string::npos;
+}
 
 struct Variant {
   std::string name;
@@ -265,6 +291,7 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
   std::mt19937 rng(1);
   for (std::size_t l = 0; l < layers; ++l) {
     const LayerShape& s = layer_shapes[l];
+    if (!selected(s, settings)) continue;
     for (int batch : settings.batches) {
       LayerData d;
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.in * s.kernel * s.kernel));
@@ -282,6 +309,11 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
   std::vector<std::vector<std::vector<LayerResult>>> results(
       list.size(), std::vector<std::vector<LayerResult>>(layers, std::vector<LayerResult>(settings.batches.size())));
   for (std::size_t v = 0; v < list.size(); ++v) {
+    const auto named = [&](const std::string& part) { return list[v].name.find(part) != std::string::npos; };
+    if (v > 0 && !settings.only_variants.empty() &&
+        std::none_of(settings.only_variants.begin(), settings.only_variants.end(), named)) {
+      continue;
+    }
     corgy::VulkanOptions options;
     options.device = settings.device;
     options.precision = list[v].precision;
@@ -295,14 +327,9 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
       continue;
     }
     for (std::size_t l = 0; l < layers; ++l) {
-      if (layer_shapes[l].name().find(settings.only_layers) == std::string::npos) continue;
+      if (!selected(layer_shapes[l], settings)) continue;
       if (list[v].convolution.algorithm == VulkanConvAlgorithm::direct &&
           !corgy::vulkan::direct_conv_fits(layer_shapes[l].desc())) {
-        continue;
-      }
-      // conv2d_patch_coopmat.comp takes up to 64 input channels (patch_coopmat_conv.h).
-      if (list[v].convolution.algorithm == VulkanConvAlgorithm::patch_cooperative_matrix &&
-          layer_shapes[l].desc().in_channels > 64) {
         continue;
       }
       if (list[v].convolution.algorithm == VulkanConvAlgorithm::winograd &&
@@ -609,6 +636,13 @@ Settings parse(int argc, char** argv) {
       settings.sections = argv[++i];
     } else if (arg == "--layers" && has_value) {
       settings.only_layers = argv[++i];
+    } else if (arg == "--variants" && has_value) {
+      std::string list = argv[++i];
+      for (std::size_t start = 0; start < list.size();) {
+        const std::size_t comma = list.find(',', start);
+        settings.only_variants.push_back(list.substr(start, comma - start));
+        start = comma == std::string::npos ? list.size() : comma + 1;
+      }
     } else if (arg == "--data" && has_value) {
       settings.data = argv[++i];
     } else if (arg == "--batches" && has_value) {
@@ -623,7 +657,7 @@ Settings parse(int argc, char** argv) {
       throw corgy::Error(
           fmt::format("vulkan_conv_benchmark: unknown argument '{}'; usage: vulkan_conv_benchmark "
                       "[--device D] [--repeats N] [--sections layers,models] [--batches 1,64] "
-                      "[--data data/darknet]",
+                      "[--layers NAME-PART] [--variants PART,PART] [--data data/darknet]",
                       arg));
     }
   }
