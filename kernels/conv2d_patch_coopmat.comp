@@ -1,19 +1,20 @@
 #version 450
-// conv2d_patch_coopmat: a convolution of few input channels on tensor cores (GL_NV_cooperative_matrix, fp16
+// conv2d_patch_coopmat: a convolution on tensor cores (GL_NV_cooperative_matrix, fp16
 // operands, fp32 accumulation), as an implicit GEMM whose B operand is never gathered: the workgroup stages the
 // input patch under its output pixels in shared memory, channels innermost, and every 16x16 B fragment (16 input
 // channels at one tap x 16 consecutive output pixels of a row) is then a plain column-major load from that patch,
 // at any tap. conv2d_coopmat.comp instead gathers each B element from global memory once per tap, which at the
 // first layers of a network (K = channels x 9 of a few hundred, millions of pixels) costs more than the
-// arithmetic. Built as conv2d_patch_coopmat_fp16 only.
+// arithmetic; on large images of more channels the gather is the bound too. Built as conv2d_patch_coopmat_fp16
+// only.
 //
 // A workgroup of 8 subgroups covers 8 ROW_PAIRS x 32 convolution pixels of one image (with POOL, the 4 ROW_PAIRS x
 // 16 windows of a fused 2x2 stride-2 max pool, which may start on the pool's padding: cell_top, cell_left) for
 // M_FRAGS x 16 output channels (workgroup z = image * channel_blocks + block). Subgroup w computes the 16 pixels
 // (w % 2) * 16 .. + 15 of rows 2 (w / 2) + 8 r and 2 (w / 2) + 8 r + 1 (a pool window's two rows), r < ROW_PAIRS,
-// for every output channel: M_FRAGS x 2 ROW_PAIRS accumulators. Input channels go through the patch 16 at a time (CHUNKS of them), and with them the
-// weights of those channels, arranged by the host as fp16 [channel_blocks * M_FRAGS * 16][CHUNKS][taps][16]: the
-// A fragments come from shared memory too.
+// for every output channel: M_FRAGS x 2 ROW_PAIRS accumulators. Input channels go through the patch 16 at a time
+// (p.chunks of them), and with them the weights of those channels, arranged by the host as fp16
+// [channel_blocks * M_FRAGS * 16][chunks][taps][16]: the A fragments come from shared memory too.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
@@ -25,7 +26,6 @@
 
 // Mirrors corgy::vulkan::PatchCoopmatConstant.
 layout(constant_id = 0) const uint M_FRAGS = 2;  // 16 output channels each
-layout(constant_id = 1) const uint CHUNKS = 1;   // of 16 input channels
 layout(constant_id = 2) const uint KERNEL_SIZE = 3;
 layout(constant_id = 3) const bool POOL = false;
 layout(constant_id = 4) const uint STRIDE = 1;
@@ -55,6 +55,7 @@ layout(push_constant) uniform Params {
   uint has_bias;
   uint activation;
   float slope;
+  uint chunks;  // of 16 input channels
 } p;
 
 const uint SUBGROUP = 32;
@@ -63,8 +64,7 @@ const uint BLOCK_H = 8 * ROW_PAIRS;
 const uint BLOCK_W = 32;
 const uint TAPS = KERNEL_SIZE * KERNEL_SIZE;
 const uint M_TILE = M_FRAGS * 16;
-// Halves per weight row: taps x padded input channels; per row and chunk, taps x 16.
-const uint LDA = TAPS * CHUNKS * 16;
+// Halves per weight row and chunk: taps x 16 (a row is p.chunks of them).
 const uint CHUNK_ROW = TAPS * 16;
 // The chunk's weights in shared memory: M_TILE rows of CHUNK_ROW halves, each padded by 16 bytes against bank
 // conflicts, in 16-byte units.
@@ -84,6 +84,41 @@ shared uvec4 input_patch[PATCH_UNITS];
 shared uvec4 a_tile[M_TILE * A_STRIDE];
 // Two 16x16 fp32 fragments per subgroup for the epilogue.
 shared float scratch[8 * 512];
+
+// Reads chunk `chunk` of the patch and of the weights into registers. Each thread reads its units' 8 channels
+// (consecutive threads take consecutive pixels of a row, so each channel's reads coalesce).
+void stage_chunk(uint chunk, uint image_base, int input_top, int input_left, uint block,
+                 out uvec4 staged[STAGE_ROUNDS], out uvec4 a_staged[A_ROUNDS]) {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint plane = p.height * p.width;
+  [[unroll]] for (uint r = 0; r < STAGE_ROUNDS; ++r) {
+    const uint unit = tid + r * THREADS;
+    const uint half_index = unit / PATCH_PIXELS;  // channels 0-7 or 8-15 of the chunk
+    const uint pixel = unit - half_index * PATCH_PIXELS;
+    const uint row = pixel / PATCH_W;
+    const int y = input_top + int(row);
+    const int x = input_left + int(pixel - row * PATCH_W);
+    const uint first_channel = chunk * 16 + half_index * 8;
+    vec4 lo = vec4(0.0);
+    vec4 hi = vec4(0.0);
+    if (unit < PATCH_UNITS && uint(y) < p.height && uint(x) < p.width) {
+      const uint at = image_base + first_channel * plane + uint(y) * p.width + uint(x);
+      [[unroll]] for (uint e = 0; e < 4; ++e) {
+        if (first_channel + e < p.in_channels) lo[e] = load_source(at + e * plane);
+        if (first_channel + e + 4 < p.in_channels) hi[e] = load_source(at + (e + 4) * plane);
+      }
+    }
+    staged[r] = uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
+  }
+  // The chunk's weights: unit u is row u / (CHUNK_ROW / 8), halves (u % (CHUNK_ROW / 8)) * 8 .. + 7.
+  [[unroll]] for (uint r = 0; r < A_ROUNDS; ++r) {
+    const uint unit = tid + r * THREADS;
+    const uint row = unit / (CHUNK_ROW / 8);
+    const uint column = unit - row * (CHUNK_ROW / 8);
+    const uint weight_unit = ((block * M_TILE + row) * p.chunks + chunk) * (CHUNK_ROW / 8) + column;
+    a_staged[r] = unit < A_UNITS ? weights[weight_unit] : uvec4(0);
+  }
+}
 
 void main() {
   const uint block = gl_WorkGroupID.z % p.channel_blocks;
@@ -108,37 +143,12 @@ void main() {
     [[unroll]] for (uint j = 0; j < 2 * ROW_PAIRS; ++j) accumulators[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
   }
 
-  for (uint chunk = 0; chunk < CHUNKS; ++chunk) {
-    // Each thread reads its units' 8 channels (consecutive threads take consecutive pixels of a row, so each
-    // channel's reads coalesce), all of them in flight before any goes to shared memory.
-    uvec4 staged[STAGE_ROUNDS];
-    [[unroll]] for (uint r = 0; r < STAGE_ROUNDS; ++r) {
-      const uint unit = tid + r * THREADS;
-      const uint half_index = unit / PATCH_PIXELS;  // channels 0-7 or 8-15 of the chunk
-      const uint pixel = unit - half_index * PATCH_PIXELS;
-      const uint row = pixel / PATCH_W;
-      const int y = input_top + int(row);
-      const int x = input_left + int(pixel - row * PATCH_W);
-      const uint first_channel = chunk * 16 + half_index * 8;
-      vec4 lo = vec4(0.0);
-      vec4 hi = vec4(0.0);
-      if (unit < PATCH_UNITS && uint(y) < p.height && uint(x) < p.width) {
-        const uint at = image_base + first_channel * plane + uint(y) * p.width + uint(x);
-        [[unroll]] for (uint e = 0; e < 4; ++e) {
-          if (first_channel + e < p.in_channels) lo[e] = load_source(at + e * plane);
-          if (first_channel + e + 4 < p.in_channels) hi[e] = load_source(at + (e + 4) * plane);
-        }
-      }
-      staged[r] = uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy), packHalf2x16(hi.zw));
-    }
-    // The chunk's weights: unit u is row u / (CHUNK_ROW / 8), halves (u % (CHUNK_ROW / 8)) * 8 .. + 7.
-    uvec4 a_staged[A_ROUNDS];
-    [[unroll]] for (uint r = 0; r < A_ROUNDS; ++r) {
-      const uint unit = tid + r * THREADS;
-      const uint row = unit / (CHUNK_ROW / 8);
-      const uint column = unit - row * (CHUNK_ROW / 8);
-      a_staged[r] = unit < A_UNITS ? weights[((block * M_TILE + row) * LDA + chunk * CHUNK_ROW) / 8 + column] : uvec4(0);
-    }
+  // Chunk c + 1's reads go out before chunk c's multiplications, which hide them: registers hold one chunk of the
+  // patch and of the weights between the two.
+  uvec4 staged[STAGE_ROUNDS];
+  uvec4 a_staged[A_ROUNDS];
+  stage_chunk(0, image_base, input_top, input_left, block, staged, a_staged);
+  for (uint chunk = 0; chunk < p.chunks; ++chunk) {
     barrier();  // every subgroup is done with the last chunk's patch
     [[unroll]] for (uint r = 0; r < STAGE_ROUNDS; ++r) {
       const uint unit = tid + r * THREADS;
@@ -153,6 +163,7 @@ void main() {
       if (unit < A_UNITS) a_tile[row * A_STRIDE + unit - row * (CHUNK_ROW / 8)] = a_staged[r];
     }
     barrier();
+    if (chunk + 1 < p.chunks) stage_chunk(chunk + 1, image_base, input_top, input_left, block, staged, a_staged);
 
     [[unroll]] for (uint ky = 0; ky < KERNEL_SIZE; ++ky) {
       [[unroll]] for (uint kx = 0; kx < KERNEL_SIZE; ++kx) {

@@ -177,7 +177,9 @@ std::vector<VulkanConvolutionOptions> conv_candidates(const Runtime& runtime, co
     add(unfused);
   }
   if (direct_conv_fits(conv)) add(direct);
-  if (patch_coopmat_fits(runtime, conv)) add(patch);
+  // The patch saves the gather of a window's taps; a 1x1 convolution of many channels has none to save (the
+  // cooperative-matrix kernel reads its B operand in 16-byte units).
+  if (patch_coopmat_fits(runtime, conv) && (conv.kernel > 1 || conv.in_channels <= 64)) add(patch);
   if (winograd_runs(runtime, conv, input)) add(winograd);
   // With tensor cores the table rates only their tiles. On small layers (batch 1 on 14x14 and 7x7) the implicit GEMM
   // with fp32 arithmetic on the same fp16 tensors is faster: its best-rated tiles compete too, so that fp16

@@ -113,12 +113,14 @@ struct PatchConvParams {
   std::uint32_t in_channels, height, width, out_channels, out_height, out_width, cells_height, cells_width, cell_top,
       cell_left, channel_blocks, padding, has_bias, activation;
   float slope;
+  // conv2d_patch_coopmat.comp only: chunks of 16 input channels. A push constant, not a specialization constant, so
+  // that one pipeline serves every channel count (each of DenseNet-121's took a compile of its own at tuning).
+  std::uint32_t chunks;
 };
 
 /// conv2d_patch_coopmat.comp's constant_id values.
 enum class PatchCoopmatConstant : std::uint32_t {
   output_fragments = 0,
-  chunks = 1,
   kernel_size = 2,
   pool = 3,
   stride = 4,

@@ -19,7 +19,6 @@ namespace {
 constexpr std::uint32_t most_row_pairs = 2;
 constexpr std::uint32_t block_width = 32;
 constexpr std::uint32_t channels_per_chunk = 16;
-constexpr int most_in_channels = 64;
 constexpr std::uint32_t most_output_fragments = 4;
 // Two 16x16 fp32 fragments per subgroup, 8 subgroups.
 constexpr std::uint64_t fragment_scratch_bytes = 8 * 512 * sizeof(float);
@@ -50,7 +49,6 @@ std::uint64_t shared_bytes(const Conv2dDesc& d, std::uint32_t row_pairs) {
 
 bool patch_coopmat_fits(const Runtime& runtime, const Conv2dDesc& conv) {
   return runtime.half_precision() && runtime.context.features().cooperative_matrix && conv.groups == 1 &&
-         conv.in_channels <= most_in_channels &&
          shared_bytes(conv, 1) <= runtime.context.limits().maxComputeSharedMemorySize;
 }
 
@@ -59,11 +57,11 @@ bool patch_coopmat_chosen(const Runtime& runtime, const Conv2dDesc& conv, const 
     if (!patch_coopmat_fits(runtime, conv)) {
       throw Error(fmt::format(
           "Vulkan: the patch cooperative-matrix convolution needs fp16 precision on a device with "
-          "VK_NV_cooperative_matrix, one group, at most {} input channels, and its input patch, weights and scratch "
-          "in shared memory; this {}x{} convolution (stride {}, dilation {}) has {} groups and {} input channels "
-          "and needs {} bytes (the device allows {})",
-          most_in_channels, conv.kernel, conv.kernel, conv.stride, conv.dilation, conv.groups, conv.in_channels,
-          shared_bytes(conv, 1), runtime.context.limits().maxComputeSharedMemorySize));
+          "VK_NV_cooperative_matrix, one group, and its input patch, weights and scratch in shared memory; this "
+          "{}x{} convolution (stride {}, dilation {}) has {} groups and {} input channels and needs {} bytes (the "
+          "device allows {})",
+          conv.kernel, conv.kernel, conv.stride, conv.dilation, conv.groups, conv.in_channels, shared_bytes(conv, 1),
+          runtime.context.limits().maxComputeSharedMemorySize));
     }
     return true;
   }
@@ -81,6 +79,7 @@ void record_patch_coopmat_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
   const std::uint32_t fragments = output_fragments(d);
   p.channel_blocks = ceil_div(p.out_channels, fragments * 16);
   const std::uint32_t chunks = ceil_div(p.in_channels, channels_per_chunk);
+  p.chunks = chunks;
   const std::uint32_t taps = u32(d.kernel * d.kernel);
 
   const VkPhysicalDeviceLimits& limits = runtime.context.limits();
@@ -123,7 +122,6 @@ void record_patch_coopmat_conv(Runtime& runtime, const Conv2dDesc& d, const Pool
   const BufferUse result = tensors.write(output, true);
   SpecializationConstants constants;
   constants.set(PatchCoopmatConstant::output_fragments, fragments)
-      .set(PatchCoopmatConstant::chunks, chunks)
       .set(PatchCoopmatConstant::kernel_size, u32(d.kernel))
       .set_flag(PatchCoopmatConstant::pool, pool)
       .set(PatchCoopmatConstant::stride, u32(d.stride))

@@ -58,8 +58,8 @@ struct VulkanGemmTiles {
 ///  - implicit_gemm: conv2d_implicit_gemm.comp, fp32 arithmetic on fp32 or fp16 tensors;
 ///  - cooperative_matrix: conv2d_coopmat.comp on tensor cores; needs fp16 precision and a device that offers it;
 ///  - patch_cooperative_matrix: conv2d_patch_coopmat.comp, tensor cores over an input patch in shared memory, for
-///    one group and at most 64 input channels (patch_coopmat_conv.h); automatic picks it in fp16 on tensor cores
-///    up to 16 input channels where the direct kernel does not fit (the second layer of an RGB network);
+///    one group (patch_coopmat_conv.h); automatic picks it in fp16 on tensor cores up to 16 input channels where the
+///    direct kernel does not fit (the second layer of an RGB network), and the tuner times it on every layer;
 ///  - direct: conv2d_direct.comp, for one group with K = in channels * kernel * kernel of at most 160; automatic
 ///    picks it up to K = 32 (the first layer of an RGB network) unless a GEMM tile shape is forced;
 ///  - winograd: Winograd's F(2x2, 3x3) (winograd_conv.h), for 3x3 convolutions at stride 1 without dilation or
