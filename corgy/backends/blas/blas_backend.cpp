@@ -411,27 +411,24 @@ void BlasBackend::run_channels_in_lanes(const blas::ConvPlan& plan, const Variab
 void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, const Variable& input,
                            const Shape& conv_output, Variable& output) {
   const Conv2dDesc& desc = plan.desc;
-  if (plan.algorithm == blas::ConvAlgorithm::few_channels) {
-    if (!pool) return run_few_channels(plan, input, output);
+  // The kernels that do not fuse a pool: the convolution into conv_output_scratch_, then the pool's own pass.
+  const auto then_pool = [&](const auto& convolve) {
+    if (!pool) return convolve(output);
     if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
     Variable conv_result = conv_output_scratch_.view(conv_output);
-    run_few_channels(plan, input, conv_result);
-    return pool2d(*pool, conv_result, output);
+    convolve(conv_result);
+    pool2d(*pool, conv_result, output);
+  };
+  if (plan.algorithm == blas::ConvAlgorithm::few_channels) {
+    return then_pool([&](Variable& result) { run_few_channels(plan, input, result); });
   }
   if (plan.algorithm == blas::ConvAlgorithm::channels_in_lanes) {
-    if (!pool) return run_channels_in_lanes(plan, input, nullptr, desc.activation, output);
-    if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
-    Variable conv_result = conv_output_scratch_.view(conv_output);
-    run_channels_in_lanes(plan, input, nullptr, desc.activation, conv_result);
-    return pool2d(*pool, conv_result, output);
+    return then_pool([&](Variable& result) { run_channels_in_lanes(plan, input, nullptr, desc.activation, result); });
   }
   if (plan.algorithm == blas::ConvAlgorithm::pointwise_batch) {
     const Variable* inputs[] = {&input};
-    if (!pool) return run_pointwise_batch(plan, inputs, nullptr, nullptr, desc.activation, output);
-    if (conv_output_scratch_.capacity() < conv_output.count()) conv_output_scratch_ = Variable(conv_output);
-    Variable conv_result = conv_output_scratch_.view(conv_output);
-    run_pointwise_batch(plan, inputs, nullptr, nullptr, desc.activation, conv_result);
-    return pool2d(*pool, conv_result, output);
+    return then_pool(
+        [&](Variable& result) { run_pointwise_batch(plan, inputs, nullptr, nullptr, desc.activation, result); });
   }
   const int team =
       std::max(threads_for(conv_output.count()),

@@ -1,5 +1,7 @@
 #include "corgy/backends/blas/few_channels_conv.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "corgy/error.h"
