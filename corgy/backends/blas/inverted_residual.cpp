@@ -37,6 +37,18 @@ constexpr std::size_t kMinBandedExpandedBytes = std::size_t{1} << 20;
 /// A band's expanded rows and depthwise output together: about what L2 holds beside the weights.
 constexpr std::size_t kBandBytes = std::size_t{640} << 10;
 
+/// Whether one image's block on a small map may also run as a band per member, for the tuner to time against the
+/// three convolutions, which split each small map among the members with a wait for all of them after each
+/// (two threads, batch 1, medians of six interleaved processes on a shared 2-core EPYC: MobileNetV2 5.17 -> 4.69 ms,
+/// MobileNetV3-Large 4.56 -> 4.47, EfficientNet-B0 8.2 -> 8.35, within the noise). Only where a band's output rows,
+/// times the stride, are at least twice the rows it shares with the next (kernel - stride): EfficientNet-B0's 5x5
+/// blocks at 14 x 14, bands of 7 rows expanding 11, ran slower in the forward than the tuner had timed them.
+bool members_share_image_in_bands(const Conv2dDesc& depthwise, const Shape& out, int threads) {
+  if (out.n != 1 || threads < 2) return false;
+  const int rows = out.h / threads;
+  return rows * depthwise.stride >= 2 * (depthwise.kernel - depthwise.stride);
+}
+
 /// Variable `scratch` viewed as `shape`, grown when it holds less.
 Variable scratch_of(Variable& scratch, const Shape& shape) {
   if (scratch.capacity() < shape.count()) scratch = Variable(shape);
@@ -79,7 +91,8 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
                         blas::depthwise_kernel_applies(d) &&
                         (convolution_ == BlasConvolution::bands ||
                          (convolution_ == BlasConvolution::automatic &&
-                          (in.n > 1 || expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes)));
+                          (in.n > 1 || expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes ||
+                           members_share_image_in_bands(d, out, threads_))));
   // One image (image_input -> image_output): the projection adds `added` where given, else applies `projection`'s
   // activation.
   const auto image_three_convolutions = [&](const Variable& x, const Conv2dDesc& projection, const Variable* added,
@@ -155,7 +168,10 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
   // given the short band idles while the other computes the long one; MobileNetV3's 14 x 14 and 28 x 28 blocks at
   // batch 8, 2 threads, scaled 0.80-0.92x from 1 thread with such bands).
   const int budget_rows = std::clamp(static_cast<int>(kBandBytes / row_bytes), 1, out.h);
-  const int fewest_bands = (out.h + budget_rows - 1) / budget_rows;
+  int fewest_bands = (out.h + budget_rows - 1) / budget_rows;
+  // One image and several members: a whole number of bands per member (one band would leave the others idle, three
+  // bands on two members one of them idle for a third of the time).
+  if (out.n == 1 && threads_ > 1) fewest_bands = std::min(out.h, (fewest_bands + threads_ - 1) / threads_ * threads_);
   const int even_rows = (out.h + fewest_bands - 1) / fewest_bands;
   const int rows = convolution_ == BlasConvolution::bands ? std::min(2, out.h) : even_rows;
   const int bands_per_image = (out.h + rows - 1) / rows;
