@@ -176,8 +176,9 @@ void gemm_panel_columns(const GemmMicroKernel& kernel, const PackedA& a, int pan
 PackedA::PackedA(const float* a, int rows, int depth, std::size_t lda, const float* bias, int mr)
     : rows_(rows), depth_(depth), mr_(mr) {
   const int panel_count = panels();
-  data_ = cpu::AlignedBuffer(static_cast<std::size_t>(panel_count) * depth * mr);
-  float* out = data_.data();
+  data_ = std::make_shared<cpu::AlignedBuffer>(elements());
+  base_ = data_->data();
+  float* out = base_;
   for (int p = 0; p < panel_count; ++p) {
     for (int k = 0; k < depth; ++k) {
       for (int i = 0; i < mr; ++i) {
@@ -194,9 +195,35 @@ PackedA::PackedA(const float* a, int rows, int depth, std::size_t lda, const flo
 }
 
 PackedA::PackedA(int rows, int depth, int mr) : rows_(rows), depth_(depth), mr_(mr) {
-  data_ = cpu::AlignedBuffer(static_cast<std::size_t>(panels()) * depth * mr);
-  for (int row = rows; row < panels() * mr; ++row) {
-    for (int k = 0; k < depth; ++k) at(row, k) = 0.0f;
+  data_ = std::make_shared<cpu::AlignedBuffer>(elements());
+  base_ = data_->data();
+  zero_padding_rows();
+}
+
+std::vector<PackedA> PackedA::in_one_buffer(int count, int rows, int depth, int mr) {
+  std::vector<PackedA> matrices(static_cast<std::size_t>(count));
+  if (count == 0) return matrices;
+  PackedA& first = matrices.front();
+  first.rows_ = rows;
+  first.depth_ = depth;
+  first.mr_ = mr;
+  const std::size_t elements = first.elements();
+  const auto buffer = std::make_shared<cpu::AlignedBuffer>(elements * static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    PackedA& matrix = matrices[i];
+    matrix.rows_ = rows;
+    matrix.depth_ = depth;
+    matrix.mr_ = mr;
+    matrix.data_ = buffer;
+    matrix.base_ = buffer->data() + i * elements;
+    matrix.zero_padding_rows();
+  }
+  return matrices;
+}
+
+void PackedA::zero_padding_rows() {
+  for (int row = rows_; row < panels() * mr_; ++row) {
+    for (int k = 0; k < depth_; ++k) at(row, k) = 0.0f;
   }
 }
 

@@ -140,7 +140,7 @@ WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const flo
   // for a few input channels are transformed into a small buffer, point-major, then each point's values are copied
   // as one run: they are consecutive in its packed matrix. (Storing the 36 values of each filter straight away made
   // 36 interleaved streams of 4-byte stores into equally sized arrays, which alias in L1: 1 s for Tiny YOLO.)
-  for (int p = 0; p < points; ++p) plan.points.emplace_back(cout, cin, plan.kernel->mr);
+  plan.points = PackedA::in_one_buffer(points, cout, cin, plan.kernel->mr);
   const int mr = plan.kernel->mr;
   const int taps = desc.kernel * desc.kernel;
   constexpr int kChannelsPerRun = 16;
