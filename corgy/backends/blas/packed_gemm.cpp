@@ -194,20 +194,9 @@ PackedA::PackedA(const float* a, int rows, int depth, std::size_t lda, const flo
   }
 }
 
-PackedA::PackedA(int rows, int depth, int mr) : rows_(rows), depth_(depth), mr_(mr) {
-  data_ = std::make_shared<cpu::AlignedBuffer>(elements());
-  base_ = data_->data();
-  zero_padding_rows();
-}
-
 std::vector<PackedA> PackedA::in_one_buffer(int count, int rows, int depth, int mr) {
   std::vector<PackedA> matrices(static_cast<std::size_t>(count));
-  if (count == 0) return matrices;
-  PackedA& first = matrices.front();
-  first.rows_ = rows;
-  first.depth_ = depth;
-  first.mr_ = mr;
-  const std::size_t elements = first.elements();
+  const std::size_t elements = static_cast<std::size_t>((rows + mr - 1) / mr) * depth * mr;
   const auto buffer = std::make_shared<cpu::AlignedBuffer>(elements * static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < matrices.size(); ++i) {
     PackedA& matrix = matrices[i];

@@ -23,12 +23,10 @@ class PackedA {
   PackedA() = default;
   /// `bias` (rows values) may be null.
   PackedA(const float* a, int rows, int depth, std::size_t lda, const float* bias, int mr);
-  /// To be filled element by element through at() (Winograd's transformed weights); the padding rows are zero.
-  PackedA(int rows, int depth, int mr);
-  /// `count` matrices of one geometry, to be filled like the one above, in one allocation: Winograd's 36 matrices
-  /// of a 512-channel layer are 1 MiB each, which as separate buffers got 4 KiB pages (aligned_buffer.cpp) and ran
-  /// their one-thread GEMMs at a fifth of their speed in a model (ResNet-50's 7x7 layers at batch 8: 40 ms against
-  /// 4.9 in huge pages); together they are large enough for huge pages.
+  /// `count` matrices of one geometry in one allocation, to be filled element by element through at() (Winograd's
+  /// transformed weights); the padding rows are zero. Winograd's 36 matrices of a 512-channel layer are 1 MiB each,
+  /// which as separate buffers got 4 KiB pages (aligned_buffer.cpp) and ran their one-thread GEMMs at a seventh of
+  /// their speed in a model (ResNet-50's 7x7 layers at batch 8: 40 ms against 5.5); together they get huge pages.
   static std::vector<PackedA> in_one_buffer(int count, int rows, int depth, int mr);
 
   /// Where element (row, k) lives: at(row, k) is data()[offset(row, k)], the same offset in every PackedA of this
