@@ -162,18 +162,27 @@ double last_gpu_ms([[maybe_unused]] corgy::Backend& backend, [[maybe_unused]] bo
 }
 
 /// The Vulkan backend's convolution tuning so far, as JSON fields (zeros on the CPU backends): the shapes whose
-/// candidates were timed, those planned from the cache file, and the host time it took (part of first_ms).
+/// candidates were timed, those planned from the cache file, the candidates timed, the host time it took (part of
+/// first_ms) and of that the timed runs', and the pipelines the driver compiled (for the forward and the tuning).
 std::string tuning_fields([[maybe_unused]] corgy::Backend& backend) {
-  std::uint64_t timed = 0, cached = 0;
-  double ms = 0.0;
+  std::uint64_t timed = 0, cached = 0, candidates = 0, pipelines = 0;
+  double ms = 0.0, timing_ms = 0.0, compile_ms = 0.0;
 #if CORGY_HAS_VULKAN
   if (const auto* vulkan = dynamic_cast<const corgy::VulkanBackend*>(&backend)) {
-    timed = vulkan->stats().conv_plans_timed;
-    cached = vulkan->stats().conv_plans_from_cache;
-    ms = vulkan->stats().tuning_ms;
+    const corgy::VulkanStats& stats = vulkan->stats();
+    timed = stats.conv_plans_timed;
+    cached = stats.conv_plans_from_cache;
+    candidates = stats.conv_candidates_timed;
+    ms = stats.tuning_ms;
+    timing_ms = stats.tuning_timing_ms;
+    pipelines = stats.pipelines_compiled;
+    compile_ms = stats.pipeline_compile_ms;
   }
 #endif
-  return fmt::format("\"tuned_plans\": {}, \"cached_plans\": {}, \"tuning_ms\": {:.1f}", timed, cached, ms);
+  return fmt::format(
+      "\"tuned_plans\": {}, \"cached_plans\": {}, \"tuned_candidates\": {}, \"tuning_ms\": {:.1f}, "
+      "\"tuning_timing_ms\": {:.1f}, \"pipelines_compiled\": {}, \"pipeline_compile_ms\": {:.1f}",
+      timed, cached, candidates, ms, timing_ms, pipelines, compile_ms);
 }
 
 /// What the backend runs on: the Vulkan device, or OpenBLAS's kernel family for blas.

@@ -315,11 +315,15 @@ std::size_t ConvTuner::fastest(const std::vector<VulkanConvolutionOptions>& cand
   // Described again for each timing (the pipelines are made by then): one candidate's dispatches at a time own the
   // scratch tensors.
   const auto time_ms = [&](std::size_t i, int repetitions) {
+    const auto start = std::chrono::steady_clock::now();
     const std::size_t mark = recorder.dispatch_count();
     record(candidates[i]);
     const std::vector<Dispatch> dispatches = recorder.take_dispatches_from(mark);
     recorder.prepare_for_timing();
-    return timer_->time_ms(dispatches, repetitions);
+    const double ms = timer_->time_ms(dispatches, repetitions);
+    const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+    runtime_.stats.tuning_timing_ms += spent.count();
+    return ms;
   };
   std::vector<double> ms(candidates.size(), std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < candidates.size(); ++i) {

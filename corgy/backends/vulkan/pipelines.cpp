@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 
 #include "corgy/backends/vulkan/embedded_kernels.h"
 #include "corgy/error.h"
@@ -13,7 +14,7 @@ namespace {
 std::atomic<std::uint64_t> next_pipeline_serial{1};
 }
 
-PipelineCache::PipelineCache(const Context& context) : context_(context) {}
+PipelineCache::PipelineCache(const Context& context, VulkanStats& stats) : context_(context), stats_(stats) {}
 
 PipelineCache::~PipelineCache() {
   const DeviceFunctions& vk = context_.vk();
@@ -98,8 +99,12 @@ const Pipeline& PipelineCache::get(const KernelInfo& kernel, const Specializatio
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
   info.layout = pipeline->layout;
+  const auto start = std::chrono::steady_clock::now();
   const VkResult created =
       vk.vkCreateComputePipelines(context_.device(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline->pipeline);
+  const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+  ++stats_.pipelines_compiled;
+  stats_.pipeline_compile_ms += spent.count();
   if (created != VK_SUCCESS) {
     vk.vkDestroyPipelineLayout(context_.device(), pipeline->layout, nullptr);
     check(created, fmt::format("vkCreateComputePipelines ({})", kernel.name).c_str());

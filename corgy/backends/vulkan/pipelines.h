@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "corgy/backends/vulkan/kernel_params.h"
+#include "corgy/backends/vulkan/vulkan_backend.h"
 #include "corgy/backends/vulkan/vulkan_context.h"
 
 namespace corgy::vulkan {
@@ -48,7 +49,8 @@ struct Pipeline {
 
 class PipelineCache {
  public:
-  explicit PipelineCache(const Context& context);
+  /// `stats` counts the pipelines compiled and the time they took.
+  PipelineCache(const Context& context, VulkanStats& stats);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -62,6 +64,7 @@ class PipelineCache {
   VkDescriptorSetLayout set_layout(std::uint32_t bindings);
 
   const Context& context_;
+  VulkanStats& stats_;
   std::map<std::string, VkShaderModule> modules_;
   std::map<std::uint32_t, VkDescriptorSetLayout> set_layouts_;
   using Key = std::tuple<std::string, std::vector<std::uint32_t>, std::vector<std::uint32_t>>;

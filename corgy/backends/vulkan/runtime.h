@@ -17,7 +17,7 @@ struct Runtime {
       : options(chosen),
         context(chosen),
         tensors(context, chosen.force_staging, context.features().storage_16bit),
-        pipelines(context),
+        pipelines(context, stats),
         recorder(context, tensors, stats, chosen.spin_wait_us),
         tuner(*this) {
     if (half_precision()) {
