@@ -307,6 +307,9 @@ VkResult CommandRecorder::wait_for_fence() {
 }
 
 void CommandRecorder::record(const std::vector<HostTransfer>& uploads, const std::vector<HostTransfer>& downloads) {
+  // The pipelines compile on worker threads (pipeline_compiler.h): wait for them, and for a refused compile's error,
+  // before the command buffer is begun.
+  for (const Dispatch& d : dispatches_) d.pipeline->handle();
   allocate_descriptor_sets();
   VkCommandBuffer commands = forward_commands_;
   check(vk_.vkResetCommandBuffer(commands, 0), "vkResetCommandBuffer");
@@ -429,7 +432,7 @@ void CommandRecorder::record_dispatches() {
       touched.clear();
     }
     for (const BufferUse& u : d.buffers) touched.push_back({u.buffer->serial(), u.region_begin, u.bytes, u.writes});
-    vk_.vkCmdBindPipeline(forward_commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->pipeline);
+    vk_.vkCmdBindPipeline(forward_commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->handle());
     vk_.vkCmdBindDescriptorSets(forward_commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->layout, 0, 1,
                                 &descriptor_sets_[i], 0, nullptr);
     vk_.vkCmdPushConstants(forward_commands_, d.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,

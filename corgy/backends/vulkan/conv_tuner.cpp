@@ -299,9 +299,10 @@ std::size_t ConvTuner::fastest(const std::vector<VulkanConvolutionOptions>& cand
   CommandRecorder& recorder = runtime_.recorder;
   if (!timer_) timer_ = std::make_unique<DispatchTimer>(runtime_.context);
   const std::vector<VkDeviceSize> needs = recorder.scratch_needs();
-  // Every candidate is described once before any is timed, so that its pipelines are compiled: a compile is a
-  // pause of milliseconds in which a GPU lowers its clocks, and a candidate timed right after one measured up to
-  // 5x slower than itself (VGG-16's layers at batch 32 on an H100), which made the tuner keep a slower plan.
+  // Every candidate is described once before any is timed, so that its pipelines are compiled (side by side on the
+  // compiler's threads, waited for at the first timing): a compile is a pause in which a GPU lowers its clocks, and a
+  // candidate timed right after one measured up to 5x slower than itself (VGG-16's layers at batch 32 on an H100),
+  // which made the tuner keep a slower plan.
   std::vector<bool> runs(candidates.size(), true);
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::size_t mark = recorder.dispatch_count();
@@ -328,7 +329,12 @@ std::size_t ConvTuner::fastest(const std::vector<VulkanConvolutionOptions>& cand
   std::vector<double> ms(candidates.size(), std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (!runs[i]) continue;
-    ms[i] = time_ms(i, 1);
+    try {
+      ms[i] = time_ms(i, 1);
+    } catch (const Error&) {
+      runs[i] = false;  // a pipeline the driver refused to compile (its compiles ran side by side since the describe)
+      continue;
+    }
     ++runtime_.stats.conv_candidates_timed;
   }
   // Rounds over the candidates that came close, each judged by its fastest measurement: a change of the GPU's speed

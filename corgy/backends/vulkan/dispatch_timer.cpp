@@ -83,7 +83,7 @@ void DispatchTimer::record(const std::vector<Dispatch>& dispatches, const std::v
       if (run == 1 && i == 0 && timestamps_ != VK_NULL_HANDLE) {
         vk_.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, 0);
       }
-      vk_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->pipeline);
+      vk_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->handle());
       vk_.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->layout, 0, 1, &sets[i], 0,
                                   nullptr);
       vk_.vkCmdPushConstants(commands_, d.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
@@ -100,6 +100,7 @@ void DispatchTimer::record(const std::vector<Dispatch>& dispatches, const std::v
 double DispatchTimer::time_ms(const std::vector<Dispatch>& dispatches, int repetitions) {
   if (dispatches.empty()) return 0.0;
   repetitions = std::max(repetitions, 1);
+  for (const Dispatch& d : dispatches) d.pipeline->handle();  // compiled (or refused) before recording begins
   const DescriptorPool descriptors(context_, dispatches);
   record(dispatches, descriptors.sets, repetitions);
   VkSubmitInfo submit{};

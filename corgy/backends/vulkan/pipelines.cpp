@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <chrono>
 
 #include "corgy/backends/vulkan/embedded_kernels.h"
 #include "corgy/error.h"
@@ -14,13 +13,18 @@ namespace {
 std::atomic<std::uint64_t> next_pipeline_serial{1};
 }
 
-PipelineCache::PipelineCache(const Context& context, VulkanStats& stats) : context_(context), stats_(stats) {}
+PipelineCache::PipelineCache(const Context& context, VulkanStats& stats)
+    : context_(context), stats_(stats), compiler_(context) {}
 
 PipelineCache::~PipelineCache() {
   const DeviceFunctions& vk = context_.vk();
   const VkDevice device = context_.device();
   for (auto& [key, pipeline] : pipelines_) {
-    vk.vkDestroyPipeline(device, pipeline->pipeline, nullptr);
+    try {
+      vk.vkDestroyPipeline(device, pipeline->handle(), nullptr);  // waits for a compile in flight
+    } catch (const Error&) {
+      // the driver refused it: there is nothing to destroy
+    }
     vk.vkDestroyPipelineLayout(device, pipeline->layout, nullptr);
   }
   for (auto& [bindings, layout] : set_layouts_) vk.vkDestroyDescriptorSetLayout(device, layout, nullptr);
@@ -80,35 +84,9 @@ const Pipeline& PipelineCache::get(const KernelInfo& kernel, const Specializatio
   check(vk.vkCreatePipelineLayout(context_.device(), &layout_info, nullptr, &pipeline->layout),
         "vkCreatePipelineLayout");
 
-  std::vector<VkSpecializationMapEntry> entries;
-  for (std::size_t i = 0; i < constants.ids().size(); ++i) {
-    entries.push_back(
-        {constants.ids()[i], static_cast<std::uint32_t>(i * sizeof(std::uint32_t)), sizeof(std::uint32_t)});
-  }
-  VkSpecializationInfo specialization{};
-  specialization.mapEntryCount = static_cast<std::uint32_t>(entries.size());
-  specialization.pMapEntries = entries.data();
-  specialization.dataSize = constants.values().size() * sizeof(std::uint32_t);
-  specialization.pData = constants.values().data();
-
-  VkComputePipelineCreateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
-  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  info.stage.module = shader_module(kernel);
-  info.stage.pName = "main";
-  info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
-  info.layout = pipeline->layout;
-  const auto start = std::chrono::steady_clock::now();
-  const VkResult created =
-      vk.vkCreateComputePipelines(context_.device(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline->pipeline);
-  const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+  pipeline->compiled =
+      compiler_.compile({kernel.name, shader_module(kernel), pipeline->layout, constants.ids(), constants.values()});
   ++stats_.pipelines_compiled;
-  stats_.pipeline_compile_ms += spent.count();
-  if (created != VK_SUCCESS) {
-    vk.vkDestroyPipelineLayout(context_.device(), pipeline->layout, nullptr);
-    check(created, fmt::format("vkCreateComputePipelines ({})", kernel.name).c_str());
-  }
   return *pipelines_.emplace(std::move(key), std::move(pipeline)).first->second;
 }
 

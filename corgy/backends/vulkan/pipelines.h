@@ -1,8 +1,10 @@
 // Compute pipelines: one per kernel and set of specialization constants, created on first use and kept for the
-// backend's life, with the descriptor-set and pipeline layouts they need.
+// backend's life, with the descriptor-set and pipeline layouts they need. The driver compiles them on worker threads
+// (pipeline_compiler.h): a pipeline is waited for where a command buffer binds it.
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "corgy/backends/vulkan/kernel_params.h"
+#include "corgy/backends/vulkan/pipeline_compiler.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 #include "corgy/backends/vulkan/vulkan_context.h"
 
@@ -39,7 +42,9 @@ class SpecializationConstants {
 };
 
 struct Pipeline {
-  VkPipeline pipeline = VK_NULL_HANDLE;
+  /// The compiled pipeline, waited for: throws the corgy::Error of a compile the driver refused.
+  VkPipeline handle() const { return compiled.get(); }
+  std::shared_future<VkPipeline> compiled;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   KernelInfo kernel{};
@@ -55,9 +60,12 @@ class PipelineCache {
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
 
-  /// The pipeline of `kernel` with `constants`, created on first use. Throws corgy::Error when the kernel is not
-  /// embedded in the library or the driver cannot compile it.
+  /// The pipeline of `kernel` with `constants`, its compile started on first use. Throws corgy::Error when the
+  /// kernel is not embedded in the library (a compile the driver refuses throws from Pipeline::handle()).
   const Pipeline& get(const KernelInfo& kernel, const SpecializationConstants& constants = {});
+
+  /// The driver's compile time so far, summed over its threads (PipelineCompiler::compile_ms).
+  double compile_ms() const { return compiler_.compile_ms(); }
 
  private:
   VkShaderModule shader_module(const KernelInfo& kernel);
@@ -65,6 +73,7 @@ class PipelineCache {
 
   const Context& context_;
   VulkanStats& stats_;
+  PipelineCompiler compiler_;
   std::map<std::string, VkShaderModule> modules_;
   std::map<std::uint32_t, VkDescriptorSetLayout> set_layouts_;
   using Key = std::tuple<std::string, std::vector<std::uint32_t>, std::vector<std::uint32_t>>;

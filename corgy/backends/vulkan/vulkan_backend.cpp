@@ -71,7 +71,8 @@ void VulkanBackend::begin_forward() { runtime_->recorder.begin(); }
 void VulkanBackend::end_forward() {
   // Plans measured in this forward are saved whether or not it runs: the measurements hold either way.
   runtime_->tuner.save();
-  runtime_->recorder.end();
+  runtime_->recorder.end();  // binds the forward's pipelines: their compiles are over
+  runtime_->stats.pipeline_compile_ms = runtime_->pipelines.compile_ms();
 }
 
 void VulkanBackend::as_forward(const char* operation, const std::function<void()>& record) {

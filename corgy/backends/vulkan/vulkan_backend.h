@@ -177,8 +177,9 @@ struct VulkanStats {
   std::uint64_t conv_plans_from_cache = 0;  // shapes whose plan came from the tuning cache file, without timing
   double tuning_ms = 0.0;                   // host time spent choosing (describing, compiling and timing candidates)
   double tuning_timing_ms = 0.0;            // ... of it in the candidates' timed runs (recording, submitting, waiting)
-  // Pipelines (a kernel with its specialization constants) compiled by the driver, and the host time it took
-  // (vkCreateComputePipelines), for the forwards and the tuning's candidates together.
+  // Pipelines (a kernel with its specialization constants) compiled by the driver for the forwards and the tuning's
+  // candidates, and the driver's time for them (vkCreateComputePipelines, summed over the threads that compile side
+  // by side; as of the end of the last forward).
   std::uint64_t pipelines_compiled = 0;
   double pipeline_compile_ms = 0.0;
 };
