@@ -3,14 +3,17 @@
 // tuned results equal the static tables' within the kernels' rounding, a second backend plans from the file
 // without timing, files that are corrupt, truncated, of another identity or hostile are ignored, turning tuning
 // off or forcing a plan leaves the static tables' or the forced plan, and an unwritable cache folder costs only a
-// note on stderr.
+// note on stderr. The driver's pipeline cache kept beside the file (pipeline_compiler.h) is read back by a second
+// backend, and a damaged or foreign one never reaches the driver.
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "corgy/backends/vulkan/pipeline_compiler.h"
 #include "corgy/backends/vulkan/tuning_cache.h"
 #include "test_util.h"
 #include "vulkan_test_options.h"
@@ -434,6 +437,93 @@ TEST(VulkanTuning, DefaultFileFollowsXdgCacheHome) {
     ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
   }
   ::setenv("HOME", saved_home.c_str(), 1);
+}
+
+// The pipeline-cache file's checks, without a device: the driver's data comes back only from a whole, unchanged
+// file whose Vulkan header names this device.
+TEST(VulkanTuning, PipelineCacheFileIsCheckedBeforeTheDriverSeesIt) {
+  VkPhysicalDeviceProperties properties{};
+  properties.vendorID = 0x10de;
+  properties.deviceID = 0x2330;
+  for (std::uint8_t i = 0; i < VK_UUID_SIZE; ++i) properties.pipelineCacheUUID[i] = i;
+  VkPipelineCacheHeaderVersionOne header{};
+  header.headerSize = sizeof header;
+  header.headerVersion = VK_PIPELINE_CACHE_HEADER_VERSION_ONE;
+  header.vendorID = properties.vendorID;
+  header.deviceID = properties.deviceID;
+  std::memcpy(header.pipelineCacheUUID, properties.pipelineCacheUUID, VK_UUID_SIZE);
+  std::string data(reinterpret_cast<const char*>(&header), sizeof header);
+  data += "the driver's compiled pipelines";
+  const std::string file = vulkan::pipeline_cache_file_bytes(data);
+
+  const std::optional<std::string_view> read = vulkan::pipeline_cache_driver_data(file, properties);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(*read, data);
+  // Any byte changed, a byte missing or added, no header: nothing.
+  for (std::size_t i = 0; i < file.size(); ++i) {
+    std::string changed = file;
+    changed[i] = static_cast<char>(changed[i] ^ 0x20);
+    EXPECT_FALSE(vulkan::pipeline_cache_driver_data(changed, properties)) << "byte " << i;
+  }
+  EXPECT_FALSE(vulkan::pipeline_cache_driver_data(file.substr(0, file.size() - 1), properties));
+  EXPECT_FALSE(vulkan::pipeline_cache_driver_data(file + "x", properties));
+  EXPECT_FALSE(vulkan::pipeline_cache_driver_data("", properties));
+  EXPECT_FALSE(vulkan::pipeline_cache_driver_data(data, properties));
+  // Whole and unchanged, but another device's, driver build's or vendor's.
+  for (int field = 0; field < 3; ++field) {
+    VkPhysicalDeviceProperties other = properties;
+    if (field == 0) other.deviceID += 1;
+    if (field == 1) other.pipelineCacheUUID[7] ^= 1;
+    if (field == 2) other.vendorID = 0x1002;
+    EXPECT_FALSE(vulkan::pipeline_cache_driver_data(file, other)) << "field " << field;
+  }
+}
+
+// A backend saves the driver's pipeline cache beside the tuning cache; the next one gives it to the driver; a
+// damaged file is not given, and the forward is right either way; without cache files none is written.
+TEST(VulkanTuning, PipelineCacheIsKeptBesideTheTuningCache) {
+  const TempFolder folder;
+  const fs::path cache = folder.path() / "tuning.jsonl";
+  const fs::path pipelines = folder.path() / "tuning.jsonl.pipelines";
+  const std::vector<Operands> ops = operands();
+  NaiveBackend naive;
+  const std::vector<Variable> expected = run_layers(naive, ops, 1);
+  VulkanOptions options = sweep_vulkan_options();
+  options.tuning_cache = cache.string();
+  {
+    VulkanBackend first(options);
+    EXPECT_EQ(first.stats().pipeline_cache_loaded_bytes, 0u);
+    expect_close(run_layers(first, ops, 1), expected);
+    EXPECT_GT(first.stats().pipelines_compiled, 0u);
+  }
+  const std::string saved = read_text(pipelines);
+  ASSERT_GT(saved.size(), 32u);
+  EXPECT_TRUE(saved.starts_with("corgy-vk-pipes-1"));
+  {
+    VulkanBackend second(options);
+    EXPECT_EQ(second.stats().pipeline_cache_loaded_bytes, saved.size() - 32);
+    expect_close(run_layers(second, ops, 1), expected);
+  }
+  std::string damaged = saved;
+  damaged.back() = static_cast<char>(damaged.back() ^ 1);
+  write_text(pipelines, damaged);
+  {
+    VulkanBackend third(options);
+    EXPECT_EQ(third.stats().pipeline_cache_loaded_bytes, 0u);
+    expect_close(run_layers(third, ops, 1), expected);
+  }
+  // Its pipelines compiled again, the damaged file was replaced by a whole one.
+  const std::string replaced = read_text(pipelines);
+  EXPECT_TRUE(replaced.starts_with("corgy-vk-pipes-1"));
+  EXPECT_NE(replaced, damaged);
+
+  const fs::path unused = folder.path() / "unused.jsonl";
+  VulkanOptions no_files = options;
+  no_files.tuning_cache = unused.string();
+  no_files.use_tuning_cache = false;
+  VulkanBackend without(no_files);
+  expect_close(run_layers(without, ops, 1), expected);
+  EXPECT_FALSE(fs::exists(fs::path(unused.string() + ".pipelines")));
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
+#include "corgy/backends/vulkan/cache_file.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
@@ -16,9 +18,68 @@ namespace {
 // candidates, some of two pipelines).
 constexpr unsigned most_workers = 16;
 
+// The file: magic, the data's size and FNV-1a hash (8 bytes each, little-endian as written), then the data. A
+// driver's data for the pipelines of a few models is a few MB; a larger file is not one corgy wrote.
+constexpr std::string_view magic = "corgy-vk-pipes-1";
+constexpr std::size_t header_bytes = 16 + 8 + 8;
+constexpr std::size_t most_file_bytes = std::size_t{256} << 20;
+
+std::uint64_t fnv1a(std::string_view bytes) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const char byte : bytes) hash = (hash ^ static_cast<unsigned char>(byte)) * 1099511628211ull;
+  return hash;
+}
+
+std::uint64_t read_u64(const char* at) {
+  std::uint64_t value = 0;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+
 }  // namespace
 
-PipelineCompiler::PipelineCompiler(const Context& context) : context_(context) {}
+std::string pipeline_cache_file_bytes(std::string_view driver_data) {
+  std::string bytes(magic);
+  const std::uint64_t numbers[2] = {driver_data.size(), fnv1a(driver_data)};
+  bytes.append(reinterpret_cast<const char*>(numbers), sizeof numbers);
+  bytes.append(driver_data);
+  return bytes;
+}
+
+std::optional<std::string_view> pipeline_cache_driver_data(std::string_view file_bytes,
+                                                           const VkPhysicalDeviceProperties& properties) {
+  if (file_bytes.size() < header_bytes || file_bytes.substr(0, magic.size()) != magic) return std::nullopt;
+  const std::uint64_t size = read_u64(file_bytes.data() + magic.size());
+  const std::string_view data = file_bytes.substr(header_bytes);
+  if (size != data.size() || read_u64(file_bytes.data() + magic.size() + 8) != fnv1a(data)) return std::nullopt;
+  // VkPipelineCacheHeaderVersionOne: header size, version, vendor id, device id (4 bytes each), the UUID.
+  VkPipelineCacheHeaderVersionOne header{};
+  if (data.size() < sizeof header) return std::nullopt;
+  std::memcpy(&header, data.data(), sizeof header);
+  if (header.headerVersion != VK_PIPELINE_CACHE_HEADER_VERSION_ONE || header.vendorID != properties.vendorID ||
+      header.deviceID != properties.deviceID ||
+      std::memcmp(header.pipelineCacheUUID, properties.pipelineCacheUUID, VK_UUID_SIZE) != 0) {
+    return std::nullopt;
+  }
+  return data;
+}
+
+PipelineCompiler::PipelineCompiler(const Context& context, std::filesystem::path cache_file)
+    : context_(context), cache_file_(std::move(cache_file)) {
+  std::optional<std::string> file_bytes;
+  if (!cache_file_.empty()) file_bytes = read_cache_file(cache_file_, most_file_bytes);
+  std::optional<std::string_view> data;
+  if (file_bytes) data = pipeline_cache_driver_data(*file_bytes, context.physical().properties);
+  VkPipelineCacheCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+  info.initialDataSize = data ? data->size() : 0;
+  info.pInitialData = data ? data->data() : nullptr;
+  if (context.vk().vkCreatePipelineCache(context.device(), &info, nullptr, &cache_) == VK_SUCCESS) {
+    loaded_bytes_ = info.initialDataSize;
+  } else {
+    cache_ = VK_NULL_HANDLE;  // compiles then go without a cache
+  }
+}
 
 PipelineCompiler::~PipelineCompiler() {
   {
@@ -27,6 +88,25 @@ PipelineCompiler::~PipelineCompiler() {
   }
   wake_.notify_all();
   for (std::thread& worker : workers_) worker.join();  // each finishes the queue before it stops
+  if (cache_ != VK_NULL_HANDLE) context_.vk().vkDestroyPipelineCache(context_.device(), cache_, nullptr);
+}
+
+void PipelineCompiler::save() {
+  const std::uint64_t compiled = compiled_.load();
+  if (cache_file_.empty() || cache_ == VK_NULL_HANDLE || compiled == saved_compiled_) return;
+  saved_compiled_ = compiled;
+  const DeviceFunctions& vk = context_.vk();
+  std::size_t size = 0;
+  if (vk.vkGetPipelineCacheData(context_.device(), cache_, &size, nullptr) != VK_SUCCESS || size == 0 ||
+      size > most_file_bytes - header_bytes) {
+    return;
+  }
+  std::string data(size, '\0');
+  // VK_INCOMPLETE: the cache grew between the two calls (a compile in flight); what was written is whole.
+  const VkResult got = vk.vkGetPipelineCacheData(context_.device(), cache_, &size, data.data());
+  if (got != VK_SUCCESS && got != VK_INCOMPLETE) return;
+  data.resize(size);
+  replace_cache_file(cache_file_, pipeline_cache_file_bytes(data));  // a failure costs later processes time only
 }
 
 std::shared_future<VkPipeline> PipelineCompiler::compile(PipelineSource source) {
@@ -78,10 +158,11 @@ VkPipeline PipelineCompiler::create(const PipelineSource& source) {
   VkPipeline pipeline = VK_NULL_HANDLE;
   const auto start = std::chrono::steady_clock::now();
   const VkResult created =
-      context_.vk().vkCreateComputePipelines(context_.device(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline);
+      context_.vk().vkCreateComputePipelines(context_.device(), cache_, 1, &info, nullptr, &pipeline);
   compile_ns_ += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   check(created, fmt::format("vkCreateComputePipelines ({})", source.kernel).c_str());
+  ++compiled_;
   return pipeline;
 }
 

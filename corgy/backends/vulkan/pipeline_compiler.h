@@ -3,16 +3,26 @@
 // compiled one after another, ResNet-50's 80 pipelines took 37 s of its first forward at fp16. Started as soon as an
 // operation asks for its pipeline and waited for only where a command buffer binds it, they compile side by side:
 // the forward's pipelines while the rest of it is described, a tuned layer's candidates together.
+//
+// The driver's pipeline cache (VkPipelineCache) is kept in a file between processes, beside the tuning cache: a
+// process that plans from the tuning cache then also skips the compiles. The file is the driver's data behind a
+// header of corgy's (a magic string, the data's size and an FNV-1a hash of it); a file whose hash or size does not
+// match, or whose data's Vulkan header names another vendor, device or pipeline-cache UUID, is not given to the
+// driver. Writes go through a temporary file and a rename; a file that cannot be written changes nothing but speed
+// and says nothing (the tuning cache notes an unwritable folder).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -29,9 +39,17 @@ struct PipelineSource {
   std::vector<std::uint32_t> constant_values;
 };
 
+/// The file's bytes for the driver's pipeline-cache data `driver_data`.
+std::string pipeline_cache_file_bytes(std::string_view driver_data);
+/// The driver's data in file bytes `file_bytes`, when they are a whole file of pipeline_cache_file_bytes and the data's
+/// header (VkPipelineCacheHeaderVersionOne) is `properties`' vendor, device and pipeline-cache UUID; none otherwise.
+std::optional<std::string_view> pipeline_cache_driver_data(std::string_view file_bytes,
+                                                           const VkPhysicalDeviceProperties& properties);
+
 class PipelineCompiler {
  public:
-  explicit PipelineCompiler(const Context& context);
+  /// `cache_file`: where the driver's pipeline cache is read from now and saved to (save()); empty for none.
+  PipelineCompiler(const Context& context, std::filesystem::path cache_file);
   /// Waits for the compiles in flight, then stops the workers; the pipelines made belong to whoever asked for them.
   ~PipelineCompiler();
   PipelineCompiler(const PipelineCompiler&) = delete;
@@ -44,11 +62,22 @@ class PipelineCompiler {
   /// The driver's compile time so far, summed over the workers (they overlap: more than anyone waited).
   double compile_ms() const { return static_cast<double>(compile_ns_.load()) * 1e-6; }
 
+  /// Bytes of the driver's data read from the cache file at construction (0: none, or the file was not used).
+  std::size_t loaded_bytes() const { return loaded_bytes_; }
+
+  /// Writes the driver's cache to the file when pipelines were compiled since the last save. Never throws.
+  void save();
+
  private:
   VkPipeline create(const PipelineSource& source);
   void work();
 
   const Context& context_;
+  std::filesystem::path cache_file_;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::size_t loaded_bytes_ = 0;
+  std::atomic<std::uint64_t> compiled_{0};
+  std::uint64_t saved_compiled_ = 0;
   std::atomic<std::uint64_t> compile_ns_{0};
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -13,8 +13,8 @@ namespace {
 std::atomic<std::uint64_t> next_pipeline_serial{1};
 }
 
-PipelineCache::PipelineCache(const Context& context, VulkanStats& stats)
-    : context_(context), stats_(stats), compiler_(context) {}
+PipelineCache::PipelineCache(const Context& context, VulkanStats& stats, std::filesystem::path driver_cache_file)
+    : context_(context), stats_(stats), compiler_(context, std::move(driver_cache_file)) {}
 
 PipelineCache::~PipelineCache() {
   const DeviceFunctions& vk = context_.vk();

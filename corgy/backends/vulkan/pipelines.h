@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
@@ -54,8 +55,9 @@ struct Pipeline {
 
 class PipelineCache {
  public:
-  /// `stats` counts the pipelines compiled and the time they took.
-  PipelineCache(const Context& context, VulkanStats& stats);
+  /// `stats` counts the pipelines compiled (it may be constructed after this cache: nothing touches it before get());
+  /// `driver_cache_file` keeps the driver's pipeline cache between processes (PipelineCompiler; empty: none).
+  PipelineCache(const Context& context, VulkanStats& stats, std::filesystem::path driver_cache_file);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -66,6 +68,12 @@ class PipelineCache {
 
   /// The driver's compile time so far, summed over its threads (PipelineCompiler::compile_ms).
   double compile_ms() const { return compiler_.compile_ms(); }
+
+  /// Bytes of the driver's pipeline cache read from its file (PipelineCompiler::loaded_bytes).
+  std::size_t loaded_bytes() const { return compiler_.loaded_bytes(); }
+
+  /// Saves the driver's pipeline cache when it changed (PipelineCompiler::save).
+  void save() { compiler_.save(); }
 
  private:
   VkShaderModule shader_module(const KernelInfo& kernel);

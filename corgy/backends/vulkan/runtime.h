@@ -7,6 +7,7 @@
 #include "corgy/backends/vulkan/conv_tuner.h"
 #include "corgy/backends/vulkan/pipelines.h"
 #include "corgy/backends/vulkan/tensor_buffers.h"
+#include "corgy/backends/vulkan/tuning_cache.h"
 #include "corgy/backends/vulkan/vulkan_backend.h"
 #include "corgy/backends/vulkan/vulkan_context.h"
 
@@ -17,9 +18,12 @@ struct Runtime {
       : options(chosen),
         context(chosen),
         tensors(context, chosen.force_staging, context.features().storage_16bit),
-        pipelines(context, stats),
+        pipelines(context, stats,
+                  pipeline_cache_file(chosen, context.physical().properties.vendorID,
+                                      context.physical().properties.deviceID)),
         recorder(context, tensors, stats, chosen.spin_wait_us),
         tuner(*this) {
+    stats.pipeline_cache_loaded_bytes = pipelines.loaded_bytes();
     if (half_precision()) {
       SpecializationConstants from_fp16;
       from_fp16.set_flag(ElementwiseFp16Constant::source_fp16, true)

@@ -1,18 +1,14 @@
 #include "corgy/backends/vulkan/tuning_cache.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <array>
-#include <atomic>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
+
+#include "corgy/backends/vulkan/cache_file.h"
 
 namespace corgy::vulkan {
 
@@ -102,52 +98,6 @@ std::optional<std::pair<std::string, TunedChoice>> parse_entry(const json& line)
   return std::pair{key->get<std::string>(), choice};
 }
 
-// The file's text, or none when it is missing, not a regular file or too large. O_NONBLOCK: a FIFO put in its
-// place must not block the process (fstat then rejects it).
-std::optional<std::string> read_small_file(const std::filesystem::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat info {};
-  std::optional<std::string> text;
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && static_cast<std::size_t>(info.st_size) <= most_file_bytes) {
-    std::string bytes(static_cast<std::size_t>(info.st_size), '\0');
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
-      if (got <= 0) break;
-      done += static_cast<std::size_t>(got);
-    }
-    bytes.resize(done);
-    text = std::move(bytes);
-  }
-  ::close(fd);
-  return text;
-}
-
-// Writes `text` to a new file beside `file` and renames it over `file`; the reason when that fails.
-std::optional<std::string> replace_file(const std::filesystem::path& file, const std::string& text) {
-  static std::atomic<unsigned> serial{0};
-  const std::filesystem::path temporary =
-      file.string() + fmt::format(".tmp-{}-{}", static_cast<long>(::getpid()), serial++);
-  // O_EXCL: never write through a file or link someone else put there.
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return fmt::format("cannot create {}: {}", temporary.string(), std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
-    if (wrote <= 0) break;
-    done += static_cast<std::size_t>(wrote);
-  }
-  const bool written = done == text.size() && ::close(fd) == 0;
-  if (done != text.size()) ::close(fd);
-  if (!written || std::rename(temporary.c_str(), file.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(temporary.c_str());
-    return fmt::format("cannot write {}: {}", file.string(), reason);
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::filesystem::path default_tuning_cache_folder() {
@@ -160,6 +110,15 @@ std::filesystem::path default_tuning_cache_folder() {
 
 std::string tuning_cache_file_name(const TuningIdentity& identity) {
   return fmt::format("vulkan-tuning-{:04x}-{:04x}.jsonl", identity.vendor_id, identity.device_id);
+}
+
+std::filesystem::path pipeline_cache_file(const VulkanOptions& options, std::uint32_t vendor_id,
+                                          std::uint32_t device_id) {
+  if (!options.use_tuning_cache) return {};
+  if (!options.tuning_cache.empty()) return options.tuning_cache + ".pipelines";
+  const std::filesystem::path folder = default_tuning_cache_folder();
+  if (folder.empty()) return {};
+  return folder / fmt::format("vulkan-pipelines-{:04x}-{:04x}.bin", vendor_id, device_id);
 }
 
 std::map<std::string, TunedChoice> parse_tuning_cache(const std::string& text, const TuningIdentity& identity) {
@@ -204,7 +163,7 @@ std::optional<VulkanConvolutionOptions> TuningCache::find(const std::string& key
   if (!loaded_) {
     loaded_ = true;
     if (!file_.empty()) {
-      if (const std::optional<std::string> text = read_small_file(file_)) {
+      if (const std::optional<std::string> text = read_cache_file(file_, most_file_bytes)) {
         // Choices stored before the first read win over the file's (merge leaves duplicates in the source).
         std::map<std::string, TunedChoice> read = parse_tuning_cache(*text, identity_);
         entries_.merge(read);
@@ -226,20 +185,13 @@ void TuningCache::save() {
   unsaved_ = false;
   // What another process wrote since this one read the file is kept; this process's choices win.
   std::map<std::string, TunedChoice> merged = entries_;
-  if (const std::optional<std::string> text = read_small_file(file_)) {
+  if (const std::optional<std::string> text = read_cache_file(file_, most_file_bytes)) {
     for (auto& [key, choice] : parse_tuning_cache(*text, identity_)) {
       if (merged.size() >= most_entries) break;
       merged.try_emplace(key, choice);
     }
   }
-  std::optional<std::string> failure;
-  std::error_code error;
-  std::filesystem::create_directories(file_.parent_path(), error);
-  if (error) {
-    failure = fmt::format("cannot create the folder {}: {}", file_.parent_path().string(), error.message());
-  } else {
-    failure = replace_file(file_, format_tuning_cache(merged, identity_));
-  }
+  const std::optional<std::string> failure = replace_cache_file(file_, format_tuning_cache(merged, identity_));
   if (failure && !noted_) {
     noted_ = true;
     fmt::print(stderr,

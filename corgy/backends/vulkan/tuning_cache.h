@@ -50,6 +50,12 @@ std::filesystem::path default_tuning_cache_folder();
 /// "vulkan-tuning-<vendor id>-<device id>.jsonl" (hexadecimal ids): one file per device model.
 std::string tuning_cache_file_name(const TuningIdentity& identity);
 
+/// Where the driver's pipeline cache is kept for `options` on a device of `vendor_id` and `device_id`: none when
+/// options.use_tuning_cache is off, <tuning_cache>.pipelines when that names a file, else
+/// "vulkan-pipelines-<vendor id>-<device id>.bin" in default_tuning_cache_folder() (none when that is empty).
+std::filesystem::path pipeline_cache_file(const VulkanOptions& options, std::uint32_t vendor_id,
+                                          std::uint32_t device_id);
+
 class TuningCache {
  public:
   /// A cache kept in `file` (none: in memory only) for `identity`. Reads nothing yet.

@@ -73,6 +73,7 @@ void VulkanBackend::end_forward() {
   runtime_->tuner.save();
   runtime_->recorder.end();  // binds the forward's pipelines: their compiles are over
   runtime_->stats.pipeline_compile_ms = runtime_->pipelines.compile_ms();
+  runtime_->pipelines.save();
 }
 
 void VulkanBackend::as_forward(const char* operation, const std::function<void()>& record) {

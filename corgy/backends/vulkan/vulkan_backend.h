@@ -155,6 +155,8 @@ struct VulkanOptions {
   /// ~/.cache/corgy. A file of another device, driver, corgy version or kernels, or that does not parse, is
   /// ignored and replaced; one that cannot be written leaves a note on stderr and the plans in memory.
   std::string tuning_cache{};
+  /// The driver's compiled pipelines are kept beside it, in <tuning_cache>.pipelines (default:
+  /// vulkan-pipelines-<vendor id>-<device id>.bin in the same folder): a later process skips their compiles.
   /// false: plans are measured (when tuning is on) and kept for the backend's life, but no file is read or written.
   bool use_tuning_cache = true;
   /// The Vulkan loader library to open.
@@ -182,6 +184,8 @@ struct VulkanStats {
   // by side; as of the end of the last forward).
   std::uint64_t pipelines_compiled = 0;
   double pipeline_compile_ms = 0.0;
+  // Bytes of the driver's pipeline cache read from the file beside the tuning cache (0: none, or not usable here).
+  std::uint64_t pipeline_cache_loaded_bytes = 0;
 };
 
 /// One dispatch of the last forward, with profiling on (VulkanBackend::set_profiling).

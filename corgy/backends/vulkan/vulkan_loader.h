@@ -55,6 +55,9 @@ namespace corgy::vulkan {
   X(vkDestroyPipelineLayout)         \
   X(vkCreateComputePipelines)        \
   X(vkDestroyPipeline)               \
+  X(vkCreatePipelineCache)           \
+  X(vkDestroyPipelineCache)          \
+  X(vkGetPipelineCacheData)          \
   X(vkCreateDescriptorPool)          \
   X(vkDestroyDescriptorPool)         \
   X(vkAllocateDescriptorSets)        \
