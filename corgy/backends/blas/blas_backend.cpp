@@ -284,11 +284,27 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   return &plans_->store(weights, std::move(plans[fastest]));
 }
 
+const blas::ConvPlan* BlasBackend::general_window_plan(const Conv2dDesc& desc, const Variable& input,
+                                                       const Variable& weights, const Variable* bias) {
+  const Conv2dWindow w = desc.window();
+  if (convolution_ == BlasConvolution::im2col || !plans_->is_constant(weights) || w.stride_h != w.stride_w ||
+      w.dilation_h != w.dilation_w) {
+    return nullptr;
+  }
+  if (const blas::ConvPlan* plan = plans_->find(desc, input.shape(), weights)) return plan;
+  return &plans_->store(weights, blas::plan_convolution(desc, input.shape(), weights, bias,
+                                                        blas::ConvChoice{blas::ConvAlgorithm::packed_gemm}, *team_));
+}
+
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
-  // The planned algorithms (packed GEMMs, Winograd, depthwise kernels) take square windows; im2col takes any.
+  // A window that differs between the axes (Inception's 1x7 and 7x1) has one planned algorithm, the packed GEMM on
+  // implicit im2col panels (conv_gemm.h: Im2colB), where its stride and dilation are the same along both axes;
+  // im2col + OpenBLAS takes any other.
   if (!desc.is_square()) {
-    conv2d_baseline(desc, input, weights, bias, output);
+    const blas::ConvPlan* plan = general_window_plan(desc, input, weights, bias);
+    if (!plan) return conv2d_baseline(desc, input, weights, bias, output);
+    run_plan(*plan, nullptr, input, output.shape(), output);
     return;
   }
   if (is_strided_pointwise(desc) && plans_->is_constant(weights) && convolution_ != BlasConvolution::im2col) {
@@ -433,7 +449,7 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
   const int team =
       std::max(threads_for(conv_output.count()),
                gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(conv_output.plane_count()),
-                            desc.in_channels / desc.groups * desc.kernel * desc.kernel));
+                            desc.in_channels / desc.groups * desc.taps()));
   // Pointwise on a small image: members split the output channels, each over the whole image (bands of rows of a
   // 7x7 or 14x14 image come in too few, uneven pieces to share). On larger images bands were faster (MobileNetV2's
   // 56x56 layers: each member's output stays in few contiguous rows).

@@ -13,17 +13,19 @@ Im2colB::Im2colB(const Conv2dDesc& desc, const float* image, int channels, int h
       width_(width),
       out_h_(out_h),
       out_w_(out_w),
-      depth_(channels * desc.kernel * desc.kernel),
+      depth_(channels * desc.taps()),
       packer_(packer) {}
 
 Im2colRow Im2colB::row(int k) const {
-  const int taps = desc_.kernel * desc_.kernel;
+  // Any window whose stride and dilation are the same along both axes (Im2colRow has one stride).
+  const Conv2dWindow w = desc_.window();
+  const int taps = w.kernel_h * w.kernel_w;
   return {image_ + static_cast<std::size_t>(k / taps) * height_ * width_,
           height_,
           width_,
-          k % taps / desc_.kernel * desc_.dilation - desc_.padding,
-          k % desc_.kernel * desc_.dilation - desc_.padding,
-          desc_.stride,
+          k % taps / w.kernel_w * w.dilation_h - w.pad_top,
+          k % w.kernel_w * w.dilation_w - w.pad_left,
+          w.stride_h,
           out_w_};
 }
 
@@ -53,6 +55,7 @@ bool reads_padded_rows(const Conv2dDesc& desc) {
   // 2.73 ms (1 thread; the others tied).
   // (A strided 1x1 convolution packs each value it reads once, and would copy all s * s phases for one.)
   constexpr int kMostDepth = 96;
+  if (!desc.is_square()) return false;  // a window that differs between the axes packs im2col panels
   if (desc.stride > 1) return desc.kernel > 1;
   return desc.in_channels / desc.groups * desc.kernel * desc.kernel <= kMostDepth;
 }
@@ -192,7 +195,9 @@ void planes_gemm(const GemmMicroKernel& kernel, const PackedA& a, int panel_begi
   }
 }
 
-bool reads_planes_in_place(const Conv2dDesc& desc) { return desc.kernel == 1 && desc.stride == 1 && desc.padding == 0; }
+bool reads_planes_in_place(const Conv2dDesc& desc) {
+  return desc.is_square() && desc.kernel == 1 && desc.stride == 1 && desc.padding == 0;
+}
 
 void conv_pointwise_by_channels(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
                                 const PackedConvWeights& weights, const Variable& input, Variable& output,
@@ -219,7 +224,7 @@ void conv_pointwise_by_channels(const TeamMember& member, const GemmMicroKernel&
 PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights, const float* bias,
                                     const GemmMicroKernel& kernel) {
   const int out_per_group = desc.out_channels / desc.groups;
-  const int depth = desc.in_channels / desc.groups * desc.kernel * desc.kernel;
+  const int depth = desc.in_channels / desc.groups * desc.taps();
   PackedConvWeights packed;
   for (int g = 0; g < desc.groups; ++g) {
     packed.groups.emplace_back(weights + static_cast<std::size_t>(g) * out_per_group * depth, out_per_group, depth,

@@ -10,8 +10,9 @@
 
 namespace corgy::blas {
 
-/// The column matrix of one image and group of a convolution ([channels * k * k] x [out_h * out_w], as im2col
-/// writes it), read from the input planes while packing.
+/// The column matrix of one image and group of a convolution ([channels * kernel_h * kernel_w] x [out_h * out_w], as
+/// im2col writes it), read from the input planes while packing. The window may differ between the axes (Inception's
+/// 1x7 and 7x1) when its stride and dilation do not.
 class Im2colB final : public BSource {
  public:
   /// `image`: the group's first input plane; planes are height x width, contiguous. `packer` writes rows into

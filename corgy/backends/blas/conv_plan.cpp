@@ -63,7 +63,7 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     plan.depthwise_packed =
         pack_depthwise_channel_weights(weights.data(), bias_values, desc.out_channels, desc.kernel * desc.kernel);
   } else if (plan.algorithm == ConvAlgorithm::packed_gemm) {
-    const int pixels = desc.output_size(input.h) * desc.output_size(input.w);
+    const int pixels = desc.output_h(input.h) * desc.output_w(input.w);
     plan.kernel = &kernel_for(gemm_kernels(), desc.out_channels / desc.groups, pixels);
     plan.packed = pack_conv_weights(desc, weights.data(), bias_values, *plan.kernel);
   } else if (plan.algorithm == ConvAlgorithm::pointwise_batch) {
@@ -130,7 +130,7 @@ const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, 
     const Conv2dDesc& d = plan->desc;
     const bool same_desc = d.in_channels == desc.in_channels && d.out_channels == desc.out_channels &&
                            d.kernel == desc.kernel && d.stride == desc.stride && d.padding == desc.padding &&
-                           d.dilation == desc.dilation && d.groups == desc.groups &&
+                           d.dilation == desc.dilation && d.general == desc.general && d.groups == desc.groups &&
                            d.activation.kind == desc.activation.kind && d.activation.slope == desc.activation.slope;
     if (plan->input == input && same_desc) {
       kept.splice(kept.begin(), kept, plan);  // moves the node, not the plan: references stay valid
