@@ -55,33 +55,37 @@ bool reads_padded_rows(const Conv2dDesc& desc) {
   // 2.73 ms (1 thread; the others tied).
   // (A strided 1x1 convolution packs each value it reads once, and would copy all s * s phases for one.)
   constexpr int kMostDepth = 96;
-  if (!desc.is_square()) return false;  // a window that differs between the axes packs im2col panels
+  // Inception v3's 17x17 7x1 and 1x7 layers (depth 896-1344), one thread: 0.93-1.02 ms against 1.27-1.46 packed
+  // (7x1), 1.22-1.38 against 1.28-1.47 (1x7, whose extended rows are 23 wide for 17 outputs); short output rows cut
+  // the im2col panels into short runs.
+  if (!desc.is_square()) return true;
   if (desc.stride > 1) return desc.kernel > 1;
   return desc.in_channels / desc.groups * desc.kernel * desc.kernel <= kMostDepth;
 }
 
 namespace {
 
-/// Padded row `padded_row` of one channel plane (input row padded_row - padding, zeros outside the input) cut into
-/// `stride` column phases: phase px (at phases + px * phase_plane) holds padded columns px, px + stride, ...
-void copy_row_phases(const float* plane, const Shape& in, int padding, int stride, int padded_row, int phase_w,
-                     std::size_t phase_plane, float* phases) {
-  const int iy = padded_row - padding;
+/// Padded row `padded_row` of one channel plane (input row padded_row - pad_top, zeros outside the input, the input's
+/// columns from pad_left on) cut into `stride` column phases: phase px (at phases + px * phase_plane) holds padded
+/// columns px, px + stride, ...
+void copy_row_phases(const float* plane, const Shape& in, int pad_top, int pad_left, int stride, int padded_row,
+                     int phase_w, std::size_t phase_plane, float* phases) {
+  const int iy = padded_row - pad_top;
   if (iy < 0 || iy >= in.h) {
     for (int px = 0; px < stride; ++px) std::fill(phases + px * phase_plane, phases + px * phase_plane + phase_w, 0.0f);
     return;
   }
   const float* source = plane + static_cast<std::size_t>(iy) * in.w;
   if (stride == 1) {
-    std::fill(phases, phases + padding, 0.0f);
-    std::memcpy(phases + padding, source, sizeof(float) * in.w);
-    std::fill(phases + padding + in.w, phases + phase_w, 0.0f);
+    std::fill(phases, phases + pad_left, 0.0f);
+    std::memcpy(phases + pad_left, source, sizeof(float) * in.w);
+    std::fill(phases + pad_left + in.w, phases + phase_w, 0.0f);
     return;
   }
   for (int px = 0; px < stride; ++px) {
     float* phase = phases + px * phase_plane;
     for (int i = 0; i < phase_w; ++i) {
-      const int x = i * stride + px - padding;
+      const int x = i * stride + px - pad_left;
       phase[i] = x >= 0 && x < in.w ? source[x] : 0.0f;
     }
   }
@@ -97,13 +101,16 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
                       const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
                       std::size_t channel_stride, GemmRowsBuffers& buffers) {
   const Shape& in = input.shape();
-  const int s = desc.stride;
+  // Any window whose stride and dilation are the same along both axes.
+  const Conv2dWindow window = desc.window();
+  const int s = window.stride_h;
+  const int d = window.dilation_h;
   const int in_per_group = desc.in_channels / desc.groups;
   const int out_per_group = desc.out_channels / desc.groups;
-  const int halo = desc.dilation * (desc.kernel - 1);
-  const int padded_w = in.w + 2 * desc.padding;
-  const int phase_w = (padded_w + s - 1) / s;  // = output.w + halo at stride 1
-  const int phase_h = y1 - y0 + halo / s;
+  const int halo_h = d * (window.kernel_h - 1);
+  const int padded_w = in.w + window.pad_left + window.pad_right;
+  const int phase_w = (padded_w + s - 1) / s;  // = output.w + the horizontal halo at stride 1
+  const int phase_h = y1 - y0 + halo_h / s;
   const std::size_t phase_plane = static_cast<std::size_t>(phase_h) * phase_w;
   const std::size_t channel_size = phase_plane * s * s;
   const int columns = (y1 - y0) * phase_w;
@@ -114,10 +121,10 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
   if (buffers.extended_output.size() < extended_size) buffers.extended_output.resize(extended_size);
   buffers.row_offsets.clear();
   for (int c = 0; c < in_per_group; ++c) {
-    for (int ky = 0; ky < desc.kernel; ++ky) {
-      for (int kx = 0; kx < desc.kernel; ++kx) {
-        const int dy = ky * desc.dilation;
-        const int dx = kx * desc.dilation;
+    for (int ky = 0; ky < window.kernel_h; ++ky) {
+      for (int kx = 0; kx < window.kernel_w; ++kx) {
+        const int dy = ky * d;
+        const int dx = kx * d;
         const std::size_t phase = static_cast<std::size_t>(dy % s) * s + dx % s;
         buffers.row_offsets.push_back(
             static_cast<std::int32_t>(c * channel_size + phase * phase_plane + (dy / s) * phase_w + dx / s));
@@ -132,7 +139,7 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
           input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group + c) * in.plane_count();
       for (int py = 0; py < s; ++py) {
         for (int r = 0; r < phase_h; ++r) {  // row phase py's row r: padded row (y0 + r) * s + py
-          copy_row_phases(source, in, desc.padding, s, (y0 + r) * s + py, phase_w, phase_plane,
+          copy_row_phases(source, in, window.pad_top, window.pad_left, s, (y0 + r) * s + py, phase_w, phase_plane,
                           padded + c * channel_size + py * s * phase_plane + static_cast<std::size_t>(r) * phase_w);
         }
       }

@@ -68,8 +68,9 @@ struct GemmRowsBuffers {
 };
 
 /// True when conv_gemm_rows reads `desc`'s input through PaddedRowsB rather than packing im2col panels: a small
-/// column-matrix depth (in channels x k x k), where packing dominates, or a stride above 1 (read from phase planes,
-/// where packing would also pick every stride-th value).
+/// column-matrix depth (in channels x k x k), where packing dominates, a stride above 1 (read from phase planes,
+/// where packing would also pick every stride-th value), or a window that differs between the axes (its stride and
+/// dilation the same along both).
 bool reads_padded_rows(const Conv2dDesc& desc);
 
 /// True when conv_gemm_rows reads `desc`'s B rows in place from the input planes, neither packed nor copied: a
