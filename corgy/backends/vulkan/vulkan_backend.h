@@ -135,7 +135,8 @@ struct VulkanOptions {
   /// is counted (stats()), and end_forward() throws corgy::Error when a new one arrived since the last check. The
   /// loader's and the layers' general notices (such as the loader's about an exported VK_INSTANCE_LAYERS) are not.
   bool validation = false;
-  /// Receives each counted validation message; when unset they are printed to stderr.
+  /// Receives each counted validation message; when unset they are printed to stderr. Called one message at a time,
+  /// but possibly from the backend's pipeline-compiling threads as well as the caller's.
   std::function<void(const std::string&)> on_validation_message;
   /// Copy Variables through staging buffers even where host memory could be imported (tests, measurements).
   bool force_staging = false;

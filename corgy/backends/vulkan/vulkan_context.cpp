@@ -82,10 +82,7 @@ Context::~Context() {
   vk_.vkDestroyDevice(device_, nullptr);
 }
 
-const std::string& Context::last_validation_message() const {
-  static const std::string none;
-  return sink_ ? sink_->last_message : none;
-}
+std::string Context::last_validation_message() const { return sink_ ? sink_->last_message() : std::string(); }
 
 int Context::find_memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags required,
                               VkMemoryPropertyFlags preferred) const {

@@ -34,8 +34,8 @@ class Context {
   /// device offers them.
   const DeviceFeatures& features() const { return features_; }
   /// Validation messages so far, and the last one's text (empty without validation).
-  std::uint64_t validation_messages() const { return sink_ ? sink_->count : 0; }
-  const std::string& last_validation_message() const;
+  std::uint64_t validation_messages() const { return sink_ ? sink_->count() : 0; }
+  std::string last_validation_message() const;
 
   /// Index of a memory type allowed by `type_bits` that has all `required` flags, preferring one that also has
   /// `preferred`; -1 when there is none.

@@ -34,8 +34,12 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagB
   const std::string text =
       fmt::format("{}: {}", severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
                   data->pMessage ? data->pMessage : "(no text)");
-  ++sink->count;
-  sink->last_message = text;
+  {
+    const std::lock_guard lock(sink->mutex);
+    ++sink->messages;
+    sink->last = text;
+  }
+  const std::lock_guard serial(sink->callback_mutex);
   if (sink->callback) {
     sink->callback(text);
   } else {

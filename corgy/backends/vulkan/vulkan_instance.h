@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "corgy/backends/vulkan/vulkan_loader.h"
@@ -23,11 +24,24 @@ class NoDriverError : public Error {
 /// "env var 'VK_INSTANCE_LAYERS' defined and adding layers" whenever a user exports that variable.
 bool is_validation_finding(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types);
 
-/// Where validation findings go: counted, and handed to `callback` (stderr when it is empty).
+/// Where validation findings go: counted, and handed to `callback` (stderr when it is empty). Messages may come from
+/// any thread that calls Vulkan (the pipeline compiler's workers too): the count and the last message are kept
+/// under a lock, and the callback is called one message at a time (a recursive lock: a callback that calls Vulkan
+/// and is told about that call does not wait for itself).
 struct ValidationSink {
   std::function<void(const std::string&)> callback;
-  std::uint64_t count = 0;
-  std::string last_message;
+  std::uint64_t count() const {
+    const std::lock_guard lock(mutex);
+    return messages;
+  }
+  std::string last_message() const {
+    const std::lock_guard lock(mutex);
+    return last;
+  }
+  mutable std::mutex mutex;
+  std::recursive_mutex callback_mutex;
+  std::uint64_t messages = 0;
+  std::string last;
 };
 
 class Instance {
