@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <system_error>
 #include <utility>
 
 #include "corgy/backends/vulkan/cache_file.h"
@@ -114,11 +115,21 @@ std::shared_future<VkPipeline> PipelineCompiler::compile(PipelineSource source) 
   std::shared_future<VkPipeline> result = job.get_future().share();
   {
     const std::lock_guard lock(mutex_);
-    jobs_.push_back(std::move(job));
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    if (workers_.size() < std::min(cores, most_workers)) workers_.emplace_back([this] { work(); });
+    if (workers_.size() < std::min(cores, most_workers)) {
+      try {
+        workers_.emplace_back([this] { work(); });
+      } catch (const std::system_error&) {
+        // No thread to be had (a process at its limit): the workers there are take the job, or this thread does.
+      }
+    }
+    if (!workers_.empty()) jobs_.push_back(std::move(job));
   }
-  wake_.notify_one();
+  if (job.valid()) {
+    job();
+  } else {
+    wake_.notify_one();
+  }
   return result;
 }
 

@@ -22,8 +22,8 @@ PipelineCache::~PipelineCache() {
   for (auto& [key, pipeline] : pipelines_) {
     try {
       vk.vkDestroyPipeline(device, pipeline->handle(), nullptr);  // waits for a compile in flight
-    } catch (const Error&) {
-      // the driver refused it: there is nothing to destroy
+    } catch (...) {
+      // the compile failed (the driver refused it, or memory ran out): there is nothing to destroy
     }
     vk.vkDestroyPipelineLayout(device, pipeline->layout, nullptr);
   }
