@@ -70,11 +70,11 @@ run_sanitized_tests() {
 }
 
 # Each fuzz target (tests/fuzz) briefly, two at a time (two cores): the committed seeds and regression inputs, then
-# new inputs for CORGY_FUZZ_SECONDS seconds (default 6, to keep CI within its 30 minutes), written to a temporary
+# new inputs for CORGY_FUZZ_SECONDS seconds (default 4, to keep CI within its 30 minutes), written to a temporary
 # corpus. Long runs: scripts/fuzz.sh.
 fuzz_briefly() {
   build_fuzz_targets
-  local seconds=${CORGY_FUZZ_SECONDS:-6} work failed=0 i name
+  local seconds=${CORGY_FUZZ_SECONDS:-4} work failed=0 i name
   work=$(mktemp -d /tmp/corgy-fuzz.XXXXXX)
   trap "rm -rf -- '$work'" EXIT
   mapfile -t targets < <(sed -n 's/^set(CORGY_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/targets.cmake | tr ' ' '\n')
