@@ -299,8 +299,8 @@ const blas::ConvPlan* BlasBackend::general_window_plan(const Conv2dDesc& desc, c
 void BlasBackend::conv2d(const Conv2dDesc& desc, const Variable& input, const Variable& weights, const Variable* bias,
                          Variable& output) {
   // A window that differs between the axes (Inception's 1x7 and 7x1) has one planned algorithm, the packed GEMM on
-  // implicit im2col panels (conv_gemm.h: Im2colB), where its stride and dilation are the same along both axes;
-  // im2col + OpenBLAS takes any other.
+  // padded input rows read in place (conv_gemm.h: PaddedRowsB), where its stride and dilation are the same along
+  // both axes; im2col + OpenBLAS takes any other.
   if (!desc.is_square()) {
     const blas::ConvPlan* plan = general_window_plan(desc, input, weights, bias);
     if (!plan) return conv2d_baseline(desc, input, weights, bias, output);

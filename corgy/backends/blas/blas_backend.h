@@ -165,9 +165,9 @@ class BlasBackend final : public Backend {
   const blas::ConvPlan* plan_for(const Conv2dDesc& desc, const Shape& in, const Variable* input,
                                  const Variable& weights, const Variable* bias, const Variable* residual = nullptr,
                                  const Pool2dDesc* pool = nullptr);
-  /// The plan of a convolution whose window differs between the axes: the packed GEMM on implicit im2col panels,
-  /// made at the first call. Null where im2col + OpenBLAS runs it instead: weights that are not constants, a stride
-  /// or dilation that differs between the axes, or BlasConvolution::im2col forced.
+  /// The plan of a convolution whose window differs between the axes: the packed GEMM (conv_gemm.h: padded input
+  /// rows read in place), made at the first call. Null where im2col + OpenBLAS runs it instead: weights that are
+  /// not constants, a stride or dilation that differs between the axes, or BlasConvolution::im2col forced.
   const blas::ConvPlan* general_window_plan(const Conv2dDesc& desc, const Variable& input, const Variable& weights,
                                             const Variable* bias);
   /// output = activation(output + residual), one pass split among the team.

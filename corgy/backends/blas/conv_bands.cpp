@@ -156,7 +156,7 @@ Bands bands_for(const ConvPlan& plan, const Shape& output, int members) {
       // Where the floor still leaves per_image bands, they are as many as the even split's but uneven (17 rows as
       // 16 + 1: one member idles through most of the layer, Inception v3's 17x17 layers at two threads); the even
       // split streams the weights as often.
-      if (even_rows >= align && (output.h + bands.rows - 1) / bands.rows >= per_image) bands.rows = even_rows;
+      if ((output.h + bands.rows - 1) / bands.rows >= per_image) bands.rows = even_rows;
     }
   }
   if (members > 1 && count(bands) < members) return {};
