@@ -323,6 +323,59 @@ TEST(VulkanTuning, ResidualLayersAreTunedUnderTheirOwnKey) {
   EXPECT_NE(read_text(cache).find(" + add\""), std::string::npos) << read_text(cache);
 }
 
+// A forward of chained layers, two of one shape and a third of that shape with a residual added: the candidates of
+// every new shape are timed at the end of the forward's description and the fastest put in each layer's place,
+// on that layer's own buffers, before the forward runs. The first forward must run the plans the next one does
+// (the same kernels and details in the profile) and both must match naive.
+std::vector<Variable> run_chain(Backend& backend, const std::vector<Variable>& weights,
+                                const std::vector<Variable>& biases, const Variable& input) {
+  const Conv2dDesc d{
+      .in_channels = 16, .out_channels = 16, .kernel = 3, .padding = 1, .activation = Activation::relu()};
+  const Shape& in = input.shape();
+  std::vector<Variable> outputs;
+  for (int i = 0; i < 3; ++i) outputs.emplace_back(in);
+  outputs.emplace_back(Shape{in.n, 16, in.h / 2, in.w / 2});
+  for (const Variable& w : weights) backend.upload_constant(w);
+  for (const Variable& b : biases) backend.upload_constant(b);
+  backend.begin_forward();
+  backend.conv2d(d, input, weights[0], &biases[0], outputs[0]);
+  backend.conv2d(d, outputs[0], weights[1], &biases[1], outputs[1]);
+  backend.conv2d_add(d, outputs[1], weights[2], &biases[2], outputs[0], outputs[2]);
+  backend.conv2d_maxpool(d, max_pool_2x2, outputs[2], weights[3], &biases[3], outputs[3]);
+  backend.end_forward();
+  return outputs;
+}
+
+TEST(VulkanTuning, FirstForwardRunsThePlansTimedAtItsEnd) {
+  const TempFolder folder;
+  std::mt19937 rng(31);
+  const Variable input = random_variable({2, 16, 10, 10}, rng);
+  std::vector<Variable> weights, biases;
+  for (int i = 0; i < 4; ++i) {
+    weights.push_back(random_variable({16, 16, 3, 3}, rng, 1.0f / 12.0f));
+    biases.push_back(random_variable(Shape::vector(16), rng));
+  }
+  NaiveBackend naive;
+  const std::vector<Variable> expected = run_chain(naive, weights, biases, input);
+
+  VulkanBackend vulkan(tuned_options(folder.path() / "tuning.jsonl"));
+  vulkan.set_profiling(true);
+  expect_close(run_chain(vulkan, weights, biases, input), expected);
+  EXPECT_EQ(vulkan.stats().conv_plans_timed, 3u);  // two layers share a shape
+  const std::vector<VulkanDispatchProfile> first = vulkan.dispatch_profile();
+  expect_close(run_chain(vulkan, weights, biases, input), expected);
+  EXPECT_EQ(vulkan.stats().conv_plans_timed, 3u);
+  const std::vector<VulkanDispatchProfile>& second = vulkan.dispatch_profile();
+  ASSERT_EQ(first.size(), second.size());
+  int tuned = 0;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(first[i].kernel, second[i].kernel) << i;
+    EXPECT_EQ(first[i].detail, second[i].detail) << i;
+    tuned += contains(first[i].detail, "[tuned]") ? 1 : 0;
+  }
+  EXPECT_EQ(tuned, 4);
+}
+
 TEST(VulkanTuning, TwoWritersKeepEachOthersEntries) {
   const TempFolder folder;
   const fs::path file = folder.path() / "shared.jsonl";

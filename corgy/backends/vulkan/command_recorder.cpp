@@ -223,6 +223,21 @@ std::vector<Dispatch> CommandRecorder::take_dispatches_from(std::size_t first) {
   return taken;
 }
 
+void CommandRecorder::append_dispatches(const std::vector<Dispatch>& dispatches) {
+  dispatches_.insert(dispatches_.end(), dispatches.begin(), dispatches.end());
+}
+
+void CommandRecorder::replace_dispatches(std::size_t first, std::size_t last, std::vector<Dispatch> dispatches) {
+  if (first > last || last > dispatches_.size()) {
+    throw Error(
+        fmt::format("Vulkan: dispatches [{}, {}) replaced in a forward of {}", first, last, dispatches_.size()));
+  }
+  const auto begin = dispatches_.begin() + static_cast<std::ptrdiff_t>(first);
+  dispatches_.erase(begin, dispatches_.begin() + static_cast<std::ptrdiff_t>(last));
+  dispatches_.insert(dispatches_.begin() + static_cast<std::ptrdiff_t>(first),
+                     std::make_move_iterator(dispatches.begin()), std::make_move_iterator(dispatches.end()));
+}
+
 void CommandRecorder::prepare_for_timing() {
   allocate_scratch();
   send_constant_uploads();

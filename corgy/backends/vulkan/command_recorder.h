@@ -110,6 +110,12 @@ class CommandRecorder {
   /// scratch (Winograd's transformed input) does not stay allocated.
   std::vector<VkDeviceSize> scratch_needs() const { return scratch_needed_; }
   void restore_scratch_needs(const std::vector<VkDeviceSize>& needs);
+  /// Sets what the scratch buffers must hold without freeing any (the tuner measures each candidate's needs alone).
+  void set_scratch_needs(std::vector<VkDeviceSize> needs) { scratch_needed_ = std::move(needs); }
+  /// Adds dispatches described earlier (a candidate's, taken out with take_dispatches_from) to the forward.
+  void append_dispatches(const std::vector<Dispatch>& dispatches);
+  /// Puts `dispatches` in place of the forward's dispatches [first, last).
+  void replace_dispatches(std::size_t first, std::size_t last, std::vector<Dispatch> dispatches);
 
   /// Ends a forward without running it (an operation failed while describing its dispatches).
   void abandon() {

@@ -256,83 +256,166 @@ TuningCache& ConvTuner::cache() {
   return *cache_;
 }
 
-std::pair<VulkanConvolutionOptions, PlanSource> ConvTuner::choose(
-    const Conv2dDesc& conv, const Pool2dDesc* pool, bool residual, const Variable& input, const Shape& output,
-    const std::function<void(const VulkanConvolutionOptions&)>& record) {
-  // Depthwise convolutions and windows that differ between height and width have one kernel each (depthwise_conv2d,
-  // im2col + GEMM): nothing to choose.
-  if (!enabled() || conv.in_channels / conv.groups == 1 || !conv.is_square())
-    return {runtime_.options.convolution, PlanSource::static_table};
-  const ConvShapeKey shape = shape_key(runtime_, conv, pool, residual, input);
-  if (const auto found = chosen_.find(shape); found != chosen_.end()) return found->second;
-  const std::string key = tuning_key(shape);
-
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<VulkanConvolutionOptions> candidates =
-      conv_candidates(runtime_, conv, pool, residual, input.shape(), output);
-  std::pair<VulkanConvolutionOptions, PlanSource> result{candidates.front(), PlanSource::static_table};
-  if (candidates.size() > 1) {
-    // A remembered choice counts only when it is one of this layer's candidates on this device: a file edited,
-    // damaged or written for other limits cannot make the backend run a plan that does not fit.
-    const std::optional<VulkanConvolutionOptions> remembered = cache().find(key);
-    const auto same = [&](const VulkanConvolutionOptions& c) { return remembered && same_plan(c, *remembered); };
-    const auto cached = std::find_if(candidates.begin(), candidates.end(), same);
-    if (cached != candidates.end()) {
-      result = {*cached, PlanSource::cached};
-      ++runtime_.stats.conv_plans_from_cache;
-    } else {
-      double best_ms = 0.0;
-      const std::size_t best = fastest(candidates, record, best_ms);
-      result = {candidates[best], PlanSource::timed};
-      cache().store(key, {candidates[best], best_ms});
-      ++runtime_.stats.conv_plans_timed;
-    }
+void ConvTuner::note_source(PlanSource source) {
+  if (runtime_.recorder.profiling() && source != PlanSource::static_table) {
+    runtime_.recorder.append_to_last_detail(source == PlanSource::timed ? " [tuned]" : " [tuning cache]");
   }
-  const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
-  runtime_.stats.tuning_ms += spent.count();
-  chosen_.emplace(shape, result);
-  return result;
 }
 
-std::size_t ConvTuner::fastest(const std::vector<VulkanConvolutionOptions>& candidates,
-                               const std::function<void(const VulkanConvolutionOptions&)>& record, double& best_ms) {
+PlanSource ConvTuner::record(const Conv2dDesc& conv, const Pool2dDesc* pool, bool residual, const Variable& input,
+                             const Shape& output, const std::function<void(const VulkanConvolutionOptions&)>& record) {
+  // Depthwise convolutions and windows that differ between height and width have one kernel each (depthwise_conv2d,
+  // im2col + GEMM): nothing to choose.
+  if (!enabled() || conv.in_channels / conv.groups == 1 || !conv.is_square()) {
+    record(runtime_.options.convolution);
+    return PlanSource::static_table;
+  }
+  const ConvShapeKey shape = shape_key(runtime_, conv, pool, residual, input);
+  auto found = chosen_.find(shape);
+  if (found == chosen_.end()) {
+    // The time spent choosing (tuning_ms): finding the candidates and the file's entry, describing the candidates.
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<VulkanConvolutionOptions> candidates =
+        conv_candidates(runtime_, conv, pool, residual, input.shape(), output);
+    bool pending = false;
+    if (const auto index = pending_index_.find(shape); index != pending_index_.end()) {
+      describe_pending(index->second, candidates, record);  // another layer of a shape met earlier in this forward
+      pending = true;
+    } else if (candidates.size() == 1) {
+      found = chosen_.emplace(shape, std::pair{candidates.front(), PlanSource::static_table}).first;
+    } else {
+      const std::string key = tuning_key(shape);
+      // A remembered choice counts only when it is one of this layer's candidates on this device: a file edited,
+      // damaged or written for other limits cannot make the backend run a plan that does not fit.
+      const std::optional<VulkanConvolutionOptions> remembered = cache().find(key);
+      const auto same = [&](const VulkanConvolutionOptions& c) { return remembered && same_plan(c, *remembered); };
+      if (const auto cached = std::find_if(candidates.begin(), candidates.end(), same); cached != candidates.end()) {
+        ++runtime_.stats.conv_plans_from_cache;
+        found = chosen_.emplace(shape, std::pair{*cached, PlanSource::cached}).first;
+      } else {
+        pending_index_.emplace(shape, pending_shapes_.size());
+        pending_shapes_.push_back({shape, key});
+        describe_pending(pending_shapes_.size() - 1, candidates, record);
+        pending = true;
+      }
+    }
+    const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+    runtime_.stats.tuning_ms += spent.count();
+    if (pending) return PlanSource::timed;  // the profile's note comes with the plan that stays (finish_forward)
+  }
+  const auto [plan, source] = found->second;  // a copy: `record` may reach the tuner again
+  record(plan);
+  note_source(source);
+  return source;
+}
+
+void ConvTuner::describe_pending(std::size_t shape, const std::vector<VulkanConvolutionOptions>& candidates,
+                                 const std::function<void(const VulkanConvolutionOptions&)>& record) {
   CommandRecorder& recorder = runtime_.recorder;
-  if (!timer_) timer_ = std::make_unique<DispatchTimer>(runtime_.context);
   const std::vector<VkDeviceSize> needs = recorder.scratch_needs();
-  // Every candidate is described once before any is timed, so that its pipelines are compiled (side by side on the
-  // compiler's threads, waited for at the first timing): a compile is a pause in which a GPU lowers its clocks, and a
-  // candidate timed right after one measured up to 5x slower than itself (VGG-16's layers at batch 32 on an H100),
-  // which made the tuner keep a slower plan.
-  std::vector<bool> runs(candidates.size(), true);
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
+  PendingLayer layer;
+  layer.shape = shape;
+  // Each candidate is described on its own, with its own scratch needs, and taken out of the forward; describing it
+  // asks for its pipelines, which then compile on the compiler's threads while the rest of the forward is described.
+  for (const VulkanConvolutionOptions& candidate : candidates) {
+    DescribedPlan plan{candidate, {}, {}, true};
+    recorder.set_scratch_needs(std::vector<VkDeviceSize>(needs.size(), 0));
     const std::size_t mark = recorder.dispatch_count();
     try {
-      record(candidates[i]);
+      record(candidate);
     } catch (const Error&) {
-      runs[i] = false;  // a plan the device cannot run at this size (a dispatch over its limits): not a candidate
+      plan.runs = false;  // a plan the device cannot run at this size (a dispatch over its limits): not a candidate
     }
-    recorder.take_dispatches_from(mark);
+    plan.dispatches = recorder.take_dispatches_from(mark);
+    plan.scratch_needs = recorder.scratch_needs();
+    layer.plans.push_back(std::move(plan));
   }
-  // Described again for each timing (the pipelines are made by then): one candidate's dispatches at a time own the
-  // scratch tensors.
-  const auto time_ms = [&](std::size_t i, int repetitions) {
+  recorder.set_scratch_needs(needs);
+  const auto runs = std::find_if(layer.plans.begin(), layer.plans.end(), [](const auto& p) { return p.runs; });
+  if (runs == layer.plans.end()) {
+    record(candidates.front());  // throws the reason again, as an untuned forward would
+    return;
+  }
+  // The placeholder's scratch needs are not added: finish_forward adds those of the plan that stays.
+  layer.placeholder = static_cast<std::size_t>(runs - layer.plans.begin());
+  layer.begin = recorder.dispatch_count();
+  recorder.append_dispatches(layer.plans[layer.placeholder].dispatches);
+  layer.end = recorder.dispatch_count();
+  pending_layers_.push_back(std::move(layer));
+}
+
+void ConvTuner::begin_forward() {
+  pending_shapes_.clear();
+  pending_index_.clear();
+  pending_layers_.clear();
+}
+
+void ConvTuner::finish_forward() {
+  if (!pending_layers_.empty()) {
     const auto start = std::chrono::steady_clock::now();
-    const std::size_t mark = recorder.dispatch_count();
-    record(candidates[i]);
-    const std::vector<Dispatch> dispatches = recorder.take_dispatches_from(mark);
+    CommandRecorder& recorder = runtime_.recorder;
+    const std::vector<VkDeviceSize> base_needs = recorder.scratch_needs();
+    // Each shape is timed on its first layer's buffers; every layer of that shape then runs the fastest plan.
+    std::vector<std::size_t> best(pending_shapes_.size(), 0);
+    std::vector<bool> timed(pending_shapes_.size(), false);
+    for (PendingLayer& layer : pending_layers_) {
+      if (timed[layer.shape]) continue;
+      timed[layer.shape] = true;
+      double best_ms = 0.0;
+      best[layer.shape] = fastest(layer.plans, base_needs, best_ms);
+      if (!layer.plans[best[layer.shape]].runs) best[layer.shape] = layer.placeholder;  // none could be timed
+      const PendingShape& pending = pending_shapes_[layer.shape];
+      const VulkanConvolutionOptions& plan = layer.plans[best[layer.shape]].options;
+      cache().store(pending.key, {plan, best_ms});
+      chosen_.emplace(pending.shape, std::pair{plan, PlanSource::timed});
+      ++runtime_.stats.conv_plans_timed;
+    }
+    // From the last layer back, so that a replacement of another length leaves the earlier ranges where they are.
+    std::vector<VkDeviceSize> needs = base_needs;
+    for (auto layer = pending_layers_.rbegin(); layer != pending_layers_.rend(); ++layer) {
+      std::size_t chosen = best[layer->shape];
+      if (!layer->plans[chosen].runs) chosen = layer->placeholder;
+      DescribedPlan& plan = layer->plans[chosen];
+      for (std::size_t slot = 0; slot < needs.size(); ++slot)
+        needs[slot] = std::max(needs[slot], plan.scratch_needs[slot]);
+      if (recorder.profiling() && !plan.dispatches.empty()) plan.dispatches.back().detail += " [tuned]";
+      recorder.replace_dispatches(layer->begin, layer->end, std::move(plan.dispatches));
+    }
+    recorder.restore_scratch_needs(needs);  // frees what only the candidates that lost needed
+    begin_forward();
+    const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
+    runtime_.stats.tuning_ms += spent.count();
+  }
+  // Plans measured in this forward are saved whether or not it runs: the measurements hold either way.
+  if (cache_) cache_->save();
+}
+
+std::size_t ConvTuner::fastest(std::vector<DescribedPlan>& plans, const std::vector<VkDeviceSize>& base_needs,
+                               double& best_ms) {
+  CommandRecorder& recorder = runtime_.recorder;
+  if (!timer_) timer_ = std::make_unique<DispatchTimer>(runtime_.context);
+  const auto time_ms = [&](DescribedPlan& plan, int repetitions) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<VkDeviceSize> needs = base_needs;
+    for (std::size_t slot = 0; slot < needs.size(); ++slot)
+      needs[slot] = std::max(needs[slot], plan.scratch_needs[slot]);
+    recorder.set_scratch_needs(needs);
     recorder.prepare_for_timing();
-    const double ms = timer_->time_ms(dispatches, repetitions);
+    const double ms = timer_->time_ms(plan.dispatches, repetitions);
     const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
     runtime_.stats.tuning_timing_ms += spent.count();
     return ms;
   };
-  std::vector<double> ms(candidates.size(), std::numeric_limits<double>::infinity());
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (!runs[i]) continue;
+  // Every candidate was described (its pipelines compiling) before any is timed: a compile is a pause in which a GPU
+  // lowers its clocks, and a candidate timed right after one measured up to 5x slower than itself (VGG-16's layers
+  // at batch 32 on an H100), which made the tuner keep a slower plan.
+  std::vector<double> ms(plans.size(), std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    if (!plans[i].runs) continue;
     try {
-      ms[i] = time_ms(i, 1);
+      ms[i] = time_ms(plans[i], 1);
     } catch (const Error&) {
-      runs[i] = false;  // a pipeline the driver refused to compile (its compiles ran side by side since the describe)
+      plans[i].runs = false;  // a pipeline the driver refused to compile
       continue;
     }
     ++runtime_.stats.conv_candidates_timed;
@@ -341,21 +424,16 @@ std::size_t ConvTuner::fastest(const std::vector<VulkanConvolutionOptions>& cand
   // within one round (clocks rising under the load of the first) then favours none of them.
   for (int round = 0; round < timing_rounds; ++round) {
     const double best = *std::min_element(ms.begin(), ms.end());
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (!runs[i] || ms[i] >= close_enough * best) continue;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (!plans[i].runs || ms[i] >= close_enough * best) continue;
       const int repetitions =
           static_cast<int>(std::clamp(target_ms / std::max(ms[i], 1e-3), 1.0, 1.0 * most_repetitions));
-      ms[i] = std::min(ms[i], time_ms(i, repetitions));
+      ms[i] = std::min(ms[i], time_ms(plans[i], repetitions));
     }
   }
-  recorder.restore_scratch_needs(needs);
   const std::size_t best = static_cast<std::size_t>(std::min_element(ms.begin(), ms.end()) - ms.begin());
   best_ms = std::isfinite(ms[best]) ? ms[best] : 0.0;
   return best;
-}
-
-void ConvTuner::save() {
-  if (cache_) cache_->save();
 }
 
 }  // namespace corgy::vulkan

@@ -1,10 +1,11 @@
 // Plan-time tuning of the Vulkan backend's convolutions, as cudnn.benchmark and MIOpen's find step do: the first
 // time a forward meets a convolution shape (per precision and input storage), the plans that fit the layer and the
-// device are described like any operation, taken out of the forward and timed on the device with GPU timestamps,
-// on the layer's own buffers; the fastest is kept for the backend's life and in the tuning cache file
-// (tuning_cache.h), so that the next process plans the same shape without timing. The static tables
-// (conv_plan.cpp, direct_conv.cpp, winograd_conv.cpp, patch_coopmat_conv.cpp) give the first candidate and are
-// what runs when tuning is off (VulkanConvolutionOptions::tuning) or any part of the plan is forced.
+// device are described like any operation and taken out of the forward; when the whole forward is described (every
+// layer's candidate pipelines compiling side by side), they are timed on the device with GPU timestamps, on the
+// layer's own buffers, and the fastest takes its place in the forward before it runs; the fastest is kept for the
+// backend's life and in the tuning cache file (tuning_cache.h), so that the next process plans the same shape without
+// timing. The static tables (conv_plan.cpp, direct_conv.cpp, winograd_conv.cpp, patch_coopmat_conv.cpp) give the first
+// candidate and are what runs when tuning is off (VulkanConvolutionOptions::tuning) or any part of the plan is forced.
 #pragma once
 
 #include <array>
@@ -63,27 +64,60 @@ class ConvTuner {
   /// plan is forced (algorithm, tile shapes, split of K, gemm_tiles).
   bool enabled() const;
 
-  /// The plan to record `conv` (and `pool`, or null; `residual`: a residual connection added to its output) with,
-  /// and where it came from: VulkanOptions::convolution
-  /// when tuning is off, else the choice made before for this key, the cache file's (when it is one of the
-  /// candidates), or the fastest candidate, timed now. `record` describes the convolution as a plan says (its
-  /// dispatches are added to the forward, from where the tuner takes them).
-  std::pair<VulkanConvolutionOptions, PlanSource> choose(
-      const Conv2dDesc& conv, const Pool2dDesc* pool, bool residual, const Variable& input, const Shape& output,
-      const std::function<void(const VulkanConvolutionOptions&)>& record);
+  /// Records `conv` (and `pool`, or null; `residual`: a residual connection added to its output) into the forward
+  /// with the plan chosen for its shape, and says where that plan came from: VulkanOptions::convolution when tuning
+  /// is off, else the choice made before for this shape, the cache file's (when it is one of the candidates), or
+  /// the fastest candidate. `record` describes the convolution as a plan says. A shape met for the first time has
+  /// every candidate described at once (their pipelines start compiling beside the rest of the forward's) and runs
+  /// the first candidate that describes until finish_forward has timed them; the profile notes the source.
+  PlanSource record(const Conv2dDesc& conv, const Pool2dDesc* pool, bool residual, const Variable& input,
+                    const Shape& output, const std::function<void(const VulkanConvolutionOptions&)>& record);
 
-  /// Writes the plans measured since the last save to the cache file (end of a forward).
-  void save();
+  /// A forward starts: what an abandoned one left untimed is forgotten (its shapes are tuned when next met).
+  void begin_forward();
+
+  /// Before the forward runs: times the candidates of every shape met for the first time in it, puts each such
+  /// layer's fastest plan in place of the one it was described with, and writes what was measured to the cache
+  /// file. Timing them together at the end, not layer by layer, lets every layer's pipelines compile side by side:
+  /// a layer's timing waits only for its own, and the later layers' compile meanwhile.
+  void finish_forward();
 
  private:
-  std::size_t fastest(const std::vector<VulkanConvolutionOptions>& candidates,
-                      const std::function<void(const VulkanConvolutionOptions&)>& record, double& best_ms);
+  // One candidate plan of a layer, described on that layer's buffers and taken out of the forward.
+  struct DescribedPlan {
+    VulkanConvolutionOptions options;
+    std::vector<Dispatch> dispatches;
+    std::vector<VkDeviceSize> scratch_needs;  // what its dispatches alone ask of the recorder's scratch buffers
+    bool runs = true;                         // false: the description threw (a dispatch over the device's limits)
+  };
+  // A layer whose shape is being tuned in this forward: its dispatches [begin, end) in the forward are the
+  // placeholder plan's until finish_forward puts the fastest plan there.
+  struct PendingLayer {
+    std::size_t shape = 0;  // index into pending_shapes_
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    std::size_t placeholder = 0;
+    std::vector<DescribedPlan> plans;
+  };
+  struct PendingShape {
+    ConvShapeKey shape;
+    std::string key;  // the cache file's
+  };
+
+  void describe_pending(std::size_t shape, const std::vector<VulkanConvolutionOptions>& candidates,
+                        const std::function<void(const VulkanConvolutionOptions&)>& record);
+  // The index of the fastest of `plans` (those that run), with its time.
+  std::size_t fastest(std::vector<DescribedPlan>& plans, const std::vector<VkDeviceSize>& base_needs, double& best_ms);
+  void note_source(PlanSource source);
   TuningCache& cache();
 
   Runtime& runtime_;
   std::unique_ptr<DispatchTimer> timer_;
   std::unique_ptr<TuningCache> cache_;
   std::unordered_map<ConvShapeKey, std::pair<VulkanConvolutionOptions, PlanSource>, ConvShapeKeyHash> chosen_;
+  std::vector<PendingShape> pending_shapes_;
+  std::unordered_map<ConvShapeKey, std::size_t, ConvShapeKeyHash> pending_index_;
+  std::vector<PendingLayer> pending_layers_;
 };
 
 }  // namespace corgy::vulkan

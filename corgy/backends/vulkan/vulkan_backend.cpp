@@ -66,12 +66,14 @@ void VulkanBackend::set_device_only(std::span<const std::uint64_t> storage_ids) 
 
 void VulkanBackend::upload_constant(const Variable& tensor) { runtime_->tensors.upload_constant(tensor); }
 
-void VulkanBackend::begin_forward() { runtime_->recorder.begin(); }
+void VulkanBackend::begin_forward() {
+  runtime_->recorder.begin();
+  runtime_->tuner.begin_forward();
+}
 
 void VulkanBackend::end_forward() {
-  // Plans measured in this forward are saved whether or not it runs: the measurements hold either way.
-  runtime_->tuner.save();
-  runtime_->recorder.end();  // binds the forward's pipelines: their compiles are over
+  runtime_->tuner.finish_forward();  // times the shapes met for the first time, before the forward runs
+  runtime_->recorder.end();          // binds the forward's pipelines: their compiles are over
   runtime_->stats.pipeline_compile_ms = runtime_->pipelines.compile_ms();
   runtime_->pipelines.save();
 }

@@ -216,11 +216,7 @@ void record_planned_conv(VulkanBackend& backend, vulkan::Runtime& runtime, const
   const auto record = [&](const VulkanConvolutionOptions& plan) {
     record_conv_as(backend, runtime, plan, d, pool, input, weights, bias, output, residual);
   };
-  const auto [plan, source] = runtime.tuner.choose(d, pool, residual != nullptr, input, output.shape(), record);
-  record(plan);
-  if (runtime.recorder.profiling() && source != vulkan::PlanSource::static_table) {
-    runtime.recorder.append_to_last_detail(source == vulkan::PlanSource::timed ? " [tuned]" : " [tuning cache]");
-  }
+  runtime.tuner.record(d, pool, residual != nullptr, input, output.shape(), record);
 }
 
 }  // namespace
