@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "corgy/backends/vulkan/embedded_kernels.h"
 #include "corgy/backends/vulkan/pipeline_compiler.h"
 #include "corgy/backends/vulkan/tuning_cache.h"
 #include "test_util.h"
@@ -530,6 +531,15 @@ TEST(VulkanTuning, PipelineCacheFileIsCheckedBeforeTheDriverSeesIt) {
     if (field == 2) other.vendorID = 0x1002;
     EXPECT_FALSE(vulkan::pipeline_cache_driver_data(file, other)) << "field " << field;
   }
+  // Whole, this device's, but written by a library with other kernels (the fingerprint after the magic, its hash
+  // not covered by the data's): nothing, so that a new version starts a file of its own pipelines.
+  std::string other_kernels = file;
+  std::uint64_t fingerprint = 0;
+  std::memcpy(&fingerprint, other_kernels.data() + 16, sizeof fingerprint);
+  EXPECT_EQ(fingerprint, vulkan::embedded_kernels_fingerprint());
+  fingerprint += 1;
+  std::memcpy(other_kernels.data() + 16, &fingerprint, sizeof fingerprint);
+  EXPECT_FALSE(vulkan::pipeline_cache_driver_data(other_kernels, properties));
 }
 
 // A backend saves the driver's pipeline cache beside the tuning cache; the next one gives it to the driver; a
@@ -550,11 +560,11 @@ TEST(VulkanTuning, PipelineCacheIsKeptBesideTheTuningCache) {
     EXPECT_GT(first.stats().pipelines_compiled, 0u);
   }
   const std::string saved = read_text(pipelines);
-  ASSERT_GT(saved.size(), 32u);
-  EXPECT_TRUE(saved.starts_with("corgy-vk-pipes-1"));
+  ASSERT_GT(saved.size(), 40u);
+  EXPECT_TRUE(saved.starts_with("corgy-vk-pipes-2"));
   {
     VulkanBackend second(options);
-    EXPECT_EQ(second.stats().pipeline_cache_loaded_bytes, saved.size() - 32);
+    EXPECT_EQ(second.stats().pipeline_cache_loaded_bytes, saved.size() - 40);
     expect_close(run_layers(second, ops, 1), expected);
   }
   std::string damaged = saved;
@@ -567,7 +577,7 @@ TEST(VulkanTuning, PipelineCacheIsKeptBesideTheTuningCache) {
   }
   // Its pipelines compiled again, the damaged file was replaced by a whole one.
   const std::string replaced = read_text(pipelines);
-  EXPECT_TRUE(replaced.starts_with("corgy-vk-pipes-1"));
+  EXPECT_TRUE(replaced.starts_with("corgy-vk-pipes-2"));
   EXPECT_NE(replaced, damaged);
 
   const fs::path unused = folder.path() / "unused.jsonl";

@@ -11,4 +11,8 @@ namespace corgy::vulkan {
 /// Defined in the file that kernels/CMakeLists.txt generates.
 std::span<const std::uint32_t> embedded_spirv(std::string_view name);
 
+/// A hash of every kernel's name and SPIR-V: files of compiled pipelines (the driver's pipeline cache) written by a
+/// library with other kernels are not read back.
+std::uint64_t embedded_kernels_fingerprint();
+
 }  // namespace corgy::vulkan

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "corgy/backends/vulkan/cache_file.h"
+#include "corgy/backends/vulkan/embedded_kernels.h"
 #include "corgy/error.h"
 
 namespace corgy::vulkan {
@@ -19,10 +20,12 @@ namespace {
 // candidates, some of two pipelines).
 constexpr unsigned most_workers = 16;
 
-// The file: magic, the data's size and FNV-1a hash (8 bytes each, little-endian as written), then the data. A
-// driver's data for the pipelines of a few models is a few MB; a larger file is not one corgy wrote.
-constexpr std::string_view magic = "corgy-vk-pipes-1";
-constexpr std::size_t header_bytes = 16 + 8 + 8;
+// The file: magic, the fingerprint of the library's kernels, the data's size and FNV-1a hash (8 bytes each,
+// little-endian as written), then the data. A driver's data for the pipelines of a few models is a few MB; a
+// larger file is not one corgy wrote. A library with other kernels starts a new file instead of adding its
+// pipelines to the old ones', which no one would ask for again.
+constexpr std::string_view magic = "corgy-vk-pipes-2";
+constexpr std::size_t header_bytes = 16 + 8 + 8 + 8;
 constexpr std::size_t most_file_bytes = std::size_t{256} << 20;
 
 std::uint64_t fnv1a(std::string_view bytes) {
@@ -41,7 +44,7 @@ std::uint64_t read_u64(const char* at) {
 
 std::string pipeline_cache_file_bytes(std::string_view driver_data) {
   std::string bytes(magic);
-  const std::uint64_t numbers[2] = {driver_data.size(), fnv1a(driver_data)};
+  const std::uint64_t numbers[3] = {embedded_kernels_fingerprint(), driver_data.size(), fnv1a(driver_data)};
   bytes.append(reinterpret_cast<const char*>(numbers), sizeof numbers);
   bytes.append(driver_data);
   return bytes;
@@ -50,9 +53,11 @@ std::string pipeline_cache_file_bytes(std::string_view driver_data) {
 std::optional<std::string_view> pipeline_cache_driver_data(std::string_view file_bytes,
                                                            const VkPhysicalDeviceProperties& properties) {
   if (file_bytes.size() < header_bytes || file_bytes.substr(0, magic.size()) != magic) return std::nullopt;
-  const std::uint64_t size = read_u64(file_bytes.data() + magic.size());
+  const char* numbers = file_bytes.data() + magic.size();
+  if (read_u64(numbers) != embedded_kernels_fingerprint()) return std::nullopt;
+  const std::uint64_t size = read_u64(numbers + 8);
   const std::string_view data = file_bytes.substr(header_bytes);
-  if (size != data.size() || read_u64(file_bytes.data() + magic.size() + 8) != fnv1a(data)) return std::nullopt;
+  if (size != data.size() || read_u64(numbers + 16) != fnv1a(data)) return std::nullopt;
   // VkPipelineCacheHeaderVersionOne: header size, version, vendor id, device id (4 bytes each), the UUID.
   VkPipelineCacheHeaderVersionOne header{};
   if (data.size() < sizeof header) return std::nullopt;

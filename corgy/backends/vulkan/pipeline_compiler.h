@@ -41,8 +41,9 @@ struct PipelineSource {
 
 /// The file's bytes for the driver's pipeline-cache data `driver_data`.
 std::string pipeline_cache_file_bytes(std::string_view driver_data);
-/// The driver's data in file bytes `file_bytes`, when they are a whole file of pipeline_cache_file_bytes and the data's
-/// header (VkPipelineCacheHeaderVersionOne) is `properties`' vendor, device and pipeline-cache UUID; none otherwise.
+/// The driver's data in file bytes `file_bytes`, when they are a whole file of pipeline_cache_file_bytes written by a
+/// library with these kernels (embedded_kernels_fingerprint) and the data's header (VkPipelineCacheHeaderVersionOne)
+/// is `properties`' vendor, device and pipeline-cache UUID; none otherwise.
 std::optional<std::string_view> pipeline_cache_driver_data(std::string_view file_bytes,
                                                            const VkPhysicalDeviceProperties& properties);
 
