@@ -137,7 +137,9 @@ struct ConvStage {
 /// (C -> E, 1x1), a depthwise convolution (E -> E, any kernel, stride and padding) and a pointwise projection
 /// (E -> O, 1x1), each with its activation; with a residual, the block's output is
 /// project.activation(projection + residual). No projection (project.weights null): the block's output is the
-/// depthwise convolution's (the first half of a block with squeeze-and-excitation). Backend::inverted_residual.
+/// depthwise convolution's (the first half of a block with squeeze-and-excitation). No expansion (expand.weights
+/// null, E = C: the first blocks of MobileNetV2 and MobileNetV3): the depthwise convolution reads the input; such a
+/// block always has its projection. Backend::inverted_residual.
 struct InvertedResidualDesc {
   ConvStage expand;
   ConvStage depthwise;

@@ -393,6 +393,30 @@ TEST(Fusion, MakesOneLayerOfAnInvertedResidualBlock) {
   EXPECT_EQ(graph.nodes[sum].inputs, (std::vector<int>{x, x}));
 }
 
+TEST(Fusion, MakesABlockWithoutExpansionOfADepthwiseAndAProjection) {
+  // MobileNetV3-Large's first block: the depthwise convolution reads the stem's output (not a 1x1 expansion), the
+  // projection adds the stem's output back. And one whose depthwise output a second layer reads: left apart.
+  Sequential model;
+  const int x = model.add(Conv2d({.in_channels = 3, .out_channels = 16, .kernel = 3, .stride = 2, .padding = 1}));
+  model.add(Conv2d({.in_channels = 16,
+                    .out_channels = 16,
+                    .kernel = 3,
+                    .padding = 1,
+                    .groups = 16,
+                    .activation = Activation::relu()}));                    // 1
+  model.add(Conv2d({.in_channels = 16, .out_channels = 16, .kernel = 1}));  // 2: into the add
+  const int sum = model.add(Add(), {2, x});                                 // 3
+  const int shared =
+      model.add(Conv2d({.in_channels = 16, .out_channels = 16, .kernel = 3, .padding = 1, .groups = 16}));
+  model.add(Conv2d({.in_channels = 16, .out_channels = 8, .kernel = 1}));  // 5
+  model.add(Add(), {shared, shared});                                      // 6: a second reader of 4
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{1, 2}));
+  EXPECT_EQ(graph.nodes[sum].layer->describe(), "inverted_residual 16, depthwise 3x3/1 pad 1 (relu), -> 16 + add");
+  EXPECT_EQ(graph.nodes[sum].inputs, (std::vector<int>{x, x}));
+  EXPECT_EQ(graph.nodes[5].layer->type(), "conv2d");
+}
+
 TEST(Fusion, LeavesBlocksWithAWindowThatIsNotSquareUnfused) {
   // The inverted residual's kernels read square windows only: a 3x1 depthwise convolution keeps its three layers
   // apart; a 1x7 convolution still fuses with the max pool after it (conv2d_maxpool runs any window).

@@ -852,7 +852,7 @@ void add_squeeze_excite_conv_cases(std::vector<LayerCase>& cases) {
 void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
   struct Block {
     Shape input;
-    int expanded, kernel, stride, out;  // out 0: no projection
+    int expanded, kernel, stride, out;  // expanded 0: no expansion; out 0: no projection
     Activation activation;
     bool residual;
   };
@@ -871,21 +871,31 @@ void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
       {{3, 8, 4, 9}, 40, 3, 2, 12, Activation::relu6(), false},
       {{3, 12, 2, 7}, 20, 5, 1, 12, Activation::hard_swish(), true},
       {{2, 8, 3, 5}, 24, 3, 2, 0, Activation::swish(), false},
+      // Without the expansion (MobileNetV2's and V3's first blocks): the depthwise convolution reads the input rows
+      // in place; channels not a multiple of 16, batch 3, stride 2, a residual, bands of whole images.
+      {{1, 32, 14, 13}, 0, 3, 1, 16, Activation::relu6(), false},
+      {{3, 12, 11, 9}, 0, 3, 2, 20, Activation::hard_swish(), false},
+      {{2, 16, 12, 10}, 0, 3, 1, 16, Activation::relu(), true},
+      {{1, 24, 9, 12}, 0, 5, 2, 8, Activation::swish(), false},
+      {{3, 20, 2, 7}, 0, 3, 1, 20, Activation::relu6(), true},
   };
   for (const Block& b : blocks) {
     cases.push_back(
         {fmt::format("inverted residual {} -> {} dw {}x{}/{} -> {}{} {}", b.input.c, b.expanded, b.kernel, b.kernel,
                      b.stride, b.out, b.residual ? " + add" : "", b.input.str()),
          b.input, [b](Sequential& m) {
-           m.add(
-               Conv2d({.in_channels = b.input.c, .out_channels = b.expanded, .kernel = 1, .activation = b.activation}),
-               {Sequential::model_input});
-           m.add(Conv2d({.in_channels = b.expanded,
-                         .out_channels = b.expanded,
+           const int expanded = b.expanded > 0 ? b.expanded : b.input.c;
+           if (b.expanded > 0) {
+             m.add(
+                 Conv2d({.in_channels = b.input.c, .out_channels = expanded, .kernel = 1, .activation = b.activation}),
+                 {Sequential::model_input});
+           }
+           m.add(Conv2d({.in_channels = expanded,
+                         .out_channels = expanded,
                          .kernel = b.kernel,
                          .stride = b.stride,
                          .padding = b.kernel / 2,
-                         .groups = b.expanded,
+                         .groups = expanded,
                          .activation = b.activation}));
            if (b.out == 0) {
              // A second reader of the depthwise output, as a squeeze-and-excitation would be.
@@ -894,7 +904,7 @@ void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
              m.add(Elementwise(ElementwiseOp::multiply), {depthwise, m.size() - 1});
              return;
            }
-           const int project = m.add(Conv2d({.in_channels = b.expanded, .out_channels = b.out, .kernel = 1}));
+           const int project = m.add(Conv2d({.in_channels = expanded, .out_channels = b.out, .kernel = 1}));
            if (b.residual) m.add(Add(), {project, Sequential::model_input});
          }});
   }

@@ -25,29 +25,33 @@ InvertedResidual::Held InvertedResidual::hold(const Stage& stage) {
           stage.bias.empty() ? Variable() : stage.bias.view(stage.bias.shape())};
 }
 
-InvertedResidual::InvertedResidual(const Stage& expand, const Stage& depthwise, const Stage* project, bool residual)
-    : expand_(hold(expand)),
+InvertedResidual::InvertedResidual(const Stage* expand, const Stage& depthwise, const Stage* project, bool residual)
+    : expand_(expand ? std::optional<Held>(hold(*expand)) : std::nullopt),
       depthwise_(hold(depthwise)),
       project_(project ? std::optional<Held>(hold(*project)) : std::nullopt),
       residual_(residual && project) {
-  const int expanded = expand.desc.out_channels;
-  if (!is_pointwise(expand.desc) || !is_depthwise(depthwise.desc) || depthwise.desc.in_channels != expanded ||
+  const int expanded = depthwise.desc.in_channels;
+  if ((!expand && !project) || (expand && (!is_pointwise(expand->desc) || expand->desc.out_channels != expanded)) ||
+      !is_depthwise(depthwise.desc) ||
       (project && (!is_pointwise(project->desc) || project->desc.in_channels != expanded))) {
     throw_parameter_error(
         "inverted_residual",
-        fmt::format("needs a 1x1 convolution C -> E, a depthwise E -> E (a square window) and maybe a 1x1 E -> O; "
-                    "got {} -> {}, groups {} of {} -> {}{}",
-                    expand.desc.in_channels, expanded, depthwise.desc.groups, depthwise.desc.in_channels,
-                    depthwise.desc.out_channels,
-                    project ? fmt::format(", {} -> {}", project->desc.in_channels, project->desc.out_channels) : ""));
+        fmt::format("needs a 1x1 convolution C -> E (or none), a depthwise E -> E (a square window) and a 1x1 E -> O "
+                    "(or none, when there is an expansion); got {}groups {} of {} -> {}{}",
+                    expand ? fmt::format("{} -> {}, ", expand->desc.in_channels, expand->desc.out_channels)
+                           : std::string("no expansion, "),
+                    depthwise.desc.groups, depthwise.desc.in_channels, depthwise.desc.out_channels,
+                    project ? fmt::format(", {} -> {}", project->desc.in_channels, project->desc.out_channels)
+                            : std::string(", no projection")));
   }
 }
 
 std::string InvertedResidual::describe() const {
   const Conv2dDesc& d = depthwise_.desc;
-  std::string text = fmt::format("inverted_residual {} -> {} ({}), depthwise {}x{}/{} pad {} ({})",
-                                 expand_.desc.in_channels, expand_.desc.out_channels, expand_.desc.activation.str(),
-                                 d.kernel, d.kernel, d.stride, d.padding, d.activation.str());
+  std::string text = expand_ ? fmt::format("inverted_residual {} -> {} ({}), ", expand_->desc.in_channels,
+                                           expand_->desc.out_channels, expand_->desc.activation.str())
+                             : fmt::format("inverted_residual {}, ", d.in_channels);
+  text += fmt::format("depthwise {}x{}/{} pad {} ({})", d.kernel, d.kernel, d.stride, d.padding, d.activation.str());
   if (project_) {
     const Activation a = project_->desc.activation;
     text += fmt::format(", -> {}{}{}", project_->desc.out_channels, residual_ ? " + add" : "",
@@ -58,7 +62,8 @@ std::string InvertedResidual::describe() const {
 
 Shape InvertedResidual::output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
-  if (in.c != expand_.desc.in_channels) throw_shape_error(fmt::format("(N, {}, H, W)", expand_.desc.in_channels), in);
+  const int channels_in = expand_ ? expand_->desc.in_channels : depthwise_.desc.in_channels;
+  if (in.c != channels_in) throw_shape_error(fmt::format("(N, {}, H, W)", channels_in), in);
   const int channels = project_ ? project_->desc.out_channels : depthwise_.desc.out_channels;
   const Shape out{in.n, channels, extent(depthwise_.desc, in.h), extent(depthwise_.desc, in.w)};
   if (out.h <= 0 || out.w <= 0) throw_shape_error("an input larger than the depthwise kernel", in);
@@ -69,7 +74,7 @@ Shape InvertedResidual::output_shape(std::span<const Shape> inputs) const {
 }
 
 void InvertedResidual::upload(Backend& backend) const {
-  for (const Held* stage : {&expand_, &depthwise_, project_ ? &*project_ : nullptr}) {
+  for (const Held* stage : {expand_ ? &*expand_ : nullptr, &depthwise_, project_ ? &*project_ : nullptr}) {
     if (!stage) continue;
     backend.upload_constant(stage->weights);
     if (!stage->bias.empty()) backend.upload_constant(stage->bias);
@@ -77,10 +82,11 @@ void InvertedResidual::upload(Backend& backend) const {
 }
 
 InvertedResidualDesc InvertedResidual::desc() const {
-  const auto stage = [](const Held& held) {
-    return ConvStage{held.desc, &held.weights, held.bias.empty() ? nullptr : &held.bias};
+  const auto stage = [](const Held* held) {
+    if (!held) return ConvStage{};
+    return ConvStage{held->desc, &held->weights, held->bias.empty() ? nullptr : &held->bias};
   };
-  return {stage(expand_), stage(depthwise_), project_ ? stage(*project_) : ConvStage{}};
+  return {stage(expand_ ? &*expand_ : nullptr), stage(&depthwise_), stage(project_ ? &*project_ : nullptr)};
 }
 
 void InvertedResidual::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
@@ -92,9 +98,10 @@ double InvertedResidual::flops(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   const double pixels = static_cast<double>(in.n) * in.h * in.w;
   const double out_pixels = static_cast<double>(in.n) * extent(depthwise_.desc, in.h) * extent(depthwise_.desc, in.w);
-  const double expanded = expand_.desc.out_channels;
   const Conv2dDesc& d = depthwise_.desc;
-  return 2.0 * (pixels * expand_.desc.in_channels * expanded + out_pixels * expanded * d.kernel * d.kernel +
+  const double expanded = d.in_channels;
+  return 2.0 * ((expand_ ? pixels * expand_->desc.in_channels * expanded : 0.0) +
+                out_pixels * expanded * d.kernel * d.kernel +
                 (project_ ? out_pixels * expanded * project_->desc.out_channels : 0.0));
 }
 

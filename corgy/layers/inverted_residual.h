@@ -13,14 +13,16 @@ namespace corgy {
 /// three convolutions of InvertedResidualDesc in turn (each with its activation), the residual added to the
 /// projection before its activation. Without a projection (a block whose squeeze-and-excitation sits between its
 /// depthwise convolution and its projection: MobileNetV3, EfficientNet) the output is the depthwise convolution's,
-/// (N, E, Ho, Wo).
+/// (N, E, Ho, Wo). Without an expansion (the first blocks of MobileNetV2 and MobileNetV3, ShuffleNetV2's
+/// downsampling branch) the depthwise convolution reads the input (E = C); such a block has its projection.
 ///
 /// Sequential makes these when it plans a forward (corgy/model/fusion.h) from a pointwise convolution whose output
 /// only a depthwise convolution reads, whose output only a pointwise convolution (or one with a residual add,
-/// FusedConv2d) reads, or anything else (then without the projection). The backend computes the block in one operation
-/// (Backend::inverted_residual): the blas backend streams bands of rows through the three, so that the expanded tensor
-/// (6x the block's input, the largest tensors of MobileNetV2) never goes to memory. The layer shares the convolutions'
-/// weight and bias storage (views).
+/// FusedConv2d) reads, or anything else (then without the projection); and from a depthwise convolution whose input
+/// is not such an expansion and whose output only a pointwise convolution reads (then without the expansion). The
+/// backend computes the block in one operation (Backend::inverted_residual): the blas backend streams bands of rows
+/// through the three, so that the expanded tensor (6x the block's input, the largest tensors of MobileNetV2) never goes
+/// to memory. The layer shares the convolutions' weight and bias storage (views).
 class InvertedResidual final : public Layer {
  public:
   /// Each stage: a convolution's description, weights and bias (empty when absent).
@@ -29,8 +31,8 @@ class InvertedResidual final : public Layer {
     const Variable& weights;
     const Variable& bias;
   };
-  /// `project` null: no projection (and no residual).
-  InvertedResidual(const Stage& expand, const Stage& depthwise, const Stage* project, bool residual);
+  /// `expand` null: no expansion (then `project` is needed); `project` null: no projection (and no residual).
+  InvertedResidual(const Stage* expand, const Stage& depthwise, const Stage* project, bool residual);
 
   std::string_view type() const override { return "inverted_residual"; }
   std::string describe() const override;
@@ -52,7 +54,7 @@ class InvertedResidual final : public Layer {
   static Held hold(const Stage& stage);
   InvertedResidualDesc desc() const;
 
-  Held expand_;
+  std::optional<Held> expand_;
   Held depthwise_;
   std::optional<Held> project_;
   bool residual_;

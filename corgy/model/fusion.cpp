@@ -269,7 +269,9 @@ void fuse_squeeze_excite_convs(Rewriter& r) {
 
 InvertedResidual::Stage stage(const ConvView& view) { return {view.desc, *view.weights, *view.bias}; }
 
-// 6. pointwise expansion -> depthwise -> pointwise projection (+ residual) -> InvertedResidual.
+// 6. pointwise expansion -> depthwise -> pointwise projection (+ residual) -> InvertedResidual; without the
+// expansion where the depthwise convolution's input is not one (MobileNetV2's and V3's first blocks: the depthwise
+// output, as large as the input, then stays in a band's buffers too).
 void fuse_inverted_residuals(Rewriter& r) {
   for (int p = 0; p < r.size(); ++p) {
     const std::optional<ConvView> project = conv_view(r, p);
@@ -279,19 +281,23 @@ void fuse_inverted_residuals(Rewriter& r) {
     const int d = inputs[0];
     const std::optional<ConvView> spatial = conv_view(r, d);
     if (!spatial || spatial->residual || !depthwise(spatial->desc) || !r.private_to_pattern(d)) continue;
-    if (r.node(d).inputs.size() != 1) continue;
+    if (r.node(d).inputs.size() != 1 || project->desc.in_channels != spatial->desc.out_channels) continue;
     const int e = r.node(d).inputs[0];
     const std::optional<ConvView> expand = conv_view(r, e);
-    if (!expand || expand->residual || !pointwise(expand->desc) || !r.private_to_pattern(e)) continue;
-    if (r.node(e).inputs.size() != 1) continue;
-    if (expand->desc.out_channels != spatial->desc.in_channels ||
-        project->desc.in_channels != spatial->desc.out_channels)
-      continue;
-    std::vector<int> block_inputs = r.node(e).inputs;
+    const bool expands = expand && !expand->residual && pointwise(expand->desc) && r.private_to_pattern(e) &&
+                         r.node(e).inputs.size() == 1 && expand->desc.out_channels == spatial->desc.in_channels;
+    std::vector<int> block_inputs = expands ? r.node(e).inputs : r.node(d).inputs;
     if (project->residual) block_inputs.push_back(inputs[1]);
     const InvertedResidual::Stage projection = stage(*project);
-    r.rewrite(p, std::make_unique<InvertedResidual>(stage(*expand), stage(*spatial), &projection, project->residual),
-              std::move(block_inputs), {e, d});
+    const InvertedResidual::Stage filter = stage(*spatial);
+    if (expands) {
+      const InvertedResidual::Stage expansion = stage(*expand);
+      r.rewrite(p, std::make_unique<InvertedResidual>(&expansion, filter, &projection, project->residual),
+                std::move(block_inputs), {e, d});
+    } else {
+      r.rewrite(p, std::make_unique<InvertedResidual>(nullptr, filter, &projection, project->residual),
+                std::move(block_inputs), {d});
+    }
   }
   // Then the expansion and depthwise convolution of blocks whose projection another layer keeps apart (a squeeze-
   // and-excitation reads the depthwise output): the expanded tensor is still the largest of the block.
@@ -302,7 +308,8 @@ void fuse_inverted_residuals(Rewriter& r) {
     const std::optional<ConvView> expand = conv_view(r, e);
     if (!expand || expand->residual || !pointwise(expand->desc) || !r.private_to_pattern(e)) continue;
     if (r.node(e).inputs.size() != 1 || expand->desc.out_channels != spatial->desc.in_channels) continue;
-    r.rewrite(d, std::make_unique<InvertedResidual>(stage(*expand), stage(*spatial), nullptr, false), r.node(e).inputs,
+    const InvertedResidual::Stage expansion = stage(*expand);
+    r.rewrite(d, std::make_unique<InvertedResidual>(&expansion, stage(*spatial), nullptr, false), r.node(e).inputs,
               {e});
   }
 }

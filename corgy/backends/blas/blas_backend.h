@@ -172,13 +172,14 @@ class BlasBackend final : public Backend {
                                             const Variable* bias);
   /// output = activation(output + residual), one pass split among the team.
   void add_residual(const Variable& residual, Activation activation, Variable& output);
-  /// Defined in inverted_residual.cpp: the block in bands of rows, shared by the team ...
-  void run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
+  /// Defined in inverted_residual.cpp: the block in bands of rows, shared by the team (`expand` null: no
+  /// expansion) ...
+  void run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan* expand,
                                    const blas::ConvPlan* project, const Variable& input, const Variable* residual,
                                    Variable& output);
   /// ... and one band of output rows [r0, r1) of image n of it, by one member; a band of a whole image runs the
   /// depthwise convolution by `channel_blocks` (a depthwise_channel_blocks plan at one image's shape) where given.
-  void inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
+  void inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan* expand,
                               const blas::ConvPlan* project, const blas::ConvPlan* channel_blocks,
                               const Variable& input, const Variable* residual, Variable& output, int n, int r0, int r1,
                               blas::BandBuffers& buffers);

@@ -57,7 +57,8 @@ Variable scratch_of(Variable& scratch, const Shape& shape) {
 
 /// The tuning table's key of a block at an input shape.
 std::string block_key(const InvertedResidualDesc& desc, const Shape& input, bool residual, int threads) {
-  return fmt::format("inverted residual {} / {} / {}{} in {} t{} {}", blas::tuning_key(desc.expand.desc, input, 0),
+  const std::string expansion = desc.expand.weights ? blas::tuning_key(desc.expand.desc, input, 0) : "no expansion";
+  return fmt::format("inverted residual {} / {} / {}{} in {} t{} {}", expansion,
                      desc.depthwise.desc.kernel * 100 + desc.depthwise.desc.stride, desc.project.desc.out_channels,
                      residual ? " + add" : "", input.str(), threads, isa_name(widest_cpu_isa()));
 }
@@ -66,39 +67,45 @@ std::string block_key(const InvertedResidualDesc& desc, const Shape& input, bool
 
 void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                                     Variable& output) {
-  if (!desc.expand.desc.is_square() || !desc.depthwise.desc.is_square() || !desc.project.desc.is_square()) {
+  const bool expands = desc.expand.weights != nullptr;
+  if ((expands && !desc.expand.desc.is_square()) || !desc.depthwise.desc.is_square() ||
+      !desc.project.desc.is_square() || (!expands && !desc.project.weights)) {
     throw Error(
-        "BlasBackend::inverted_residual: the block's kernels take square windows only (fusion.cpp fuses no "
-        "other)");
+        "BlasBackend::inverted_residual: the block's kernels take square windows only, and a block without an "
+        "expansion needs its projection (fusion.cpp fuses no other)");
   }
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const Conv2dDesc& d = desc.depthwise.desc;
-  const int expanded = desc.expand.desc.out_channels;
+  const int expanded = d.in_channels;
   const Shape expanded_shape{in.n, expanded, in.h, in.w};
   // Planned at one image's shape, as both ways of running the block use them (a plan per batch size as well would
   // pack the weights again at every forward: a backend keeps one shape's plan per weights).
   const Shape image_input{1, in.c, in.h, in.w};
   const Shape image_output{1, out.c, out.h, out.w};
   const blas::ConvPlan* expand =
-      plan_for(desc.expand.desc, image_input, nullptr, *desc.expand.weights, desc.expand.bias);
+      expands ? plan_for(desc.expand.desc, image_input, nullptr, *desc.expand.weights, desc.expand.bias) : nullptr;
   const bool projects = desc.project.weights != nullptr;
   const blas::ConvPlan* project = projects ? plan_for(desc.project.desc, {1, expanded, out.h, out.w}, nullptr,
                                                       *desc.project.weights, desc.project.bias)
                                            : nullptr;
-  const bool can_band = expand && (project || !projects) && expand->algorithm == blas::ConvAlgorithm::packed_gemm &&
-                        (!project || project->algorithm == blas::ConvAlgorithm::packed_gemm) &&
-                        blas::depthwise_kernel_applies(d) &&
-                        (convolution_ == BlasConvolution::bands ||
-                         (convolution_ == BlasConvolution::automatic &&
-                          (in.n > 1 || expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes ||
-                           members_share_image_in_bands(d, out, threads_))));
+  const bool can_band =
+      (!expands || (expand && expand->algorithm == blas::ConvAlgorithm::packed_gemm)) && (project || !projects) &&
+      (!project || project->algorithm == blas::ConvAlgorithm::packed_gemm) && blas::depthwise_kernel_applies(d) &&
+      (convolution_ == BlasConvolution::bands ||
+       (convolution_ == BlasConvolution::automatic &&
+        (in.n > 1 || expanded_shape.image_count() * sizeof(float) >= kMinBandedExpandedBytes ||
+         members_share_image_in_bands(d, out, threads_))));
   // One image (image_input -> image_output): the projection adds `added` where given, else applies `projection`'s
   // activation.
   const auto image_three_convolutions = [&](const Variable& x, const Conv2dDesc& projection, const Variable* added,
                                             Variable& y) {
-    Variable expanded_image = scratch_of(block_expanded_, {1, expanded, in.h, in.w});
-    conv2d(desc.expand.desc, x, *desc.expand.weights, desc.expand.bias, expanded_image);
+    Variable expansion;
+    if (expands) {
+      expansion = scratch_of(block_expanded_, {1, expanded, in.h, in.w});
+      conv2d(desc.expand.desc, x, *desc.expand.weights, desc.expand.bias, expansion);
+    }
+    const Variable& expanded_image = expands ? expansion : x;  // no expansion: the depthwise reads the input
     if (!projects) return conv2d(d, expanded_image, *desc.depthwise.weights, desc.depthwise.bias, y);
     Variable filtered = scratch_of(block_filtered_, {1, expanded, out.h, out.w});
     conv2d(d, expanded_image, *desc.depthwise.weights, desc.depthwise.bias, filtered);
@@ -131,12 +138,12 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
   };
   if (!can_band) return three_convolutions();
   if (convolution_ == BlasConvolution::bands) {
-    return run_inverted_residual_bands(desc, *expand, project, input, residual, output);
+    return run_inverted_residual_bands(desc, expand, project, input, residual, output);
   }
   // Bands win where the expanded tensor would go to memory and back, and lose where it stays in a cache anyway
   // (their shared rows are expanded twice): which depends on the CPU's caches and the batch, so the first forward
   // times both (conv_tuner.h), as for a convolution's algorithms.
-  const auto in_bands = [&] { run_inverted_residual_bands(desc, *expand, project, input, residual, output); };
+  const auto in_bands = [&] { run_inverted_residual_bands(desc, expand, project, input, residual, output); };
   const std::string key = block_key(desc, in, residual != nullptr, threads_);
   blas::TuningTable& table = blas::TuningTable::instance();
   std::optional<std::size_t> choice = table.find(key);
@@ -153,16 +160,18 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
   *choice == 0 ? three_convolutions() : in_bands();
 }
 
-void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
+void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan* expand,
                                               const blas::ConvPlan* project, const Variable& input,
                                               const Variable* residual, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const Conv2dDesc& d = desc.depthwise.desc;
-  const int expanded = desc.expand.desc.out_channels;
+  const int expanded = d.in_channels;
   // Output rows per band: its depthwise output (expanded x rows x out.w) and the expanded rows it reads (about
-  // stride x as many rows of in.w) within the budget.
-  const std::size_t row_bytes = sizeof(float) * expanded * (static_cast<std::size_t>(out.w) + d.stride * in.w);
+  // stride x as many rows of in.w; none without an expansion: the depthwise convolution reads the input rows in
+  // place) within the budget.
+  const std::size_t read_row = expand ? static_cast<std::size_t>(d.stride) * in.w : 0;
+  const std::size_t row_bytes = sizeof(float) * expanded * (static_cast<std::size_t>(out.w) + read_row);
   // blas:bands (tests): bands of two rows, so that small images have many bands and every kind of band edge.
   // Bands of equal height within the budget: 14 rows in a budget of 12 make two bands of 7, not 12 and 2 (a member
   // given the short band idles while the other computes the long one; MobileNetV3's 14 x 14 and 28 x 28 blocks at
@@ -194,8 +203,8 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
   const blas::ConvPlan* channel_blocks =
       depthwise && depthwise->algorithm == blas::ConvAlgorithm::depthwise_channel_blocks ? depthwise : nullptr;
   profiler_.note(fmt::format("inverted residual in bands of {} rows: {} + depthwise {} kernel{}{}", rows,
-                             expand.describe(), isa_name(widest_cpu_isa()), channel_blocks ? ", channel blocks" : "",
-                             project ? " + " + project->describe() : ""));
+                             expand ? expand->describe() : "no expansion", isa_name(widest_cpu_isa()),
+                             channel_blocks ? ", channel blocks" : "", project ? " + " + project->describe() : ""));
   const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
   blas::WorkQueue queue(items);
@@ -210,14 +219,14 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
   });
 }
 
-void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan& expand,
+void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan* expand,
                                          const blas::ConvPlan* project, const blas::ConvPlan* channel_blocks,
                                          const Variable& input, const Variable* residual, Variable& output, int n,
                                          int r0, int r1, blas::BandBuffers& buffers) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const Conv2dDesc& d = desc.depthwise.desc;
-  const int expanded = desc.expand.desc.out_channels;
+  const int expanded = d.in_channels;
   // The input rows the band's depthwise outputs read, clipped to the image; the rest is the convolution's padding.
   const int first = r0 * d.stride - d.padding;
   const int end = (r1 - 1) * d.stride - d.padding + d.dilation * (d.kernel - 1) + 1;
@@ -227,17 +236,24 @@ void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const
   const int out_rows = r1 - r0;
   const std::size_t expanded_plane = static_cast<std::size_t>(in_rows) * in.w;
   const std::size_t filtered_plane = static_cast<std::size_t>(out_rows) * out.w;
-  if (buffers.block_expanded.size() < expanded * expanded_plane)
+  if (expand && buffers.block_expanded.size() < expanded * expanded_plane)
     buffers.block_expanded.resize(expanded * expanded_plane);
   if (project && buffers.block_filtered.size() < expanded * filtered_plane)
     buffers.block_filtered.resize(expanded * filtered_plane);
 
-  // 1. The expansion of input rows [e0, e1): B is the input planes' rows in place.
+  // 1. The expansion of input rows [e0, e1): B is the input planes' rows in place. Without an expansion the
+  // depthwise convolution reads those rows in place.
   const float* rows =
       input.data() + static_cast<std::size_t>(n) * in.image_count() + static_cast<std::size_t>(e0) * in.w;
-  blas::planes_gemm(*expand.kernel, expand.packed.groups[0], 0, expand.packed.groups[0].panels(), rows,
-                    in.plane_count(), static_cast<int>(expanded_plane), buffers.block_expanded.data(), expanded_plane,
-                    desc.expand.desc.activation, buffers.gemm);
+  const float* source = rows;
+  std::size_t source_plane = in.plane_count();
+  if (expand) {
+    blas::planes_gemm(*expand->kernel, expand->packed.groups[0], 0, expand->packed.groups[0].panels(), rows,
+                      in.plane_count(), static_cast<int>(expanded_plane), buffers.block_expanded.data(), expanded_plane,
+                      desc.expand.desc.activation, buffers.gemm);
+    source = buffers.block_expanded.data();
+    source_plane = expanded_plane;
+  }
 
   // 2. The depthwise convolution of those rows, the image's padding above and below where the band meets its edges.
   // Without a projection, its output rows [r0, r1) are the block's, straight into each output plane.
@@ -249,9 +265,9 @@ void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const
     // A whole image (every input row read: not so where the last rows fall between strides): its expanded planes
     // are a tensor of one image, as the channel-block kernel reads them.
     blas::prepare_depthwise_channel_buffer(channel_blocks->depthwise, buffers.depthwise);
-    blas::depthwise_channel_block_kernel()(
-        channel_blocks->depthwise, buffers.block_expanded.data(), 0, static_cast<std::size_t>(expanded), expanded,
-        channel_blocks->depthwise_packed.data(), d.activation, filtered, buffers.depthwise.data());
+    blas::depthwise_channel_block_kernel()(channel_blocks->depthwise, source, 0, static_cast<std::size_t>(expanded),
+                                           expanded, channel_blocks->depthwise_packed.data(), d.activation, filtered,
+                                           buffers.depthwise.data());
   } else {
     const blas::DepthwiseGeometry geometry =
         blas::depthwise_band_geometry(d.kernel, d.stride, d.dilation, d.padding, e0 - first, end - e1, in_rows, in.w);
@@ -259,7 +275,7 @@ void BlasBackend::inverted_residual_band(const InvertedResidualDesc& desc, const
     const blas::DepthwiseKernel depthwise = blas::depthwise_kernel();
     const int taps = d.kernel * d.kernel;
     for (int c = 0; c < expanded; ++c) {
-      depthwise(geometry, buffers.block_expanded.data() + c * expanded_plane, desc.depthwise.weights->data() + c * taps,
+      depthwise(geometry, source + c * source_plane, desc.depthwise.weights->data() + c * taps,
                 desc.depthwise.bias ? desc.depthwise.bias->data()[c] : 0.0f, d.activation,
                 filtered + c * filtered_stride, buffers.depthwise.data());
     }

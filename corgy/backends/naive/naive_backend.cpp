@@ -88,8 +88,12 @@ void NaiveBackend::inverted_residual(const InvertedResidualDesc& desc, const Var
                                      Variable& output) {
   const Shape& in = input.shape();
   const Conv2dDesc& d = desc.depthwise.desc;
-  Variable expanded(Shape{in.n, desc.expand.desc.out_channels, in.h, in.w});
-  direct_conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, nullptr, expanded);
+  Variable expansion;
+  if (desc.expand.weights) {
+    expansion = Variable(Shape{in.n, desc.expand.desc.out_channels, in.h, in.w});
+    direct_conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, nullptr, expansion);
+  }
+  const Variable& expanded = desc.expand.weights ? expansion : input;  // no expansion: the depthwise reads the input
   if (!desc.project.weights)
     return direct_conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, nullptr, output);
   Variable filtered(Shape{in.n, d.out_channels, d.output_h(in.h), d.output_w(in.w)});

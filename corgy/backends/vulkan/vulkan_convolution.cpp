@@ -251,8 +251,12 @@ void VulkanBackend::inverted_residual(const InvertedResidualDesc& desc, const Va
     vulkan::Runtime& runtime = *runtime_;
     const Shape& in = input.shape();
     const Conv2dDesc& d = desc.depthwise.desc;
-    Variable expanded = runtime.scratch_tensor({in.n, desc.expand.desc.out_channels, in.h, in.w}, 0);
-    conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, expanded);
+    Variable expansion;
+    if (desc.expand.weights) {
+      expansion = runtime.scratch_tensor({in.n, desc.expand.desc.out_channels, in.h, in.w}, 0);
+      conv2d(desc.expand.desc, input, *desc.expand.weights, desc.expand.bias, expansion);
+    }
+    const Variable& expanded = desc.expand.weights ? expansion : input;  // no expansion: the depthwise reads the input
     if (!desc.project.weights) return conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, output);
     Variable filtered = runtime.scratch_tensor({in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)}, 1);
     conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, filtered);
