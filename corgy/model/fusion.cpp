@@ -289,15 +289,12 @@ void fuse_inverted_residuals(Rewriter& r) {
     std::vector<int> block_inputs = expands ? r.node(e).inputs : r.node(d).inputs;
     if (project->residual) block_inputs.push_back(inputs[1]);
     const InvertedResidual::Stage projection = stage(*project);
-    const InvertedResidual::Stage filter = stage(*spatial);
-    if (expands) {
-      const InvertedResidual::Stage expansion = stage(*expand);
-      r.rewrite(p, std::make_unique<InvertedResidual>(&expansion, filter, &projection, project->residual),
-                std::move(block_inputs), {e, d});
-    } else {
-      r.rewrite(p, std::make_unique<InvertedResidual>(nullptr, filter, &projection, project->residual),
-                std::move(block_inputs), {d});
-    }
+    std::optional<InvertedResidual::Stage> expansion;
+    if (expands) expansion.emplace(stage(*expand));
+    r.rewrite(p,
+              std::make_unique<InvertedResidual>(expansion ? &*expansion : nullptr, stage(*spatial), &projection,
+                                                 project->residual),
+              std::move(block_inputs), expands ? std::vector<int>{e, d} : std::vector<int>{d});
   }
   // Then the expansion and depthwise convolution of blocks whose projection another layer keeps apart (a squeeze-
   // and-excitation reads the depthwise output): the expanded tensor is still the largest of the block.

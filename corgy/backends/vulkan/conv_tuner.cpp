@@ -115,6 +115,12 @@ std::string tuning_key(const ConvShapeKey& shape) {
   return text;
 }
 
+// Scratch needs that cover both `a` and `b`, slot by slot.
+std::vector<VkDeviceSize> covering(std::vector<VkDeviceSize> a, const std::vector<VkDeviceSize>& b) {
+  for (std::size_t slot = 0; slot < a.size(); ++slot) a[slot] = std::max(a[slot], b[slot]);
+  return a;
+}
+
 }  // namespace
 
 std::size_t ConvShapeKeyHash::operator()(const ConvShapeKey& key) const {
@@ -376,8 +382,7 @@ void ConvTuner::finish_forward() {
       std::size_t chosen = best[layer->shape];
       if (!layer->plans[chosen].runs) chosen = layer->placeholder;
       DescribedPlan& plan = layer->plans[chosen];
-      for (std::size_t slot = 0; slot < needs.size(); ++slot)
-        needs[slot] = std::max(needs[slot], plan.scratch_needs[slot]);
+      needs = covering(std::move(needs), plan.scratch_needs);
       if (recorder.profiling() && !plan.dispatches.empty()) plan.dispatches.back().detail += " [tuned]";
       recorder.replace_dispatches(layer->begin, layer->end, std::move(plan.dispatches));
     }
@@ -396,10 +401,7 @@ std::size_t ConvTuner::fastest(std::vector<DescribedPlan>& plans, const std::vec
   if (!timer_) timer_ = std::make_unique<DispatchTimer>(runtime_.context);
   const auto time_ms = [&](DescribedPlan& plan, int repetitions) {
     const auto start = std::chrono::steady_clock::now();
-    std::vector<VkDeviceSize> needs = base_needs;
-    for (std::size_t slot = 0; slot < needs.size(); ++slot)
-      needs[slot] = std::max(needs[slot], plan.scratch_needs[slot]);
-    recorder.set_scratch_needs(needs);
+    recorder.set_scratch_needs(covering(base_needs, plan.scratch_needs));
     recorder.prepare_for_timing();
     const double ms = timer_->time_ms(plan.dispatches, repetitions);
     const std::chrono::duration<double, std::milli> spent = std::chrono::steady_clock::now() - start;
