@@ -828,6 +828,181 @@ TEST_P(FusionOnBackend, ChannelsFirstChainsAgreeWithTheTransposedLayers) {
   }
 }
 
+/// How an Inception pool branch reaches the rewrite: the pool with its padding (torchvision's avg_pool2d(x, 3, 1, 1)
+/// as a newer exporter writes it), or a zero Pad and a pool without padding (as an older one does), with the ReLU in
+/// the convolution (the ONNX loader's) or as a layer after it (rule 2 fuses it).
+enum class PoolBranch { padded_pool, pad_layer, relu_layer };
+
+/// Inception v3's pool branch beside a 1x1 branch, joined: x -> [1x1 conv] and x -> 3x3/1 average pool -> 1x1
+/// convolution with fewer outputs (12 -> 4) -> concat. The pool's layer is 2, the convolution's 3 (4 with the ReLU
+/// layer), the concat the last.
+Sequential inception_pool_branch(PoolBranch form, bool count_include_pad, Activation activation, bool bias = true) {
+  Sequential model;
+  const int x = model.add(Conv2d({.in_channels = 3, .out_channels = 12, .kernel = 3, .padding = 1}));  // 0
+  const int branch = model.add(Conv2d({.in_channels = 12, .out_channels = 5, .kernel = 1}));           // 1
+  const Conv2dOptions reduce{.in_channels = 12,
+                             .out_channels = 4,
+                             .kernel = 1,
+                             .bias = bias,
+                             .activation = form == PoolBranch::relu_layer ? Activation::none() : activation};
+  if (form == PoolBranch::pad_layer) {
+    model.add(Pad::uniform(1), {x});                   // 2
+    model.add(AvgPool2d({.kernel = 3, .stride = 1}));  // 3
+    model.add(Conv2d(reduce));                         // 4
+  } else {
+    model.add(AvgPool2d({.kernel = 3, .stride = 1, .padding = 1, .count_include_pad = count_include_pad}), {x});  // 2
+    model.add(Conv2d(reduce));                                                                                    // 3
+    if (form == PoolBranch::relu_layer) model.add(ActivationLayer(activation));                                   // 4
+  }
+  model.add(Concat(), {branch, model.size() - 1});
+  return model;
+}
+
+TEST(Fusion, ConvolvesBeforeTheAveragePoolOfAnInceptionPoolBranch) {
+  Sequential model = inception_pool_branch(PoolBranch::padded_pool, true, Activation::relu());
+  std::mt19937 rng(43);
+  randomize_parameters(model, rng);
+  const auto& conv = dynamic_cast<const Conv2d&>(model.layer(3));
+  const FusedGraph graph = fused(model);
+  EXPECT_EQ(absorbed(graph), std::vector<int>{});
+  // The pool's node convolves the pool's input, with the same weights (views) and no bias ...
+  const auto& mix = dynamic_cast<const Conv2d&>(*graph.nodes[2].layer);
+  EXPECT_EQ(mix.describe(), "conv2d 1x1/1 pad 0, 12->4");
+  EXPECT_FALSE(mix.has_bias());
+  EXPECT_EQ(mix.weights().data(), conv.weights().data());
+  EXPECT_EQ(graph.nodes[2].inputs, std::vector<int>{0});
+  // ... and the convolution's node pools that, then adds the bias and applies the ReLU.
+  const auto& pool = dynamic_cast<const AvgPool2d&>(*graph.nodes[3].layer);
+  EXPECT_EQ(pool.describe(), "avgpool2d 3x3/1 pad 1");
+  EXPECT_TRUE(pool.options().count_include_pad);
+  EXPECT_EQ(graph.nodes[3].inputs, std::vector<int>{2});
+  ASSERT_NE(graph.nodes[3].then, nullptr);
+  const auto& bias = dynamic_cast<const ChannelAffine&>(*graph.nodes[3].then);
+  EXPECT_EQ(bias.describe(), "channel_affine 4, relu");
+  EXPECT_EQ(std::vector<float>(bias.scale().values().begin(), bias.scale().values().end()),
+            std::vector<float>(4, 1.0f));
+  EXPECT_EQ(std::vector<float>(bias.shift().values().begin(), bias.shift().values().end()),
+            std::vector<float>(conv.bias().values().begin(), conv.bias().values().end()));
+  EXPECT_EQ(graph.nodes[1].layer->type(), "conv2d");
+
+  // A ReLU layer after the convolution: rule 2 fuses it first, and its node takes the pool and the bias.
+  const FusedGraph relu_layer = fused(inception_pool_branch(PoolBranch::relu_layer, false, Activation::relu()));
+  EXPECT_EQ(absorbed(relu_layer), std::vector<int>{3});
+  EXPECT_EQ(relu_layer.nodes[2].layer->describe(), "conv2d 1x1/1 pad 0, 12->4");
+  EXPECT_FALSE(dynamic_cast<const AvgPool2d&>(*relu_layer.nodes[4].layer).options().count_include_pad);
+  EXPECT_EQ(relu_layer.nodes[4].inputs, std::vector<int>{2});
+  ASSERT_NE(relu_layer.nodes[4].then, nullptr);
+  EXPECT_EQ(relu_layer.nodes[4].then->describe(), "channel_affine 4, relu");
+
+  // A zero Pad before a pool without padding (the Inception v3 ONNX file's): three nodes for the three layers, the
+  // zeros as the pool's padding, counted.
+  const FusedGraph pad_layer = fused(inception_pool_branch(PoolBranch::pad_layer, false, Activation::relu()));
+  EXPECT_EQ(absorbed(pad_layer), std::vector<int>{});
+  EXPECT_EQ(pad_layer.nodes[2].layer->describe(), "conv2d 1x1/1 pad 0, 12->4");
+  EXPECT_EQ(pad_layer.nodes[2].inputs, std::vector<int>{0});
+  const auto& padded = dynamic_cast<const AvgPool2d&>(*pad_layer.nodes[3].layer);
+  EXPECT_EQ(padded.describe(), "avgpool2d 3x3/1 pad 1");
+  EXPECT_TRUE(padded.options().count_include_pad);
+  EXPECT_EQ(pad_layer.nodes[3].inputs, std::vector<int>{2});
+  EXPECT_EQ(pad_layer.nodes[4].layer->describe(), "channel_affine 4, relu");
+  EXPECT_EQ(pad_layer.nodes[4].inputs, std::vector<int>{3});
+  EXPECT_EQ(pad_layer.nodes[4].then, nullptr);
+
+  // Without bias and activation, nothing after the pool.
+  const FusedGraph plain = fused(inception_pool_branch(PoolBranch::pad_layer, true, Activation::none(), false));
+  EXPECT_EQ(absorbed(plain), std::vector<int>{3});
+  EXPECT_EQ(plain.nodes[4].layer->describe(), "avgpool2d 3x3/1 pad 1");
+  EXPECT_EQ(plain.nodes[4].inputs, std::vector<int>{2});
+  EXPECT_EQ(plain.nodes[4].then, nullptr);
+}
+
+TEST(Fusion, LeavesTheAveragePoolBeforeOtherConvolutions) {
+  // Layer 1 is the pool, layer 2 the convolution; with a residual (rule 3 fuses the convolution into the add, 4).
+  const auto branch = [](const PoolOptions& pool_options, const Conv2dOptions& conv_options, bool residual = false) {
+    Sequential model;
+    const int x = model.add(Conv2d({.in_channels = 3, .out_channels = 12, .kernel = 3, .padding = 1}));
+    model.add(AvgPool2d(pool_options));
+    const int conv = model.add(Conv2d(conv_options));
+    if (residual) {
+      model.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 1}), {Sequential::model_input});
+      model.add(Add(Activation::relu()), {3, conv});  // the second operand first: this convolution
+    } else {
+      model.add(Concat(), {conv, x});
+    }
+    return model;
+  };
+  const PoolOptions inception{.kernel = 3, .stride = 1, .padding = 1};
+  const Conv2dOptions reduce{.in_channels = 12, .out_channels = 4, .kernel = 1, .activation = Activation::relu()};
+  Conv2dOptions same = reduce, wider = reduce, spatial = reduce, linear = reduce;
+  same.out_channels = 12;
+  wider.out_channels = 16;
+  spatial.kernel = 3;
+  spatial.padding = 1;
+  linear.activation = Activation::none();
+  // The pool's output read by the convolution and by the concat.
+  Sequential shared = branch(inception, reduce);
+  shared.add(Concat(), {1, 3});
+
+  std::vector<std::pair<std::string, Sequential>> cases;
+  cases.emplace_back("pool read twice", std::move(shared));
+  cases.emplace_back("12 -> 12", branch(inception, same));
+  cases.emplace_back("12 -> 16", branch(inception, wider));
+  cases.emplace_back("stride 2", branch({.kernel = 3, .stride = 2, .padding = 1}, reduce));
+  cases.emplace_back("3x3 convolution", branch(inception, spatial));
+  cases.emplace_back("residual", branch(inception, linear, true));
+  // The rewrite's own check: the Inception branch itself is rewritten.
+  EXPECT_NE(fused(branch(inception, reduce)).nodes[1].layer->type(), "avgpool2d");
+  for (const auto& [name, model] : cases) {
+    const FusedGraph graph = fused(model);
+    EXPECT_EQ(graph.nodes[1].layer->type(), "avgpool2d") << name;
+    const int reader = name == "residual" ? 4 : 2;
+    EXPECT_EQ(graph.nodes[reader].inputs.front(), 1) << name;
+    for (const FusionNode& node : graph.nodes) EXPECT_EQ(node.then, nullptr) << name;
+  }
+}
+
+TEST_P(FusionOnBackend, ConvolvingBeforeTheAveragePoolAgreesWithTheUnfusedLayers) {
+  std::mt19937 rng(47);
+  for (const PoolBranch form : {PoolBranch::padded_pool, PoolBranch::pad_layer, PoolBranch::relu_layer}) {
+    for (const bool count_include_pad : {true, false}) {
+      for (const Activation activation : {Activation::relu(), Activation::none()}) {
+        Sequential model = inception_pool_branch(form, count_include_pad, activation);
+        randomize_parameters(model, rng);
+        model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
+        const Variable input = random_variable({2, 3, 9, 7}, rng, 2.0f);
+        expect_fused_matches_unfused(model, input,
+                                     fmt::format("form {}, count_include_pad {}, {}, ", static_cast<int>(form),
+                                                 count_include_pad, activation.str()));
+      }
+    }
+  }
+  // Asymmetric padding (2x2/1, one row and column at the bottom and right) and a 5x5 window.
+  for (const PoolOptions& options : {PoolOptions{.kernel = 2, .stride = 1, .padding = 0, .padding_bottom_right = 1},
+                                     PoolOptions{.kernel = 5, .stride = 1, .padding = 2, .count_include_pad = false}}) {
+    Sequential model;
+    model.add(Conv2d({.in_channels = 3, .out_channels = 10, .kernel = 3, .padding = 1}));
+    model.add(AvgPool2d(options));
+    model.add(Conv2d({.in_channels = 10, .out_channels = 3, .kernel = 1, .activation = Activation::leaky_relu(0.1f)}));
+    randomize_parameters(model, rng);
+    ASSERT_NE(fused(model).nodes[2].then, nullptr) << options.kernel;
+    model.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
+    expect_fused_matches_unfused(model, random_variable({1, 3, 8, 11}, rng, 2.0f),
+                                 fmt::format("{}x{}, ", options.kernel, options.kernel));
+  }
+  // The convolution's output kept for the caller: the bias step writes it, after the pool's temporary.
+  Sequential kept = inception_pool_branch(PoolBranch::padded_pool, true, Activation::relu());
+  randomize_parameters(kept, rng);
+  kept.set_backend(make_backend(GetParam(), {.validation = kSweepValidation}));
+  kept.mark_output(3);
+  const Variable input = random_variable({2, 3, 9, 7}, rng, 2.0f);
+  kept.set_fusion(false);
+  kept.forward(input);
+  const Variable unfused = kept.output(3).clone();
+  kept.set_fusion(true);
+  kept.forward(input);
+  EXPECT_TRUE(outputs_match(kept.output(3), unfused));
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryBackend, FusionOnBackend, ::testing::ValuesIn(all_backends()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;

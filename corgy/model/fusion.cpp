@@ -17,6 +17,7 @@
 #include "corgy/layers/inverted_residual.h"
 #include "corgy/layers/layer_norm.h"
 #include "corgy/layers/maxpool2d.h"
+#include "corgy/layers/pad.h"
 #include "corgy/layers/preactivated_conv2d.h"
 #include "corgy/layers/reduce_axis.h"
 #include "corgy/layers/squeeze_excite.h"
@@ -49,10 +50,11 @@ class Rewriter {
   const FusionNode& graph_node(int i) const { return graph_.nodes[i]; }
   int size() const { return static_cast<int>(graph_.nodes.size()); }
 
-  /// Node i is a live layer of type L (null when it is not, or it is the model input).
+  /// Node i is a live layer of type L (null when it is not, or it is the model input, or it runs two layers: a
+  /// rewrite's own, FusionNode::then, which the rules after it leave alone).
   template <class L>
   const L* as(int i) const {
-    if (i < 0 || graph_.nodes[i].absorbed) return nullptr;
+    if (i < 0 || graph_.nodes[i].absorbed || graph_.nodes[i].then) return nullptr;
     return dynamic_cast<const L*>(graph_.nodes[i].layer);
   }
   /// Node i's output is read only by the pattern being rewritten, `uses` times, and not by the caller.
@@ -73,8 +75,18 @@ class Rewriter {
       }
     }
     graph_.nodes[output].layer = layer.get();
+    graph_.nodes[output].then = nullptr;
     graph_.nodes[output].inputs = std::move(inputs);
     graph_.fused_layers.push_back(std::move(layer));
+  }
+  /// The same with two layers in turn (FusionNode::then): `first` reads `inputs`, `then` reads `first`'s output and
+  /// writes the node's; for a rewrite with one step more than the nodes it replaces (the nodes are the model's
+  /// layers, and each writes the slot its readers read, so there is no node to add).
+  void rewrite(int output, std::unique_ptr<Layer> first, std::unique_ptr<Layer> then, std::vector<int> inputs,
+               std::vector<int> absorbed) {
+    rewrite(output, std::move(first), std::move(inputs), std::move(absorbed));
+    graph_.nodes[output].then = then.get();
+    graph_.fused_layers.push_back(std::move(then));
   }
 
  private:
@@ -347,6 +359,77 @@ void fuse_pooled_preactivated_convs(Rewriter& r) {
     const Conv2dDesc& d = conv->desc();
     if (!pointwise(d) || d.activation.kind != ActivationKind::none) continue;
     r.rewrite(p, std::make_unique<PreactivatedConv2d>(*conv, *pool), r.node(c).inputs, {c});
+  }
+}
+
+/// An average pool (after a zero Pad, or null) as one pool of stride 1 whose output is as large as the input (the
+/// pad's, when there is one), or nullopt: the pools rule 12 moves. The Pad's zeros count in every window, so they
+/// are the pool's padding with count_include_pad.
+std::optional<PoolOptions> same_size_pool(const PoolOptions& pool, const Pad* pad) {
+  if (pool.global || (pool.stride == 0 ? pool.kernel : pool.stride) != 1) return std::nullopt;
+  if (pool.same) return pad ? std::nullopt : std::optional<PoolOptions>(pool);  // stride 1: as large as its input
+  PoolOptions moved = pool;
+  if (pad) {
+    const PadDesc& z = pad->desc();
+    const bool unpadded = pool.padding == 0 && pool.padding_bottom_right <= 0;
+    if (!unpadded || z.mode != PadMode::constant || z.value != 0.0f || z.top != z.left || z.bottom != z.right)
+      return std::nullopt;
+    moved.padding = z.top;
+    moved.padding_bottom_right = z.bottom;
+    moved.count_include_pad = true;
+  }
+  const int bottom_right = moved.padding_bottom_right < 0 ? moved.padding : moved.padding_bottom_right;
+  if (moved.padding + bottom_right != moved.kernel - 1) return std::nullopt;
+  return moved;
+}
+
+// 12. [zero pad ->] average pool (stride 1, as large as its input) -> pointwise convolution with fewer outputs than
+// inputs -> the convolution without bias and activation, then the pool, then the bias and the activation (Inception
+// v3's pool branches). The pool is the same linear map of every channel plane, the convolution a linear map of every
+// pixel's channels: the two commute, and the pool then averages the fewer channels. The bias must wait until after
+// the pool: with count_include_pad a border window's weights do not sum to 1.
+void move_pools_after_reducing_convs(Rewriter& r) {
+  for (int c = 0; c < r.size(); ++c) {
+    const std::optional<ConvView> conv = conv_view(r, c);
+    if (!conv || conv->residual || !pointwise(conv->desc) || r.node(c).inputs.size() != 1) continue;
+    const Conv2dDesc& d = conv->desc;
+    if (d.out_channels >= d.in_channels) continue;  // the pool would average more planes, not fewer
+    const int p = r.node(c).inputs[0];
+    const auto* pool = r.as<AvgPool2d>(p);
+    if (!pool || !r.private_to_pattern(p) || r.node(p).inputs.size() != 1) continue;
+    const int z = r.node(p).inputs[0];
+    const Pad* pad = r.private_to_pattern(z) ? r.as<Pad>(z) : nullptr;
+    std::optional<PoolOptions> moved = same_size_pool(pool->options(), pad);
+    if (!moved && pad) {
+      pad = nullptr;  // a Pad the pool cannot take: the pool alone, if it keeps the size of the padded tensor
+      moved = same_size_pool(pool->options(), nullptr);
+    }
+    if (!moved) continue;
+    // The same weights (views), without bias: a 1x1 convolution of the pool's input.
+    auto mix = std::make_unique<Conv2d>(
+        Conv2dOptions{.in_channels = d.in_channels, .out_channels = d.out_channels, .kernel = 1, .bias = false});
+    mix->weights() = conv->weights->view(mix->weights().shape());
+    auto pooled = std::make_unique<AvgPool2d>(*moved);
+    std::unique_ptr<ChannelAffine> bias;
+    if (!conv->bias->empty() || d.activation.kind != ActivationKind::none) {
+      std::vector<float> shift(static_cast<std::size_t>(d.out_channels), 0.0f);
+      if (!conv->bias->empty()) std::copy(conv->bias->values().begin(), conv->bias->values().end(), shift.begin());
+      bias = std::make_unique<ChannelAffine>(d.out_channels, d.activation);
+      bias->set_parameters(std::vector<float>(shift.size(), 1.0f), shift);
+    }
+    // The nodes, in order, take the layers in order; the convolution's node writes the result, which its readers
+    // read. With the Pad, three nodes for three layers; without it, the convolution's node runs the last two.
+    const int first = pad ? z : p;
+    const int source = r.node(first).inputs[0];
+    r.rewrite(first, std::move(mix), {source}, {});
+    if (!bias) {
+      r.rewrite(c, std::move(pooled), {first}, pad ? std::vector<int>{p} : std::vector<int>{});
+    } else if (pad) {
+      r.rewrite(p, std::move(pooled), {z}, {});
+      r.rewrite(c, std::move(bias), {p}, {});
+    } else {
+      r.rewrite(c, std::move(pooled), std::move(bias), {p}, {});
+    }
   }
 }
 
@@ -676,13 +759,15 @@ void fuse_channels_last_chains(Rewriter& r) {
 FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   FusedGraph graph{std::move(nodes), {}};
   // Each rewrite sees the graph as the ones before left it (counts of readers included). GELU first, so that the
-  // rules after it see an activation like any other; the activations again last, for the convolutions that the
-  // channels-last chains (rule 11) became.
+  // rules after it see an activation like any other; the pools after the convolutions (rule 12) once the convolutions
+  // have their activations (which then follow the pool) and the residual adds and max pools that take a convolution
+  // whole have taken theirs; the activations again last, for the convolutions that the channels-last chains (rule
+  // 11) became.
   for (void (*rewrite)(Rewriter&) :
        {fuse_gelu, fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool,
-        fuse_squeeze_excite, fuse_inverted_residuals, fuse_gelu_tanh, fuse_layer_norms, fuse_preactivated_convs,
-        fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs, fuse_tensor_linear_biases, fuse_channels_last_chains,
-        fuse_activations}) {
+        move_pools_after_reducing_convs, fuse_squeeze_excite, fuse_inverted_residuals, fuse_gelu_tanh, fuse_layer_norms,
+        fuse_preactivated_convs, fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs, fuse_tensor_linear_biases,
+        fuse_channels_last_chains, fuse_activations}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

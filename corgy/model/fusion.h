@@ -16,6 +16,9 @@ struct FusionNode {
   std::vector<int> inputs;  // producer layers; -1 is the model input
   bool keep = false;        // read by the caller after a forward (marked output, or the last layer)
   bool absorbed = false;    // computed inside a later node's fused layer: no step, no output of its own
+  /// A second layer, or null: then `layer` writes a temporary slot of the node's own, which `then` reads to write
+  /// the node's output (a rewrite with one step more than the nodes it replaces: rule 12's pool, then its bias).
+  const Layer* then = nullptr;
 };
 
 /// The model after fusion: node i computes layer i's output with `layer` (the model's own, or one of
@@ -68,6 +71,15 @@ struct FusedGraph {
 ///     (the Linear weights viewed as OIHW) and the same element-wise layers (ConvNeXt's blocks and its downsampling
 ///     layers' LayerNorm2d); the convolutions then run the backends' convolution GEMMs, and rule 2 runs once more
 ///     to give them the activation after them (ConvNeXt's GELU into its first 1x1 convolution's epilogue).
+/// 12. an average pool of stride 1 whose output is as large as its input (any padding, count_include_pad or not;
+///     or no padding after a zero Pad that only it reads, which becomes its padding), whose output only a 1x1
+///     convolution (a Conv2d or a FusedConv2d without a residual) with fewer output than input channels reads,
+///     becomes that convolution without bias and activation on the pool's input, then the pool, then the bias and
+///     the activation as a ChannelAffine of scale 1 (Inception v3's pool branches: avg_pool2d(x, 3, 1, 1) -> 1x1
+///     convolution, 192 -> 32, 768 -> 192, 2048 -> 192). The pool is the same linear map of every channel plane and
+///     the convolution a linear map of every pixel's channels, so the two commute; the bias waits until after the
+///     pool, whose border windows' weights do not sum to 1 with count_include_pad. The pool then averages the
+///     fewer channels. Where the pattern has two nodes (no Pad), the last one runs two layers (FusionNode::then).
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 

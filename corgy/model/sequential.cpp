@@ -116,7 +116,7 @@ void Sequential::set_kept_plans(int count) {
 void Sequential::forget_plans() {
   plans_.clear();
   steps_.clear();
-  temporaries_.clear();
+  temporaries_ = 0;
   planned_layers_.clear();
   steps_planned_ = false;
 }
@@ -180,7 +180,7 @@ std::string Sequential::summary(const Shape& input) const {
 void Sequential::plan_steps() {
   steps_.clear();
   planned_layers_.clear();
-  temporaries_.clear();
+  temporaries_ = 0;
   FusedGraph graph;
   for (int i = 0; i < size(); ++i) {
     graph.nodes.push_back({nodes_[i].layer.get(), nodes_[i].inputs, nodes_[i].keep || i + 1 == size()});
@@ -189,17 +189,19 @@ void Sequential::plan_steps() {
   for (int i = 0; i < size(); ++i) {
     const FusionNode& node = graph.nodes[i];
     if (node.absorbed) continue;
+    // A node of two layers (FusionNode::then): the first writes a temporary slot of its own, which the second reads.
+    const int output = node.then ? size() + temporaries_++ : i;
     if (std::optional<PaddedConvExpansion> padded = expand_padded_conv(*node.layer)) {
       // Pad into a temporary slot of its own, then the convolution without padding reads that slot.
-      const int temporary = size() + static_cast<int>(temporaries_.size());
-      temporaries_.push_back({node.inputs[0], padded->pad.get()});
+      const int temporary = size() + temporaries_++;
       steps_.push_back({i, temporary, padded->pad.get(), node.inputs});
-      steps_.push_back({i, i, padded->conv.get(), {temporary}});
+      steps_.push_back({i, output, padded->conv.get(), {temporary}});
       planned_layers_.push_back(std::move(padded->pad));
       planned_layers_.push_back(std::move(padded->conv));
     } else {
-      steps_.push_back({i, i, node.layer, node.inputs});
+      steps_.push_back({i, output, node.layer, node.inputs});
     }
+    if (node.then) steps_.push_back({i, i, node.then, {output}});
   }
   for (std::unique_ptr<Layer>& fused : graph.fused_layers) planned_layers_.push_back(std::move(fused));
   steps_planned_ = true;
@@ -209,13 +211,10 @@ Sequential::ShapePlan Sequential::make_plan(const Shape& input) const {
   ShapePlan plan;
   plan.input = input;
   plan.shapes = infer_shapes(input);
-  for (const Temporary& temporary : temporaries_) {
-    const Shape& source = temporary.source == model_input ? input : plan.shapes[temporary.source];
-    plan.shapes.push_back(temporary.pad->output_shape(std::span<const Shape>(&source, 1)));
-  }
+  plan.shapes.resize(plan.shapes.size() + static_cast<std::size_t>(temporaries_));
   // A rewritten step may lay its output out otherwise than the layer it stands for (fusion rule 11 runs a
-  // channels-last chain of layers on the channels-first tensor): each step's shape is its own layer's, from the
-  // shapes of its inputs as the steps before it made them.
+  // channels-last chain of layers on the channels-first tensor; rule 12 convolves before it pools): each step's
+  // shape (a temporary's too) is its own layer's, from the shapes of its inputs as the steps before it made them.
   std::vector<Shape> in;
   for (const Step& step : steps_) {
     in.clear();

@@ -114,11 +114,11 @@ class Sequential {
     bool keep = false;
   };
 
-  /// One call of a forward: a layer, a fused layer that also computes the layers it replaces, or one of the
-  /// layers a padded convolution expands into (padded_conv.h).
+  /// One call of a forward: a layer, a fused layer that also computes the layers it replaces, one of the layers a
+  /// padded convolution expands into (padded_conv.h), or one of a rewrite's two layers (FusionNode::then).
   struct Step {
-    int layer;                // the model's layer this step computes (or helps compute), for errors and profiles
-    int output;               // the slot it writes: `layer`, or a temporary's slot (>= size()) for a padded input
+    int layer;   // the model's layer this step computes (or helps compute), for errors and profiles
+    int output;  // the slot it writes: `layer`, or a temporary's slot (>= size()) that the layer's next step reads
     const Layer* run;         // nodes_[layer].layer, or a layer from planned_layers_
     std::vector<int> inputs;  // the slots `run` reads (model_input for the model's input)
   };
@@ -131,12 +131,6 @@ class Sequential {
     std::vector<Variable> outputs;
     std::vector<std::uint64_t> device_only;  // the buffers no caller reads (Backend::set_device_only)
   };
-  /// A temporary slot of steps_: the padded input of a convolution, `pad` applied to slot `source`.
-  struct Temporary {
-    int source;
-    const Layer* pad;
-  };
-
   /// Makes plans_.front() the plan of `input`: a kept one, or a new one (dropping the least recently used beyond
   /// kept_plans_), and tells the backend its device-only buffers when the plan changed.
   void use_plan(const Shape& input);
@@ -170,8 +164,8 @@ class Sequential {
   bool steps_planned_ = false;
   std::vector<Step> steps_;
   std::vector<std::unique_ptr<Layer>> planned_layers_;  // fused layers and the expansions of padded convolutions
-  std::vector<Temporary> temporaries_;                  // slot size() + i is temporaries_[i]
-  std::vector<ShapePlan> plans_;                        // the most recently used first
+  int temporaries_ = 0;           // slots size() .. size() + temporaries_ - 1: written and read by steps_ only
+  std::vector<ShapePlan> plans_;  // the most recently used first
   int kept_plans_ = 1;
   InUse in_use_;
 };

@@ -230,7 +230,7 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
                                             const Pool2dDesc* pool) {
   // Weights that are not constants (a lone call) are not worth packing: the baseline reads them as they are.
   if (!plans_->is_constant(weights)) return nullptr;
-  if (const blas::ConvPlan* plan = plans_->find(desc, in, weights)) return plan;
+  if (const blas::ConvPlan* plan = plans_->find(desc, in, weights, bias)) return plan;
   if (convolution_ != BlasConvolution::automatic && convolution_ != BlasConvolution::bands) {
     return &plans_->store(weights, blas::plan_convolution(desc, in, weights, bias, convolution_, *team_));
   }
@@ -291,7 +291,7 @@ const blas::ConvPlan* BlasBackend::general_window_plan(const Conv2dDesc& desc, c
       w.dilation_h != w.dilation_w) {
     return nullptr;
   }
-  if (const blas::ConvPlan* plan = plans_->find(desc, input.shape(), weights)) return plan;
+  if (const blas::ConvPlan* plan = plans_->find(desc, input.shape(), weights, bias)) return plan;
   return &plans_->store(weights, blas::plan_convolution(desc, input.shape(), weights, bias,
                                                         blas::ConvChoice{blas::ConvAlgorithm::packed_gemm}, *team_));
 }

@@ -56,6 +56,7 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
   plan.input = input;
   plan.algorithm = choice.algorithm;
   const float* bias_values = bias ? bias->data() : nullptr;
+  plan.bias = bias_values;
   if (plan.algorithm == ConvAlgorithm::depthwise || plan.algorithm == ConvAlgorithm::depthwise_channel_blocks) {
     plan.depthwise = depthwise_geometry(desc.kernel, desc.stride, desc.dilation, desc.padding, input.h, input.w);
   }
@@ -122,7 +123,8 @@ void ConvPlanCache::add_constant(std::uint64_t storage_id) {
   plans_.clear();  // a constant changed: its plan (and its packed bias, keyed by the weights) must be made again
 }
 
-const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, const Variable& weights) {
+const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, const Variable& weights,
+                                    const Variable* bias) {
   const auto found = plans_.find(weights.storage()->id());
   if (found == plans_.end()) return nullptr;
   std::list<ConvPlan>& kept = found->second;
@@ -132,7 +134,7 @@ const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, 
                            d.kernel == desc.kernel && d.stride == desc.stride && d.padding == desc.padding &&
                            d.dilation == desc.dilation && d.general == desc.general && d.groups == desc.groups &&
                            d.activation.kind == desc.activation.kind && d.activation.slope == desc.activation.slope;
-    if (plan->input == input && same_desc) {
+    if (plan->input == input && same_desc && plan->bias == (bias ? bias->data() : nullptr)) {
       kept.splice(kept.begin(), kept, plan);  // moves the node, not the plan: references stay valid
       return &kept.front();
     }

@@ -33,6 +33,9 @@ enum class ConvAlgorithm {
 struct ConvPlan {
   Conv2dDesc desc;
   Shape input;
+  /// The bias packed with the weights (null: none): layers may share weights and not the bias (fusion rule 12's
+  /// convolution without the bias of the one it replaces, which adds it after a pool), so it is part of the key.
+  const float* bias = nullptr;
   ConvAlgorithm algorithm = ConvAlgorithm::im2col_openblas;
   /// How the algorithm was chosen, for the profile: "table", "forced", "measured of 3", "measured before".
   std::string origin = "table";
@@ -68,17 +71,18 @@ struct BandBuffers {
   std::vector<float> block_filtered;  // ... and their depthwise output
 };
 
-/// The plans of one backend, keyed by the weights' storage. Only weights the backend was told are constants
-/// (Backend::upload_constant) get a plan: packing is worth it once, not at every call, and a constant's values only
-/// change when upload_constant is called again, which drops every plan. Each weights keep the plans of their last
-/// kept_shapes input shapes (Backend::set_kept_plans; 1 by default, as each plan holds its own packed weights).
+/// The plans of one backend, keyed by the weights' storage (then by description, input shape and bias). Only weights
+/// the backend was told are constants (Backend::upload_constant) get a plan: packing is worth it once, not at every
+/// call, and a constant's values only change when upload_constant is called again, which drops every plan. Each weights
+/// keep the plans of their last kept_shapes input shapes (Backend::set_kept_plans; 1 by default, as each plan holds its
+/// own packed weights).
 class ConvPlanCache {
  public:
   void add_constant(std::uint64_t storage_id);
   bool is_constant(const Variable& weights) const { return constants_.contains(weights.storage()->id()); }
-  /// The plan made for these weights at this description and input shape, or null. A plan found becomes the most
-  /// recently used of its weights.
-  const ConvPlan* find(const Conv2dDesc& desc, const Shape& input, const Variable& weights);
+  /// The plan made for these weights and this bias (or none) at this description and input shape, or null. A plan
+  /// found becomes the most recently used of its weights.
+  const ConvPlan* find(const Conv2dDesc& desc, const Shape& input, const Variable& weights, const Variable* bias);
   /// Keeps `plan` as the most recent plan of these weights, dropping their least recently used one beyond
   /// kept_shapes. The reference stays valid while the plan is kept (plans of other weights do not move it).
   const ConvPlan& store(const Variable& weights, ConvPlan plan);

@@ -47,7 +47,7 @@ void BlasBackend::preactivated_conv2d(const Conv2dDesc& desc, std::span<const Va
   if (pointwise && plans_->is_constant(weights) && convolution_ != BlasConvolution::im2col) {
     // The affine applied while B is packed from the inputs: the concatenation and the normalised tensor (each as
     // large as the convolution's whole input, read and written once more per layer) are never written.
-    const blas::ConvPlan* plan = plans_->find(desc, joined, weights);
+    const blas::ConvPlan* plan = plans_->find(desc, joined, weights, bias);
     if (!plan) {
       plan = &plans_->store(weights,
                             blas::plan_convolution(desc, joined, weights, bias,
