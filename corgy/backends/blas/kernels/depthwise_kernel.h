@@ -67,6 +67,42 @@ void fill_phases(const DepthwiseGeometry& g, const float* input, float* phases) 
   }
 }
 
+/// activation(x) over `count` floats in place, by whole registers and a masked last one.
+template <class Simd, ActivationKind kind>
+void activate_in_place(float* data, std::size_t count, float slope_value) {
+  constexpr std::size_t lanes = Simd::lanes;
+  const typename Simd::Reg slope = Simd::set1(slope_value);
+  std::size_t i = 0;
+  for (; i + lanes <= count; i += lanes) Simd::store(data + i, activate<Simd, kind>(Simd::load(data + i), slope));
+  if (i < count) {
+    alignas(64) float tail[lanes] = {};
+    for (std::size_t j = i; j < count; ++j) tail[j - i] = data[j];
+    Simd::store_first(data + i, activate<Simd, kind>(Simd::load(tail), slope), static_cast<int>(count - i));
+  }
+}
+
+/// Calls body.template operator()<kind>() for the activation the kernels apply in their registers, as
+/// with_simd_activation does, for the activations of a few instructions (ReLU, its leaky and clipped forms, hard
+/// swish). The others (an exponential or more each: sigmoid, swish, tanh, mish, GELU) run the body without one, then
+/// one pass over the output plane (out_h x out_w at `output`) while it is in cache: inlined into every path, tap count
+/// and register count below, they were most of the compile time of every build (31 s of 62 for this header's three
+/// instruction sets in Release), for the cost of reading a plane again from L1 or L2.
+template <class Simd, class Body>
+void with_register_activation(const DepthwiseGeometry& g, Activation activation, float* output, Body&& body) {
+  switch (activation.kind) {
+    case ActivationKind::none: return body.template operator()<ActivationKind::none>();
+    case ActivationKind::relu: return body.template operator()<ActivationKind::relu>();
+    case ActivationKind::leaky_relu: return body.template operator()<ActivationKind::leaky_relu>();
+    case ActivationKind::clipped_relu: return body.template operator()<ActivationKind::clipped_relu>();
+    case ActivationKind::hard_swish: return body.template operator()<ActivationKind::hard_swish>();
+    default: break;
+  }
+  body.template operator()<ActivationKind::none>();
+  with_simd_activation(activation.kind, [&]<ActivationKind kind>() {
+    activate_in_place<Simd, kind>(output, static_cast<std::size_t>(g.out_h) * g.out_w, activation.slope);
+  });
+}
+
 /// Registers [q, q + kCount * lanes) of an extended block: out[q + i] = activation(bias + sum over taps of weight[t] *
 /// phases[offsets[t] + q + i]). kTaps is the tap count when known at compile time (9, 25), 0 otherwise. The
 /// kCount accumulators are independent chains of multiply-adds, which keep the FMA units busy (each has a latency
@@ -271,7 +307,7 @@ constexpr int kMinRowBlockWidth = 12;
 template <class Simd>
 void depthwise_plane_extended(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
                               Activation activation, float* output, float* buffer) {
-  with_simd_activation(activation.kind, [&]<ActivationKind kind>() {
+  with_register_activation<Simd>(g, activation, output, [&]<ActivationKind kind>() {
     switch (g.taps) {
       case 9: return depthwise_plane_with<Simd, 9, kind>(g, input, weights, bias, activation.slope, output, buffer);
       case 25: return depthwise_plane_with<Simd, 25, kind>(g, input, weights, bias, activation.slope, output, buffer);
@@ -289,7 +325,7 @@ void depthwise_plane_row_blocks(const DepthwiseGeometry& g, const float* input, 
       (g.stride != 1 && g.stride != 2)) {
     return depthwise_plane_extended<Simd>(g, input, weights, bias, activation, output, buffer);
   }
-  with_simd_activation(activation.kind, [&]<ActivationKind kind>() {
+  with_register_activation<Simd>(g, activation, output, [&]<ActivationKind kind>() {
     const float slope = activation.slope;
     if (g.kernel == 3 && g.stride == 1)
       return depthwise_plane_by_rows<Simd, 3, 1, kind>(g, input, weights, bias, slope, output, buffer);
@@ -307,7 +343,7 @@ void depthwise_plane_direct_blocks(const DepthwiseGeometry& g, const float* inpu
   if (g.dilation != 1 || g.out_w < kMinRowBlockWidth || (g.kernel != 3 && g.kernel != 5) || g.stride != 1) {
     return depthwise_plane_row_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
   }
-  with_simd_activation(activation.kind, [&]<ActivationKind kind>() {
+  with_register_activation<Simd>(g, activation, output, [&]<ActivationKind kind>() {
     if (g.kernel == 3) return depthwise_plane_direct<Simd, 3, kind>(g, input, weights, bias, activation.slope, output);
     return depthwise_plane_direct<Simd, 5, kind>(g, input, weights, bias, activation.slope, output);
   });
