@@ -102,20 +102,27 @@ build_release() {
   configure_and_build "$CORGY_RELEASE_DIR" Release -DCORGY_WERROR=ON -DCORGY_UNITY_BUILD=ON -- "$@"
 }
 
-# The Python package, installed the way docs/python.md tells users to (pip, from the clone, nothing downloaded) into a
-# virtual environment of the repository, build/venv, that also sees Debian's numpy, pytest and torch
+# The Python package, built the way docs/python.md tells users to (pip, from the clone, nothing downloaded) and
+# installed into a virtual environment of the repository, build/venv, that also sees Debian's numpy, pytest and torch
 # (--system-site-packages). It is built against the Release build, installed into build/install first, so only the
-# binding compiles (python/CMakeLists.txt finds that corgy through CMAKE_PREFIX_PATH). Debian's Python: the python3
-# first on PATH may be another without these packages.
+# binding compiles (python/CMakeLists.txt finds that corgy through CMAKE_PREFIX_PATH). pip builds the wheel (into
+# folder $1, default build/wheels), then installs that wheel: what `pip install ./python` does in one command, with
+# the binding compiled once for both the wheel that scripts/test.sh inspects and the package it tests. Debian's
+# Python: the python3 first on PATH may be another without these packages.
 CORGY_VENV_DIR="$CORGY_ROOT/build/venv"
 CORGY_INSTALL_DIR="$CORGY_ROOT/build/install"
 install_python_package() {
+  local wheels=${1:-$CORGY_ROOT/build/wheels}
   cmake --install "$CORGY_RELEASE_DIR" --prefix "$CORGY_INSTALL_DIR"
   if [[ ! -x $CORGY_VENV_DIR/bin/python ]]; then
     /usr/bin/python3 -m venv --system-site-packages "$CORGY_VENV_DIR"
   fi
+  rm -f "$wheels"/corgy-*.whl
   CMAKE_PREFIX_PATH="$CORGY_INSTALL_DIR" CMAKE_ARGS="-DCORGY_WERROR=ON" \
-    "$CORGY_VENV_DIR/bin/pip" install --no-build-isolation --no-index --disable-pip-version-check "$CORGY_ROOT/python"
+    "$CORGY_VENV_DIR/bin/pip" wheel -q --no-build-isolation --no-index --no-deps --disable-pip-version-check \
+    -w "$wheels" "$CORGY_ROOT/python"
+  "$CORGY_VENV_DIR/bin/pip" install -q --force-reinstall --no-index --no-deps --disable-pip-version-check \
+    "$wheels"/corgy-*.whl
 }
 
 # The libFuzzer targets (tests/fuzz) and the library under them, built by clang with ASan and UBSan in a folder of

@@ -112,17 +112,15 @@ benchmark_smoke() {
   grep -q "| MNIST | 32 | \*\*" "$work/serve/report/serving.md"
 }
 
-# The Python package (python/): installed with pip into build/venv against the Release build (setup.sh), built as a
-# wheel, then its pytest suite, which compares the binding with corgy-run of the same build. pytest runs from a
+# The Python package (python/): built as a wheel with pip against the Release build and installed into build/venv
+# (setup.sh), then its pytest suite, which compares the binding with corgy-run of the same build. pytest runs from a
 # folder outside python/, so that `import corgy` finds the installed package, not the source folder.
 python_tests() {
-  install_python_package
   # A wheel holds the module and the corgy library it links, nothing of the build.
   local wheels
   wheels=$(mktemp -d /tmp/corgy-wheel.XXXXXX)
   trap "rm -rf -- '$wheels'" EXIT
-  CMAKE_PREFIX_PATH="$CORGY_INSTALL_DIR" "$CORGY_VENV_DIR/bin/pip" wheel -q --no-build-isolation --no-index --no-deps \
-    --disable-pip-version-check -w "$wheels" "$CORGY_ROOT/python"
+  install_python_package "$wheels"
   "$CORGY_VENV_DIR/bin/python" -m zipfile -l "$wheels"/corgy-*.whl | tee "$wheels/list" | grep -E "corgy/(_corgy|libcorgy)"
   [[ $(grep -cE "corgy/(_corgy\.cpython.*\.so|libcorgy\.so\.0|__init__\.py|_corgy\.pyi) " "$wheels/list") -eq 4 ]]
   (cd "$CORGY_ROOT/build" && "$CORGY_VENV_DIR/bin/python" -m pytest -q -p no:cacheprovider "$CORGY_ROOT/python/tests" \
