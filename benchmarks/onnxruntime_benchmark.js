@@ -11,6 +11,7 @@
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
+const {readNpy} = require('./npy');
 
 const TOLERANCE = 1e-3;
 
@@ -32,23 +33,6 @@ function parseArgs(argv) {
   args.repeat = Number(args.repeat);
   args.warmup = Number(args.warmup);
   return args;
-}
-
-// A little-endian float32, C-order .npy file (format 1.0 or 2.0) as {shape, data}.
-function readNpy(file) {
-  const bytes = fs.readFileSync(file);
-  if (bytes.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not a .npy file`);
-  const major = bytes[6];
-  const headerLength = major === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8);
-  const start = major === 1 ? 10 : 12;
-  const header = bytes.toString('latin1', start, start + headerLength);
-  if (!header.includes("'descr': '<f4'") || header.includes("'fortran_order': True")) {
-    throw new Error(`${file}: expected little-endian float32 in C order`);
-  }
-  const shape = header.match(/'shape': \(([^)]*)\)/)[1].split(',').filter((s) => s.trim()).map(Number);
-  const offset = start + headerLength;
-  const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset + offset, bytes.byteOffset + bytes.length));
-  return {shape, data};
 }
 
 function relativeError(outputs, referencePrefix) {
