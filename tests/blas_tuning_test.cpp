@@ -111,5 +111,55 @@ TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
   EXPECT_NE(blas::tuning_key(wide, {1, 64, 56, 56}, 1), blas::tuning_key(wide, {1, 64, 56, 56}, 2));
 }
 
+// The tuner evicts each candidate's packed weights before timing it (conv_tuner.h: evict_from_caches): every
+// algorithm that packs weights must name them, all of them, and evicting them must leave them as they were.
+TEST(BlasTuning, EveryPlanNamesThePackedWeightsItReads) {
+  struct Layer {
+    Conv2dDesc desc;
+    Shape input;
+  };
+  const std::vector<Layer> layers = {
+      {{.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1}, {1, 64, 56, 56}},
+      {{.in_channels = 24, .out_channels = 40, .kernel = 5, .padding = 2}, {1, 24, 14, 14}},
+      {{.in_channels = 64, .out_channels = 40, .kernel = 1}, {2, 64, 7, 7}},
+      {{.in_channels = 64, .out_channels = 64, .kernel = 3, .stride = 2, .padding = 1}, {1, 64, 14, 14}},
+      {{.in_channels = 3, .out_channels = 16, .kernel = 3, .stride = 2, .padding = 1}, {1, 3, 32, 32}},
+      {{.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 8}, {1, 8, 9, 9}},
+  };
+  std::mt19937 rng(5);
+  blas::ThreadTeam team(1);
+  for (const Layer& layer : layers) {
+    const Conv2dDesc& desc = layer.desc;
+    const Variable weights =
+        random_variable({desc.out_channels, desc.in_channels / desc.groups, desc.kernel, desc.kernel}, rng);
+    const Variable bias = random_variable({1, desc.out_channels, 1, 1}, rng);
+    const std::vector<blas::ConvChoice> candidates = blas::candidate_algorithms(desc, layer.input);
+    const std::string name = fmt::format("{}->{} k{} s{} g{} at {}", desc.in_channels, desc.out_channels, desc.kernel,
+                                         desc.stride, desc.groups, layer.input.str());
+    ASSERT_GE(candidates.size(), 2u) << name;
+    for (const blas::ConvChoice& choice : candidates) {
+      const blas::ConvPlan plan = blas::plan_convolution(desc, layer.input, weights, &bias, choice, team);
+      SCOPED_TRACE(name + ": " + plan.describe());
+      const std::vector<std::span<const float>> buffers = plan.weight_buffers();
+      if (choice.algorithm == blas::ConvAlgorithm::depthwise) {
+        EXPECT_TRUE(buffers.empty());  // reads the layer's own weights (the tuner evicts those too)
+        continue;
+      }
+      std::size_t floats = 0;
+      std::vector<std::vector<float>> before;
+      for (const std::span<const float> buffer : buffers) {
+        EXPECT_FALSE(buffer.empty());
+        floats += buffer.size();
+        before.emplace_back(buffer.begin(), buffer.end());
+      }
+      EXPECT_GE(floats, weights.count());  // packed, every weight is there at least once
+      blas::evict_from_caches(buffers);
+      for (std::size_t i = 0; i < buffers.size(); ++i) {
+        EXPECT_TRUE(std::equal(buffers[i].begin(), buffers[i].end(), before[i].begin()));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace corgy::testing

@@ -262,6 +262,11 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   Variable pooled = pool ? Variable(Shape{out.n, out.c, pool->output_h(out.h), pool->output_w(out.w)}) : Variable();
   profiler_.set_muted(true);
   const std::size_t fastest = blas::fastest_candidate(plans.size(), [&](std::size_t i) {
+    // The weights as a forward finds them (conv_tuner.h): the packed ones, and the layer's own (the depthwise
+    // plane kernel reads those).
+    std::vector<std::span<const float>> weight_buffers = plans[i].weight_buffers();
+    weight_buffers.emplace_back(weights.data(), weights.count());
+    blas::evict_from_caches(weight_buffers);
     const auto start = std::chrono::steady_clock::now();
     if (is_depthwise_plan(plans[i])) {
       run_depthwise(plans[i], *input, weights, bias, scratch);

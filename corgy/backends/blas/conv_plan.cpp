@@ -8,6 +8,19 @@
 
 namespace corgy::blas {
 
+std::vector<std::span<const float>> ConvPlan::weight_buffers() const {
+  std::vector<std::span<const float>> buffers;
+  const auto add_packed = [&](const PackedA& matrix) {
+    if (matrix.rows() > 0) buffers.emplace_back(matrix.panel(0), matrix.bytes() / sizeof(float));
+  };
+  for (const PackedA& group : packed.groups) add_packed(group);
+  for (const PackedA& point : winograd.points) add_packed(point);
+  if (!channel_panels.data.empty()) buffers.emplace_back(channel_panels.data.data(), channel_panels.data.size());
+  if (!depthwise_packed.empty()) buffers.emplace_back(depthwise_packed);
+  if (!few_channels_packed.empty()) buffers.emplace_back(few_channels_packed);
+  return buffers;
+}
+
 std::string ConvPlan::describe() const {
   std::string text;
   switch (algorithm) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <list>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -49,6 +50,9 @@ struct ConvPlan {
 
   /// For the profile: "packed sgemm avx512 12x32, implicit im2col".
   std::string describe() const;
+  /// The packed weights the plan reads at every call, whichever its algorithm packed (for the tuner: conv_tuner.h's
+  /// evict_from_caches).
+  std::vector<std::span<const float>> weight_buffers() const;
 };
 
 /// The algorithm for `desc` at input shape `input`: the one `choice` forces where it applies, else the static

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <limits>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "corgy/backends/blas/channels_in_lanes_gemm.h"
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/depthwise_conv.h"
@@ -84,6 +88,19 @@ std::string tuning_key(const Conv2dDesc& desc, const Shape& input, int threads) 
   return fmt::format("{}->{} k{} s{} p{} d{} g{} in {} t{} {}", desc.in_channels, desc.out_channels, desc.kernel,
                      desc.stride, desc.padding, desc.dilation, desc.groups, input.str(), threads,
                      isa_name(widest_cpu_isa()));
+}
+
+void evict_from_caches(std::span<const std::span<const float>> buffers) {
+#if defined(__x86_64__) || defined(__i386__)
+  constexpr std::size_t floats_per_line = 64 / sizeof(float);
+  for (const std::span<const float> buffer : buffers) {
+    for (std::size_t i = 0; i < buffer.size(); i += floats_per_line) _mm_clflush(buffer.data() + i);
+    if (!buffer.empty()) _mm_clflush(&buffer.back());  // a buffer need not start on a line
+  }
+  _mm_mfence();  // the evictions are done before the timed run starts
+#else
+  (void)buffers;
+#endif
 }
 
 std::size_t fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms) {
