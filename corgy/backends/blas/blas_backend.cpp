@@ -458,9 +458,15 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
   // Pointwise on a small image: members split the output channels, each over the whole image (bands of rows of a
   // 7x7 or 14x14 image come in too few, uneven pieces to share). On larger images bands were faster (MobileNetV2's
   // 56x56 layers: each member's output stays in few contiguous rows).
+  // Only where the panels share evenly, though: 3 panels among 2 members left one idle a third of the layer
+  // (EfficientNet-B0's 14x14 480 -> 80 projection in panels of 28: 0.79 of its one-thread time at two threads),
+  // where bands of rows split it in halves.
   constexpr std::size_t kMostPixelsSplitByChannels = 28 * 28;
+  const int channel_panels = plan.packed.groups.empty() ? 0 : plan.packed.groups[0].panels() * desc.groups;
+  const bool panels_share_evenly = channel_panels % team == 0 || channel_panels >= 4 * team;
   if (!pool && team > 1 && plan.algorithm == blas::ConvAlgorithm::packed_gemm && blas::reads_planes_in_place(desc) &&
-      conv_output.plane_count() <= kMostPixelsSplitByChannels && plan.packed.groups[0].panels() * desc.groups >= team) {
+      conv_output.plane_count() <= kMostPixelsSplitByChannels && channel_panels >= team &&
+      (panels_share_evenly || !blas::bands_for(plan, conv_output, team))) {
     profiler_.note(plan.describe() + ", split over output channels");
     if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
     team_->run(team, [&](const TeamMember& member) {
