@@ -165,7 +165,7 @@ run_step "release build (-Werror): $CORGY_RELEASE_DIR" build_release
 run_step "release tests: ctest" run_tests "$CORGY_RELEASE_DIR"
 run_step "serve: corgy-serve protocol, batching and shutdown tests" serve_tests
 run_step "install + find_package(corgy) from tests/consumer" check_installed_package
-run_step "python: pip install ./python into build/venv, pip wheel, pytest python/tests" python_tests
+run_step "python: pip wheel ./python, install the wheel into build/venv, pytest python/tests" python_tests
 run_step "benchmark pipeline: benchmarks/run.sh --quick --models mnist --no-peers --serve" benchmark_smoke
 run_step "asan+ubsan build (-Werror): $CORGY_ASAN_DIR" build_sanitized
 run_step "asan+ubsan tests: ctest" run_sanitized_tests
