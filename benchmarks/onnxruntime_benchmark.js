@@ -11,7 +11,7 @@
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
-const {readNpy} = require('./npy');
+const {readNpy} = require('../tools/npy.cjs');
 
 const TOLERANCE = 1e-3;
 

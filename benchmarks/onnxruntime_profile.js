@@ -10,7 +10,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const ort = require('onnxruntime-node');
-const {readNpy} = require('./npy');
+const {readNpy} = require('../tools/npy.cjs');
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);

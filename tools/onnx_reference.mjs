@@ -17,24 +17,8 @@ import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
 const ort = require("onnxruntime-node");
+const { readNpy } = require("./npy.cjs");
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-
-// A float32, C-order .npy file: { shape, data (Float32Array) }.
-function readNpy(file) {
-  const bytes = fs.readFileSync(file);
-  if (bytes.toString("latin1", 1, 6) !== "NUMPY") throw new Error(`${file}: not a .npy file`);
-  const major = bytes[6];
-  const headerLength = major === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8);
-  const headerStart = major === 1 ? 10 : 12;
-  const header = bytes.toString("latin1", headerStart, headerStart + headerLength);
-  if (!header.includes("'descr': '<f4'") || header.includes("'fortran_order': True")) {
-    throw new Error(`${file}: expected little-endian float32 in C order, header ${header}`);
-  }
-  const shape = header.match(/'shape': \(([^)]*)\)/)[1].split(",").filter((s) => s.trim()).map(Number);
-  const start = headerStart + headerLength;
-  const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset + start, bytes.byteOffset + bytes.length));
-  return { shape, data };
-}
 
 function writeNpy(file, shape, data) {
   const shapeText = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`;

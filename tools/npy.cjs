@@ -1,4 +1,5 @@
-// Reading .npy files for the ONNX Runtime scripts of benchmarks/ (onnxruntime_benchmark.js, onnxruntime_profile.js).
+// Reading .npy files for the Node.js scripts: tools/onnx_reference.mjs (the ONNX fixtures' reference outputs) and
+// benchmarks/onnxruntime_benchmark.js and onnxruntime_profile.js.
 'use strict';
 
 const fs = require('fs');
@@ -12,7 +13,7 @@ function readNpy(file) {
   const start = major === 1 ? 10 : 12;
   const header = bytes.toString('latin1', start, start + headerLength);
   if (!header.includes("'descr': '<f4'") || header.includes("'fortran_order': True")) {
-    throw new Error(`${file}: expected little-endian float32 in C order`);
+    throw new Error(`${file}: expected little-endian float32 in C order, header ${header}`);
   }
   const shape = header.match(/'shape': \(([^)]*)\)/)[1].split(',').filter((s) => s.trim()).map(Number);
   const offset = start + headerLength;
