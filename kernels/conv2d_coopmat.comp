@@ -11,10 +11,10 @@
 // as 16-byte units with rows padded by 16 bytes against bank conflicts; the subgroups load fragments from there
 // and multiply. The next step's global reads are issued before this step's multiplications.
 //
-// Results go through a per-subgroup 16x16 fp32 scratch in shared memory (a fragment's layout across the
-// invocations is the driver's) to the same epilogue as conv2d_implicit_gemm: bias, activation, fused 2x2
-// max pool, or with SPLIT_K the raw partial sums for conv2d_split_k_reduce.comp; with RESIDUAL a residual
-// connection added before the activation.
+// Results go through a per-subgroup 16x16 fp32 scratch in shared memory (fp16 for an fp16 result in the vector
+// epilogue; a fragment's layout across the invocations is the driver's) to the same epilogue as
+// conv2d_implicit_gemm: bias, activation, fused 2x2 max pool, or with SPLIT_K the raw partial sums for
+// conv2d_split_k_reduce.comp; with RESIDUAL a residual connection added before the activation.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
@@ -42,6 +42,11 @@ layout(constant_id = 12) const bool RESIDUAL = false;
 // Whole 16-byte units of 8 consecutive output columns per lane in the epilogue (below): set by the host where no pool
 // and no split of K is fused and the output planes are whole units of 8 (every image starts a unit).
 layout(constant_id = 14) const bool VECTOR_EPILOGUE = false;
+// The activation (a kind of activation_functions.glsl; the push constant's is ignored): only its code is compiled.
+// With all ten behind a switch on a push constant, 1x1 layers with 128x128x64 tiles ran 1.35x slower on an H200,
+// but with 128x64x32 tiles 1.3x faster (the driver's compiler schedules them differently; conv_plan.cpp's table
+// follows the measurement).
+layout(constant_id = 15) const uint ACTIVATION = 0;
 // = WARPS_M * WARPS_N * 32, set by the host.
 layout(local_size_x_id = 8) in;
 
@@ -101,6 +106,9 @@ const uint B_K_STRIDE = THREADS / (TILE_N / 8);
 shared uvec4 a_tile[TILE_M * A_STRIDE];
 shared uvec4 b_tile[TILE_K * B_STRIDE];
 shared float scratch[WARPS_M * WARPS_N * 256];
+// VECTOR_EPILOGUE's with an fp16 result: a fragment in fp16, rows of 16 halves (two units), so that lane l reads
+// unit l (row l / 2, columns (l % 2) * 8 .. + 7) in one conflict-free 16-byte load.
+shared uvec4 half_scratch[WARPS_M * WARPS_N * 32];
 
 uint k_end;
 int column_offset[8];
@@ -242,11 +250,27 @@ void main() {
       const uint image = n / plane;
       const uint channel0_index = image * p.out_channels * plane + (n - image * plane);
       [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
-        coopMatStoreNV(accumulators[i][j], scratch, scratch_base, 16, false);
-        subgroupBarrier();
         float values[8];
-        [[unroll]] for (uint q = 0; q < 8; ++q) values[q] = scratch[scratch_base + unit_row * 16 + unit_column + q];
-        subgroupBarrier();
+        if (result_fp16) {
+          // The sums are rounded to fp16 before the bias is added: one rounding more than the fp32 path, within
+          // the fp16 result's own. The epilogue alone (1x1 1024 -> 1024 at 32x32, batch 32, H200) took 0.08-0.14
+          // ms through the fp32 scratch, whose eight 4-byte reads per lane conflict 8-way; 0.04 through this one.
+          coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(accumulators[i][j]), half_scratch, warp * 32, 2,
+                         false);
+          subgroupBarrier();
+          const uvec4 unit = half_scratch[warp * 32 + lane];
+          subgroupBarrier();
+          [[unroll]] for (uint q = 0; q < 4; ++q) {
+            const vec2 pair = unpackHalf2x16(unit[q]);
+            values[2 * q] = pair.x;
+            values[2 * q + 1] = pair.y;
+          }
+        } else {
+          coopMatStoreNV(accumulators[i][j], scratch, scratch_base, 16, false);
+          subgroupBarrier();
+          [[unroll]] for (uint q = 0; q < 8; ++q) values[q] = scratch[scratch_base + unit_row * 16 + unit_column + q];
+          subgroupBarrier();
+        }
         const uint m = m0 + (warp_m * FRAGS_M + i) * 16 + unit_row;
         if (n >= p.N || m >= p.M) continue;  // N is a multiple of 8: a unit is wholly inside or outside
         const uint channel = group * p.M + m;
@@ -267,7 +291,7 @@ void main() {
             }
           }
         }
-        [[unroll]] for (uint q = 0; q < 8; ++q) values[q] = activate(p.activation, p.slope, values[q] + shift);
+        [[unroll]] for (uint q = 0; q < 8; ++q) values[q] = activate(ACTIVATION, p.slope, values[q] + shift);
         if (result_fp16) {
           result_units[index / 8] =
               uvec4(packHalf2x16(vec2(values[0], values[1])), packHalf2x16(vec2(values[2], values[3])),
@@ -338,11 +362,11 @@ void main() {
               if (POOL) {
                 value = uintBitsToFloat(0xff800000u);  // -infinity
                 [[unroll]] for (uint q = 0; q < 4; ++q) {
-                  if (inside[q]) value = max(value, activate(p.activation, p.slope, sums[r * 4 + q] + shift));
+                  if (inside[q]) value = max(value, activate(ACTIVATION, p.slope, sums[r * 4 + q] + shift));
                 }
               } else {
                 const float added = RESIDUAL ? load_residual(channel0_index + channel * plane) : 0.0;
-                value = activate(p.activation, p.slope, sums[r] + shift + added);
+                value = activate(ACTIVATION, p.slope, sums[r] + shift + added);
               }
               store_result(channel0_index + channel * plane, value);
             }

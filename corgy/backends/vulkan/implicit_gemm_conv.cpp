@@ -55,6 +55,7 @@ void record_conv_gemm(Runtime& runtime, const ImplicitGemmParams& p, const ConvP
         .set_flag(CoopmatConstant::pool, pool)
         .set_flag(CoopmatConstant::split_k, split)
         .set(CoopmatConstant::workgroup_size, t.threads())
+        .set(CoopmatConstant::activation, p.activation)
         .set_flag(CoopmatConstant::contiguous_b, contiguous_b)
         .set_flag(CoopmatConstant::source_fp16, source.format == TensorFormat::fp16)
         .set_flag(CoopmatConstant::result_fp16, result.format == TensorFormat::fp16);

@@ -83,6 +83,7 @@ enum class CoopmatConstant : std::uint32_t {
   residual = 12,
   residual_fp16 = 13,
   vector_epilogue = 14,  // 16-byte units of 8 output columns per lane (no pool, no split, planes of whole units)
+  activation = 15,       // ImplicitGemmParams::activation's kind, compiled in
 };
 
 /// Both implicit-GEMM convolution kernels; lda is read by conv2d_coopmat.comp only.

@@ -89,9 +89,9 @@ struct VulkanCoopmatTiles {
   std::uint32_t tile_m() const { return warps_m * frags_m * 16; }
   std::uint32_t tile_n() const { return warps_n * frags_n * 16; }
   std::uint32_t threads() const { return warps_m * warps_n * 32; }
-  /// One stage of A and B tiles (fp16, rows padded by 16 bytes) and a 16x16 fp32 scratch per subgroup.
+  /// One stage of A and B tiles (fp16, rows padded by 16 bytes) and a 16x16 fp32 and an fp16 scratch per subgroup.
   std::uint32_t shared_bytes() const {
-    return tile_m() * (tile_k + 8) * 2 + tile_k * (tile_n() + 8) * 2 + warps_m * warps_n * 1024;
+    return tile_m() * (tile_k + 8) * 2 + tile_k * (tile_n() + 8) * 2 + warps_m * warps_n * (1024 + 512);
   }
 };
 
