@@ -28,7 +28,7 @@ namespace {
 
 // The version of the candidate lists and of the cache file: raise it when the candidates, their meaning or their
 // timing change (a kernel's change alone is caught by the kernels' fingerprint), so that old files are ignored.
-constexpr int tuning_format_version = 2;
+constexpr int tuning_format_version = 3;
 // Enough to cover each algorithm and the table's best tile shapes, few enough to keep a first forward short.
 constexpr std::size_t most_candidates = 8;
 // Each candidate runs once to warm up and once timed; then, in timing_rounds rounds, those within this factor of
