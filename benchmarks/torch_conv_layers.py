@@ -5,9 +5,10 @@ of Tiny YOLO v2-VOC (416 x 416, batch 64) and VGG-16 (224 x 224, batch 32), as P
 channels-last (as the zoo's fp16 cells compare against) and fp32 with TF32 off, cudnn.benchmark on. Two times per
 layer, medians of CUDA-event timings after warm-up: the convolution alone, and the convolution with what eager
 runs after it as separate kernels (batch norm, leaky ReLU or ReLU, and the layer's max pool), which corgy fuses into
-the convolution's dispatch. vulkan_conv_benchmark's "auto fp16" column is the counterpart of the first.
+the convolution's dispatch. vulkan_conv_benchmark's "auto fp16" column is the counterpart of the first. --models gemm
+times large 1x1 convolutions at batch 32 (vulkan_conv_benchmark --layers gemm), each a plain GEMM, with TFLOP/s.
 
-    python3 benchmarks/torch_conv_layers.py [--models yolo,vgg16] [--repeat 50]
+    python3 benchmarks/torch_conv_layers.py [--models yolo,vgg16,gemm] [--repeat 50]
 """
 
 import argparse
@@ -21,6 +22,8 @@ LAYERS = {
                   (256, 512, 13, 1), (512, 1024, 13, 0), (1024, 1024, 13, 0)]),
     "vgg16": (32, [(3, 64, 224, 0), (64, 64, 224, 2), (64, 128, 112, 0), (128, 128, 112, 2), (128, 256, 56, 0),
                    (256, 256, 56, 0), (256, 512, 28, 0), (512, 512, 28, 0), (512, 512, 14, 0)]),
+    # 1x1 convolutions (a fifth element: the kernel size), vulkan_conv_benchmark's "gemm" shapes.
+    "gemm": (32, [(1024, 1024, 32, 0, 1), (2048, 2048, 32, 0, 1), (256, 256, 56, 0, 1), (512, 512, 28, 0, 1)]),
 }
 
 
@@ -53,8 +56,9 @@ def main():
         batch, layers = LAYERS[model]
         for dtype in (torch.float16, torch.float32):
             sums = [0.0, 0.0]
-            for cin, cout, size, pool in layers:
-                conv = torch.nn.Conv2d(cin, cout, 3, padding=1, bias=False).cuda().to(dtype)
+            for cin, cout, size, pool, *kernel in layers:
+                kernel = kernel[0] if kernel else 3
+                conv = torch.nn.Conv2d(cin, cout, kernel, padding=kernel // 2, bias=False).cuda().to(dtype)
                 norm = torch.nn.BatchNorm2d(cout).cuda().to(dtype).eval()
                 x = torch.randn(batch, cin, size, size, device="cuda", dtype=dtype)
                 if dtype == torch.float16:
@@ -74,7 +78,9 @@ def main():
                     times = (median_ms(lambda: conv(x), args.repeat), median_ms(layer, args.repeat))
                 sums = [s + t for s, t in zip(sums, times)]
                 name = "fp16" if dtype == torch.float16 else "fp32"
-                print(f"{model} b{batch} {name} {size}x{size} {cin}->{cout} pool {pool}: conv {times[0]:.3f} ms, "
+                tflops = 2 * batch * size * size * cin * cout * kernel * kernel / times[0] / 1e9
+                print(f"{model} b{batch} {name} {size}x{size} {cin}->{cout} k{kernel} pool {pool}: "
+                      f"conv {times[0]:.3f} ms ({tflops:.0f} TFLOP/s), "
                       f"with norm, activation and pool {times[1]:.3f} ms")
             print(f"{model} b{batch} {name} sum: conv {sums[0]:.3f} ms, with the rest {sums[1]:.3f} ms")
 

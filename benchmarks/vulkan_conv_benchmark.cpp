@@ -5,7 +5,8 @@
 //                         [--layers NAME-PART] [--variants PART,PART] [--data data/darknet]
 //
 // layers: every convolution shape of Tiny YOLO v2-VOC and YOLOv3-tiny (416x416), with its following max pool
-//   (fused where it can be), or with --layers those whose name holds the text (VGG-16's 224x224 shapes: vgg16), at
+//   (fused where it can be), or with --layers those whose name holds the text (VGG-16's 224x224 shapes: vgg16;
+//   large 1x1 convolutions: gemm), at
 //   each batch, for each variant: im2col + GEMM (the reference), the implicit GEMM
 //   (automatic plan, each tile shape, forced split), Winograd F(2x2, 3x3) with several GEMM tiles, fp16 precision with
 //   the implicit GEMM and with cooperative matrices (each tile shape). Times are the GPU time of the convolution's
@@ -128,6 +129,12 @@ constexpr LayerShape layer_shapes[] = {
     {"v3", 13, 256, 128, 1, PoolAfter::none},
     {"v3", 26, 384, 256, 3, PoolAfter::none},
     {"v3", 26, 256, 255, 1, PoolAfter::none},
+    // 1x1 convolutions, each a GEMM on the tensor cores with B read as whole 16-byte units; run only when --layers
+    // names them (--layers gemm; benchmarks/torch_conv_layers.py --models gemm times cuDNN on the same shapes).
+    {"gemm", 32, 1024, 1024, 1, PoolAfter::none},
+    {"gemm", 32, 2048, 2048, 1, PoolAfter::none},
+    {"gemm", 56, 256, 256, 1, PoolAfter::none},
+    {"gemm", 28, 512, 512, 1, PoolAfter::none},
     // VGG-16's convolutions at 224x224, a network the tables were not measured on; run only when --layers names
     // them (--layers vgg16), so that a default run stays Tiny YOLO's.
     {"vgg16", 224, 3, 64, 3, PoolAfter::none},
@@ -195,8 +202,9 @@ std::vector<Variant> variants() {
   std::vector<corgy::VulkanCoopmatTiles> coopmat;
   for (const auto& rated : corgy::vulkan::coopmat_tile_choices()) coopmat.push_back(rated.tiles);
   // Beyond the table: longer K steps (fewer barriers) and larger subgroup tiles.
-  const std::vector<corgy::VulkanCoopmatTiles> more_coopmat = {
-      {4, 2, 2, 2, 64}, {2, 4, 2, 2, 64}, {2, 2, 2, 2, 64}, {4, 2, 2, 4, 32}, {2, 4, 4, 2, 64}};
+  const std::vector<corgy::VulkanCoopmatTiles> more_coopmat = {{4, 2, 2, 2, 64}, {2, 4, 2, 2, 64}, {2, 2, 2, 2, 64},
+                                                               {4, 2, 2, 4, 32}, {2, 2, 4, 4, 32}, {2, 4, 4, 4, 32},
+                                                               {4, 2, 4, 4, 32}};
   for (const corgy::VulkanCoopmatTiles& t : more_coopmat) coopmat.push_back(t);
   for (const corgy::VulkanCoopmatTiles& t : coopmat) {
     list.push_back(
