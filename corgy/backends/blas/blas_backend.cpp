@@ -594,9 +594,23 @@ void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool,
 }
 
 void BlasBackend::pool2d(const Pool2dDesc& desc, const Variable& input, Variable& output) {
-  profiler_.note(desc.kind == PoolKind::max ? "max pool, separable passes" : "average pool, separable passes");
   const Shape& in = input.shape();
   const Shape& out = output.shape();
+  if (blas::pools_whole_plane(desc, in, out)) {
+    profiler_.note(desc.kind == PoolKind::max ? "global max pool, one pass per plane"
+                                              : "global average pool, one pass per plane");
+    // Tasks of whole runs of planes: one task per 7 x 7 plane cost more than its sum.
+    constexpr std::size_t kPlanesPerTask = 64;
+    const std::size_t planes = static_cast<std::size_t>(in.n) * in.c;
+    const std::size_t plane_size = in.plane_count();
+    parallel_for(threads_for(input.count()), (planes + kPlanesPerTask - 1) / kPlanesPerTask, [&](std::size_t task) {
+      const std::size_t first = task * kPlanesPerTask;
+      blas::pool_whole_planes(desc.kind, input.data() + first * plane_size, plane_size,
+                              std::min(kPlanesPerTask, planes - first), output.data() + first);
+    });
+    return;
+  }
+  profiler_.note(desc.kind == PoolKind::max ? "max pool, separable passes" : "average pool, separable passes");
   parallel_for(threads_for(input.count()), static_cast<std::size_t>(out.n * out.c), [&](std::size_t plane) {
     thread_local std::vector<float> line;  // each member's reduced row, kept between calls
     blas::pool_plane(desc, input.data() + plane * in.plane_count(), in, output.data() + plane * out.plane_count(), out,

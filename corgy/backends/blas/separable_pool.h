@@ -4,6 +4,7 @@
 // as the scalar loop).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "corgy/backend.h"
@@ -15,5 +16,13 @@ namespace corgy::blas {
 /// is the caller's buffer, grown as needed.
 void pool_plane(const Pool2dDesc& desc, const float* input, const Shape& in_shape, float* output,
                 const Shape& out_shape, std::vector<float>& line);
+
+/// Whether desc's one window is the whole unpadded plane (global pooling: ONNX GlobalAveragePool, the heads of
+/// ResNet, MobileNet, DenseNet), which pool_whole_planes computes.
+bool pools_whole_plane(const Pool2dDesc& desc, const Shape& in_shape, const Shape& out_shape);
+
+/// output[p] = the max (or the mean) of input's plane p, planes of plane_size contiguous values, p < planes: one
+/// vectorised pass each, no window bookkeeping.
+void pool_whole_planes(PoolKind kind, const float* input, std::size_t plane_size, std::size_t planes, float* output);
 
 }  // namespace corgy::blas
