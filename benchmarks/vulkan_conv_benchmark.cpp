@@ -2,7 +2,7 @@
 // each layer. One run checks every variant against the fp32 im2col reference on the same GPU and times it.
 //
 //   vulkan_conv_benchmark [--device NAME|INDEX] [--repeats N] [--sections layers,models] [--batches 1,64]
-//                         [--layers NAME-PART] [--variants PART,PART] [--data data/darknet]
+//                         [--layers NAME-PART] [--variants PART,PART] [--pipeline-stats] [--data data/darknet]
 //
 // layers: every convolution shape of Tiny YOLO v2-VOC and YOLOv3-tiny (416x416), with its following max pool
 //   (fused where it can be), or with --layers those whose name holds the text (VGG-16's 224x224 shapes: vgg16;
@@ -13,6 +13,8 @@
 //   dispatches (per-dispatch timestamps), median of --repeats; the input is fp32 or fp16 as the previous layer would
 //   leave it.
 //   --variants keeps, besides the reference, the variants whose name holds one of the parts ("auto fp16,patch").
+//   --pipeline-stats prints, after each variant, the driver's statistics of the convolution pipelines it compiled
+//   (VulkanOptions::pipeline_statistics; NVIDIA's: registers, local memory for spills, shared memory).
 // models: Tiny YOLO v2-VOC as a chain of operations, fused (conv2d_maxpool) and unfused, and the darknet cfgs
 //   through Sequential, fp32 and fp16, with wall, command-buffer and dispatch-only GPU times, the fp16 outputs'
 //   difference to fp32, and the per-dispatch profile of each.
@@ -49,6 +51,7 @@ struct Settings {
   std::string data = "data/darknet";
   std::string only_layers;  // run only the layer shapes whose name contains this (a quick check on a slow device)
   std::vector<std::string> only_variants;  // with the reference, only the variants whose name contains one of these
+  bool pipeline_statistics = false;        // print the driver's statistics of each variant's convolution pipelines
   bool wants(const std::string& section) const { return sections.find(section) != std::string::npos; }
 };
 
@@ -291,6 +294,27 @@ LayerResult run_layer(corgy::VulkanBackend& vulkan, const LayerShape& shape, Lay
   return result;
 }
 
+// The driver's statistics of the convolution pipelines a variant compiled (--pipeline-stats): registers, spills and
+// shared memory say why a tile shape is slow where timings alone cannot.
+void print_pipeline_statistics(const corgy::VulkanBackend& vulkan) {
+  if (!vulkan.keeps_pipeline_statistics()) {
+    fmt::print("  pipeline statistics: {} does not offer them (VK_KHR_pipeline_executable_properties)\n",
+               vulkan.device().name);
+    return;
+  }
+  for (const corgy::VulkanPipelineStatistics& pipeline : vulkan.pipeline_statistics()) {
+    if (pipeline.kernel.find("conv2d") == std::string::npos && pipeline.kernel.find("winograd") == std::string::npos) {
+      continue;
+    }
+    std::string constants;
+    for (const auto& [id, value] : pipeline.constants) constants += fmt::format(" {}={}", id, value);
+    std::string values;
+    for (const auto& [name, value] : pipeline.values)
+      values += fmt::format("{}{}: {}", values.empty() ? "" : ", ", name, value);
+    fmt::print("  pipeline {} [constants{}]: {}\n", pipeline.kernel, constants, values);
+  }
+}
+
 void benchmark_layers(const Settings& settings, std::vector<std::string>& summary) {
   const std::vector<Variant> list = variants();
   const std::size_t layers = std::size(layer_shapes);
@@ -327,6 +351,7 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
     options.precision = list[v].precision;
     options.convolution = list[v].convolution;
     options.gemm_tiles = list[v].gemm_tiles;
+    options.pipeline_statistics = settings.pipeline_statistics;
     corgy::VulkanBackend vulkan(options);
     const bool tensor_cores = list[v].convolution.algorithm == VulkanConvAlgorithm::cooperative_matrix ||
                               list[v].convolution.algorithm == VulkanConvAlgorithm::patch_cooperative_matrix;
@@ -353,6 +378,7 @@ void benchmark_layers(const Settings& settings, std::vector<std::string>& summar
       }
     }
     fmt::print("variant done: {}\n", list[v].name);
+    if (settings.pipeline_statistics) print_pipeline_statistics(vulkan);
     std::fflush(stdout);
   }
   // Per layer: every variant, ms and TFLOP/s per batch, error against the reference.
@@ -651,6 +677,8 @@ Settings parse(int argc, char** argv) {
         settings.only_variants.push_back(list.substr(start, comma - start));
         start = comma == std::string::npos ? list.size() : comma + 1;
       }
+    } else if (arg == "--pipeline-stats") {
+      settings.pipeline_statistics = true;
     } else if (arg == "--data" && has_value) {
       settings.data = argv[++i];
     } else if (arg == "--batches" && has_value) {
@@ -665,7 +693,7 @@ Settings parse(int argc, char** argv) {
       throw corgy::Error(
           fmt::format("vulkan_conv_benchmark: unknown argument '{}'; usage: vulkan_conv_benchmark "
                       "[--device D] [--repeats N] [--sections layers,models] [--batches 1,64] "
-                      "[--layers NAME-PART] [--variants PART,PART] [--data data/darknet]",
+                      "[--layers NAME-PART] [--variants PART,PART] [--pipeline-stats] [--data data/darknet]",
                       arg));
     }
   }

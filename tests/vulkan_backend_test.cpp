@@ -1,6 +1,7 @@
 // The Vulkan backend's own behaviour (on lavapipe in CI, with validation on): device choice and its errors,
 // one submission per forward, recording once per shape, barriers only between dependent dispatches, weights
 // uploaded once, zero-copy and the forced staging path. Layer parity is in layer_harness_test.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -205,6 +206,32 @@ TEST(VulkanBackend, OneSubmissionPerForwardAndOneRecordingPerShape) {
   model.set_backend(make_backend("vulkan", {.validation = true}));
   model.forward(single);
   EXPECT_TRUE(outputs_match(model.forward(single), expected_single));
+}
+
+TEST(VulkanBackend, PipelineStatisticsAreKeptOnlyWhereAskedForAndOffered) {
+  std::mt19937 rng(12);
+  Sequential model = small_chain(rng);
+  const Variable input = random_variable({1, 3, 12, 12}, rng);
+  const Variable expected = expected_output(model, input);
+  VulkanOptions options = validated_vulkan_options();
+  options.pipeline_statistics = true;
+  auto owned = std::make_unique<VulkanBackend>(options);
+  VulkanBackend& vulkan = *owned;
+  model.set_backend(std::move(owned));
+  EXPECT_TRUE(outputs_match(model.forward(input), expected));
+  const std::vector<VulkanPipelineStatistics> statistics = vulkan.pipeline_statistics();
+  if (vulkan.keeps_pipeline_statistics()) {
+    // A GPU whose driver reports them (NVIDIA's): every pipeline the forward compiled, each with its values.
+    ASSERT_FALSE(statistics.empty());
+    EXPECT_TRUE(std::any_of(statistics.begin(), statistics.end(),
+                            [](const VulkanPipelineStatistics& s) { return s.kernel.find("conv2d") == 0; }));
+    for (const VulkanPipelineStatistics& s : statistics) EXPECT_FALSE(s.values.empty()) << s.kernel;
+  } else {
+    EXPECT_TRUE(statistics.empty());  // lavapipe does not offer VK_KHR_pipeline_executable_properties
+  }
+  const VulkanBackend plain(validated_vulkan_options());
+  EXPECT_FALSE(plain.keeps_pipeline_statistics());
+  EXPECT_TRUE(plain.pipeline_statistics().empty());
 }
 
 TEST(VulkanBackend, IndependentDispatchesShareABarrier) {

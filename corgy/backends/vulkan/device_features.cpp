@@ -91,6 +91,19 @@ DeviceFeatures query_device_features(const Instance& instance, const PhysicalDev
   return offered;
 }
 
+bool offers_pipeline_statistics(const Instance& instance, const PhysicalDevice& device) {
+  if (!contains(device_extensions(instance, device.handle), VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    return false;
+  }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_properties{};
+  executable_properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &executable_properties;
+  instance.vk().vkGetPhysicalDeviceFeatures2(device.handle, &features);
+  return executable_properties.pipelineExecutableInfo == VK_TRUE;
+}
+
 FeatureChain::FeatureChain(const Instance& instance, const PhysicalDevice& device, const DeviceFeatures& wanted) {
   (void)instance;
   (void)device;
@@ -113,6 +126,11 @@ FeatureChain::FeatureChain(const Instance& instance, const PhysicalDevice& devic
     link(cooperative_matrix_, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
     extensions_ = {VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME,
                    VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+  }
+  if (wanted.pipeline_statistics) {
+    executable_properties_.pipelineExecutableInfo = VK_TRUE;
+    link(executable_properties_, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
+    extensions_.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   }
   head_ = head;
 }

@@ -1,6 +1,7 @@
 // The optional device features the fp16 path needs, what a device offers of them, and the chain that enables
 // them at device creation: 16-bit storage (fp16 tensors), fp16 arithmetic, the Vulkan memory model and
-// VK_NV_cooperative_matrix with 16x16x16 fp16 x fp16 + fp32 matrices (tensor cores).
+// VK_NV_cooperative_matrix with 16x16x16 fp16 x fp16 + fp32 matrices (tensor cores); and, for kernel work, the
+// driver's statistics of each pipeline (VK_KHR_pipeline_executable_properties).
 #pragma once
 
 #include <cstdint>
@@ -18,10 +19,16 @@ struct DeviceFeatures {
   /// and 32-invocation subgroups.
   bool cooperative_matrix = false;
   std::uint32_t subgroup_size = 0;
+  /// The driver reports each compute pipeline's statistics (VK_KHR_pipeline_executable_properties).
+  bool pipeline_statistics = false;
 };
 
-/// What `device` offers.
+/// What `device` offers for fp16 precision (pipeline_statistics stays false: offers_pipeline_statistics).
 DeviceFeatures query_device_features(const Instance& instance, const PhysicalDevice& device);
+
+/// Whether `device` reports its pipelines' statistics (VK_KHR_pipeline_executable_properties); asked only when
+/// VulkanOptions::pipeline_statistics is set, so that the usual device creation is untouched.
+bool offers_pipeline_statistics(const Instance& instance, const PhysicalDevice& device);
 
 /// The extensions and feature structures that enable `wanted` (a subset of what the device offers) in
 /// vkCreateDevice. Keeps the structures it points to; build() returns the head of the pNext chain.
@@ -41,6 +48,7 @@ class FeatureChain {
   VkPhysicalDeviceShaderFloat16Int8FeaturesKHR float16_{};
   VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model_{};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative_matrix_{};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_properties_{};
   const void* head_ = nullptr;
 };
 

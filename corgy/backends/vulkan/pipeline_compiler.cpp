@@ -171,6 +171,8 @@ VkPipeline PipelineCompiler::create(const PipelineSource& source) {
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
   info.layout = source.layout;
+  const bool statistics = context_.features().pipeline_statistics;
+  if (statistics) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipeline = VK_NULL_HANDLE;
   const auto start = std::chrono::steady_clock::now();
   const VkResult created =
@@ -179,7 +181,55 @@ VkPipeline PipelineCompiler::create(const PipelineSource& source) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   check(created, fmt::format("vkCreateComputePipelines ({})", source.kernel).c_str());
   ++compiled_;
+  if (statistics) keep_statistics(source, pipeline);
   return pipeline;
+}
+
+void PipelineCompiler::keep_statistics(const PipelineSource& source, VkPipeline pipeline) {
+  const DeviceFunctions& vk = context_.vk();
+  if (!vk.vkGetPipelineExecutablePropertiesKHR || !vk.vkGetPipelineExecutableStatisticsKHR) return;
+  VulkanPipelineStatistics kept;
+  kept.kernel = source.kernel;
+  for (std::size_t i = 0; i < source.constant_ids.size(); ++i) {
+    kept.constants.emplace_back(source.constant_ids[i], source.constant_values[i]);
+  }
+  VkPipelineInfoKHR info{};
+  info.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR;
+  info.pipeline = pipeline;
+  std::uint32_t executables = 0;
+  if (vk.vkGetPipelineExecutablePropertiesKHR(context_.device(), &info, &executables, nullptr) != VK_SUCCESS) return;
+  for (std::uint32_t e = 0; e < executables; ++e) {
+    VkPipelineExecutableInfoKHR executable{};
+    executable.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR;
+    executable.pipeline = pipeline;
+    executable.executableIndex = e;
+    std::uint32_t count = 0;
+    if (vk.vkGetPipelineExecutableStatisticsKHR(context_.device(), &executable, &count, nullptr) != VK_SUCCESS)
+      continue;
+    std::vector<VkPipelineExecutableStatisticKHR> values(count);
+    for (VkPipelineExecutableStatisticKHR& value : values)
+      value.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR;
+    if (vk.vkGetPipelineExecutableStatisticsKHR(context_.device(), &executable, &count, values.data()) != VK_SUCCESS) {
+      continue;
+    }
+    for (const VkPipelineExecutableStatisticKHR& value : values) {
+      std::string text;
+      switch (value.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: text = value.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: text = fmt::format("{}", value.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: text = fmt::format("{}", value.value.u64); break;
+        default: text = fmt::format("{}", value.value.f64); break;
+      }
+      kept.values.emplace_back(value.name, std::move(text));
+    }
+  }
+  const std::lock_guard lock(statistics_mutex_);
+  statistics_.push_back(std::move(kept));
+}
+
+std::vector<VulkanPipelineStatistics> PipelineCompiler::statistics() const {
+  const std::lock_guard lock(statistics_mutex_);
+  return statistics_;
 }
 
 }  // namespace corgy::vulkan

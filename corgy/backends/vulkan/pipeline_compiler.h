@@ -69,8 +69,13 @@ class PipelineCompiler {
   /// Writes the driver's cache to the file when pipelines were compiled since the last save. Never throws.
   void save();
 
+  /// The driver's statistics of each pipeline compiled so far, where the context enabled them
+  /// (DeviceFeatures::pipeline_statistics); empty otherwise.
+  std::vector<VulkanPipelineStatistics> statistics() const;
+
  private:
   VkPipeline create(const PipelineSource& source);
+  void keep_statistics(const PipelineSource& source, VkPipeline pipeline);
   void work();
 
   const Context& context_;
@@ -80,6 +85,8 @@ class PipelineCompiler {
   std::atomic<std::uint64_t> compiled_{0};
   std::uint64_t saved_compiled_ = 0;
   std::atomic<std::uint64_t> compile_ns_{0};
+  mutable std::mutex statistics_mutex_;
+  std::vector<VulkanPipelineStatistics> statistics_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::packaged_task<VkPipeline()>> jobs_;

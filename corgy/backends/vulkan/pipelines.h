@@ -75,6 +75,9 @@ class PipelineCache {
   /// Saves the driver's pipeline cache when it changed (PipelineCompiler::save).
   void save() { compiler_.save(); }
 
+  /// The driver's statistics of the pipelines compiled so far (PipelineCompiler::statistics).
+  std::vector<VulkanPipelineStatistics> statistics() const { return compiler_.statistics(); }
+
  private:
   VkShaderModule shader_module(const KernelInfo& kernel);
   VkDescriptorSetLayout set_layout(std::uint32_t bindings);

@@ -52,6 +52,12 @@ bool VulkanBackend::cooperative_matrix() const { return runtime_->context.featur
 
 void VulkanBackend::set_profiling(bool enabled) { runtime_->recorder.set_profiling(enabled); }
 
+bool VulkanBackend::keeps_pipeline_statistics() const { return runtime_->context.features().pipeline_statistics; }
+
+std::vector<VulkanPipelineStatistics> VulkanBackend::pipeline_statistics() const {
+  return runtime_->pipelines.statistics();
+}
+
 const std::vector<VulkanDispatchProfile>& VulkanBackend::dispatch_profile() const {
   return runtime_->recorder.profile();
 }

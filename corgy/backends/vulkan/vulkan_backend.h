@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "corgy/backend.h"
@@ -162,6 +163,17 @@ struct VulkanOptions {
   bool use_tuning_cache = true;
   /// The Vulkan loader library to open.
   std::string loader = "libvulkan.so.1";
+  /// Keep the driver's statistics of each compute pipeline compiled (VK_KHR_pipeline_executable_properties; on
+  /// NVIDIA's driver the registers per invocation, local memory for spills, shared memory), for kernel work:
+  /// VulkanBackend::pipeline_statistics() lists them. Where the device does not offer them (lavapipe) nothing is kept.
+  bool pipeline_statistics = false;
+};
+
+/// One compute pipeline's statistics as its driver reports them (VulkanOptions::pipeline_statistics).
+struct VulkanPipelineStatistics {
+  std::string kernel;                                              // the embedded kernel, e.g. "conv2d_coopmat_fp16"
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> constants;  // its specialization constants: id, value
+  std::vector<std::pair<std::string, std::string>> values;         // the driver's name and value of each statistic
 };
 
 /// Counters that show what the backend did; tests check them, benchmarks print them.
@@ -219,6 +231,11 @@ class VulkanBackend final : public Backend {
   Precision precision() const;
   /// Convolutions run on cooperative matrices (tensor cores): fp16 precision on a device that offers them.
   bool cooperative_matrix() const;
+  /// Pipeline statistics are kept: asked for (VulkanOptions::pipeline_statistics) and offered by the device.
+  bool keeps_pipeline_statistics() const;
+  /// The statistics of every pipeline compiled so far, in the order their compiles finished (empty unless
+  /// keeps_pipeline_statistics()).
+  std::vector<VulkanPipelineStatistics> pipeline_statistics() const;
 
   /// Timestamps around every dispatch of the following forwards (a little slower); dispatch_profile() then
   /// lists the last forward's dispatches with their GPU time, and take_profile() every dispatch since its last

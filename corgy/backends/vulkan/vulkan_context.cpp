@@ -28,6 +28,7 @@ Context::Context(const VulkanOptions& options) {
     wanted.cooperative_matrix = offered.cooperative_matrix;
     wanted.subgroup_size = offered.subgroup_size;
   }
+  wanted.pipeline_statistics = options.pipeline_statistics && offers_pipeline_statistics(*instance_, physical_);
   create_device(physical_.info.host_import && !options.force_staging, wanted);
 }
 

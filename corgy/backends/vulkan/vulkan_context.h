@@ -31,7 +31,7 @@ class Context {
   VkDeviceSize import_alignment() const { return physical_.import_alignment; }
   bool timestamps() const { return timestamps_; }
   /// The optional features enabled on the device: those fp16 precision needs, when it was asked for and the
-  /// device offers them.
+  /// device offers them; pipeline statistics likewise (VulkanOptions::pipeline_statistics).
   const DeviceFeatures& features() const { return features_; }
   /// Validation messages so far, and the last one's text (empty without validation).
   std::uint64_t validation_messages() const { return sink_ ? sink_->count() : 0; }

@@ -58,6 +58,7 @@ void DeviceFunctions::load(const InstanceFunctions& instance, VkDevice device) {
 #undef CORGY_VK_LOAD_DEVICE
 #define CORGY_VK_LOAD_OPTIONAL(name) name = reinterpret_cast<PFN_##name>(instance.vkGetDeviceProcAddr(device, #name));
   CORGY_VK_HOST_IMPORT_FUNCTIONS(CORGY_VK_LOAD_OPTIONAL)
+  CORGY_VK_PIPELINE_STATISTICS_FUNCTIONS(CORGY_VK_LOAD_OPTIONAL)
 #undef CORGY_VK_LOAD_OPTIONAL
 }
 

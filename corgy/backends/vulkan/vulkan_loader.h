@@ -89,6 +89,11 @@ namespace corgy::vulkan {
 // Present only when VK_EXT_external_memory_host is enabled; may stay null.
 #define CORGY_VK_HOST_IMPORT_FUNCTIONS(X) X(vkGetMemoryHostPointerPropertiesEXT)
 
+// Present only when VK_KHR_pipeline_executable_properties is enabled (VulkanOptions::pipeline_statistics).
+#define CORGY_VK_PIPELINE_STATISTICS_FUNCTIONS(X) \
+  X(vkGetPipelineExecutablePropertiesKHR)         \
+  X(vkGetPipelineExecutableStatisticsKHR)
+
 #define CORGY_VK_DECLARE_POINTER(name) PFN_##name name = nullptr;
 
 /// The loader library and its global entry points. Throws corgy::Error when the library cannot be opened.
@@ -119,6 +124,7 @@ struct InstanceFunctions {
 struct DeviceFunctions {
   CORGY_VK_DEVICE_FUNCTIONS(CORGY_VK_DECLARE_POINTER)
   CORGY_VK_HOST_IMPORT_FUNCTIONS(CORGY_VK_DECLARE_POINTER)
+  CORGY_VK_PIPELINE_STATISTICS_FUNCTIONS(CORGY_VK_DECLARE_POINTER)
 
   void load(const InstanceFunctions& instance, VkDevice device);
 };
