@@ -1,4 +1,4 @@
-// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes and ResNet-50's last stage: naive,
+// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes and ResNet-50's: naive,
 // the blas backend's baseline (im2col + OpenBLAS) and its own algorithms, with warm caches and (the *_cold configs)
 // with the weights streaming from memory as in a model's forward; the raw sgemm of the 13x13x1024->1024 layer
 // (OpenBLAS) and the micro-kernels alone on cache-resident panels, for context. Results and commands:
@@ -39,6 +39,12 @@ constexpr ConvShape kTinyYoloShapes[] = {
 /// pixel panels. The 1x1 / 2 shortcut runs as a pointwise convolution of the subsampled 7x7 input.
 constexpr ConvShape kResNet50LastStage[] = {
     {7, 512, 2048, 1}, {7, 2048, 512, 1}, {7, 1024, 2048, 1}, {7, 512, 512, 3}, {14, 512, 512, 3, 2},
+};
+
+/// ResNet-50's 1x1 convolutions of stages 1-3 at batch 1 (its bottlenecks' reductions and expansions): most of its
+/// layers, at 56x56, 28x28 and 14x14.
+constexpr ConvShape kResNet50Pointwise[] = {
+    {56, 64, 256, 1}, {56, 256, 64, 1}, {28, 128, 512, 1}, {28, 512, 128, 1}, {14, 256, 1024, 1}, {14, 1024, 256, 1},
 };
 
 /// The ImageNet networks' strided layers at batch 1 (224 x 224 input): MobileNetV2's (and EfficientNet's) stem,
@@ -188,7 +194,7 @@ void configure(benchmark::internal::Benchmark* benchmark) {
 int main(int argc, char** argv) {
   for (const auto& shapes :
        {std::span<const ConvShape>(kTinyYoloShapes), std::span<const ConvShape>(kResNet50LastStage),
-        std::span<const ConvShape>(kImageNetStridedShapes)}) {
+        std::span<const ConvShape>(kResNet50Pointwise), std::span<const ConvShape>(kImageNetStridedShapes)}) {
     for (const ConvShape& shape : shapes) {
       for (const BackendConfig& config : kConfigs) {
         const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;
