@@ -211,6 +211,7 @@ int main(int argc, char** argv) {
     const corgy::blas::GemmKernelSet& kernels = corgy::blas::gemm_kernels(isa);
     std::vector<corgy::blas::GemmMicroKernel> all(std::begin(kernels.kernels), std::end(kernels.kernels));
     if (kernels.seven_rows.run) all.push_back(kernels.seven_rows);
+    if (kernels.fourteen_rows.run) all.push_back(kernels.fourteen_rows);
     for (const corgy::blas::GemmMicroKernel& kernel : all) {
       const std::string name = std::string("micro_kernel/") + kernel.name;
       configure(benchmark::RegisterBenchmark(name.c_str(), BM_MicroKernel, kernel));

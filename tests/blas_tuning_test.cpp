@@ -90,8 +90,15 @@ TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
   EXPECT_EQ(small_map[2].algorithm, blas::ConvAlgorithm::channels_in_lanes);
   EXPECT_EQ(blas::candidate_algorithms(pointwise, {8, 64, 28, 28}).size(), 2u);
 
+  // At stride 2, the transposed GEMM on any map (it reads the taps in place); at stride 3 only on small ones.
   const Conv2dDesc strided{.in_channels = 64, .out_channels = 64, .kernel = 3, .stride = 2, .padding = 1};
-  EXPECT_EQ(blas::candidate_algorithms(strided, {1, 64, 56, 56}).size(), 1u);
+  const std::vector<blas::ConvChoice> strided_large = blas::candidate_algorithms(strided, {1, 64, 56, 56});
+  ASSERT_EQ(strided_large.size(), 2u);
+  EXPECT_EQ(strided_large[0].algorithm, blas::ConvAlgorithm::packed_gemm);
+  EXPECT_EQ(strided_large[1].algorithm, blas::ConvAlgorithm::channels_in_lanes);
+  Conv2dDesc stride3 = strided;
+  stride3.stride = 3;
+  EXPECT_EQ(blas::candidate_algorithms(stride3, {1, 64, 56, 56}).size(), 1u);
   const std::vector<blas::ConvChoice> strided_small = blas::candidate_algorithms(strided, {1, 64, 14, 14});
   ASSERT_EQ(strided_small.size(), 2u);
   EXPECT_EQ(strided_small[1].algorithm, blas::ConvAlgorithm::channels_in_lanes);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -158,6 +159,49 @@ TEST(CpuKernels, UnaryKernelsAgreeWithTheirDefinitions) {
         EXPECT_NEAR(erf_got[i], erf(small[i]), 1e-6 * std::abs(erf(small[i]))) << isa_name(isa) << " x " << small[i];
       } else {
         EXPECT_NEAR(gelu_got[i], gelu(small[i]), 1e-5 * std::abs(gelu(small[i]))) << isa_name(isa) << " x " << small[i];
+      }
+    }
+  }
+}
+
+TEST(CpuKernels, TapsMicroKernelsAgreeWithTheDefinition) {
+  // Every tile of every instruction set this CPU has, reading A in place (MicroKernelTaps) at steps 1 and 2 from
+  // scattered offsets, overwriting and accumulating: c[i][j] (+)= sum over k of a[offsets[k] + i * step] * b[k][j].
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> a(4096);
+  for (float& x : a) x = value(random);
+  const int depth = 37;
+  std::vector<std::int32_t> offsets(depth);
+  for (std::int32_t& offset : offsets) offset = static_cast<std::int32_t>(random() % 3000);
+  for (const CpuIsa isa : isas_of_this_cpu()) {
+    const blas::GemmKernelSet& set = blas::gemm_kernels(isa);
+    std::vector<blas::GemmMicroKernel> tiles(std::begin(set.kernels), std::end(set.kernels));
+    for (const blas::GemmMicroKernel& extra : {set.seven_rows, set.fourteen_rows}) {
+      if (extra.run) tiles.push_back(extra);
+    }
+    for (const blas::GemmMicroKernel& tile : tiles) {
+      std::vector<float> b(static_cast<std::size_t>(depth) * tile.nr);
+      for (float& x : b) x = value(random);
+      for (const int step : {1, 2}) {
+        ASSERT_NE(tile.run_taps[step - 1], nullptr) << tile.name;
+        for (const bool accumulate : {false, true}) {
+          const std::size_t ldc = tile.nr + 5;
+          std::vector<float> c(tile.mr * ldc, 0.5f);
+          tile.run_taps[step - 1](depth, a.data(), offsets.data(), b.data(), c.data(), ldc, accumulate);
+          for (int i = 0; i < tile.mr; ++i) {
+            for (int j = 0; j < tile.nr; ++j) {
+              double expected = accumulate ? 0.5 : 0.0;
+              for (int k = 0; k < depth; ++k) {
+                expected +=
+                    static_cast<double>(a[offsets[k] + i * step]) * b[static_cast<std::size_t>(k) * tile.nr + j];
+              }
+              ASSERT_NEAR(c[i * ldc + j], expected, 1e-4)
+                  << tile.name << " step " << step << (accumulate ? " accumulating" : "") << " at " << i << ", " << j;
+            }
+            EXPECT_EQ(c[i * ldc + tile.nr], 0.5f) << tile.name << ": wrote past its tile";
+          }
+        }
       }
     }
   }

@@ -12,6 +12,9 @@ namespace {
 /// multiplied by it, and the next sub-panel is fetched meanwhile (the weights stream from memory: ResNet-50's last
 /// stage holds 60 MB of them).
 constexpr int kDepthBlock = 128;
+/// The same where the tiles read the taps in place: the padded input's lines share L1 with the sub-panel (ResNet-50's
+/// 7x7 512 -> 512 layer with its weights from memory 2.34 -> 2.25 ms against blocks of 128).
+constexpr int kTapsDepthBlock = 64;
 
 /// Where C^T's rows are: one run of rows over the whole batch (row r is pixel r % pixels of image r / pixels) when
 /// the input's channel planes are B^T's columns as they are (a pointwise convolution), else `panels_per_image` row
@@ -130,11 +133,94 @@ void write_channels(const float* block, int nr, const RowLayout& layout, const f
   }
 }
 
+/// Whether channels_in_lanes_conv reads `desc`'s taps in place with `kernel` (strides 1 and 2; a pointwise
+/// convolution's rows are its input's channel planes, packed as they are).
+bool reads_taps_in_place(const Conv2dDesc& desc, const GemmMicroKernel& kernel) {
+  const bool pointwise = desc.kernel == 1 && desc.stride == 1 && desc.padding == 0;
+  return !pointwise && (desc.stride == 1 || desc.stride == 2) && kernel.run_taps[desc.stride - 1];
+}
+
+/// Where the taps path reads (the tiles' A read in place, gemm_kernels.h's MicroKernelTaps): every image's input
+/// zero-padded, planes of padded_h x padded_w, so that a tile of output pixels along one row reads tap (c, ky, kx)
+/// at offsets[k] + i * stride from its first pixel's window corner, and C^T's rows are the output rows, each rounded
+/// up to whole tiles (the rounding's pixels read past the row, into the next one or the buffer's slack, and are
+/// dropped).
+struct PaddedTaps {
+  int padded_h = 0;
+  int padded_w = 0;
+  int tiles_per_row = 0;  // tiles of mr pixels per output row
+  std::size_t image_floats = 0;
+  std::size_t floats = 0;  // every image's, and the slack
+  int rows(const Shape& output, int mr) const { return output.n * output.h * tiles_per_row * mr; }
+};
+
+PaddedTaps padded_taps(const Conv2dDesc& desc, const Shape& input, const Shape& output, int mr) {
+  PaddedTaps taps;
+  taps.padded_h = input.h + 2 * desc.padding;
+  taps.padded_w = input.w + 2 * desc.padding;
+  taps.tiles_per_row = (output.w + mr - 1) / mr;
+  taps.image_floats = static_cast<std::size_t>(input.c) * taps.padded_h * taps.padded_w;
+  taps.floats = input.n * taps.image_floats + static_cast<std::size_t>(mr) * desc.stride + 64;
+  return taps;
+}
+
+/// Copies input channels [c_begin, c_end) of every image into `padded` with their zero border.
+void pad_channels(const Conv2dDesc& desc, const Variable& input, const PaddedTaps& taps, int c_begin, int c_end,
+                  float* padded) {
+  const Shape& in = input.shape();
+  const std::size_t plane = static_cast<std::size_t>(taps.padded_h) * taps.padded_w;
+  for (int n = 0; n < in.n; ++n) {
+    for (int c = c_begin; c < c_end; ++c) {
+      float* target = padded + n * taps.image_floats + c * plane;
+      const float* source = input.data() + n * in.image_count() + c * in.plane_count();
+      std::fill(target, target + static_cast<std::size_t>(desc.padding) * taps.padded_w, 0.0f);
+      for (int y = 0; y < in.h; ++y) {
+        float* row = target + static_cast<std::size_t>(y + desc.padding) * taps.padded_w;
+        std::fill(row, row + desc.padding, 0.0f);
+        std::copy_n(source + static_cast<std::size_t>(y) * in.w, in.w, row + desc.padding);
+        std::fill(row + desc.padding + in.w, row + taps.padded_w, 0.0f);
+      }
+      std::fill(target + static_cast<std::size_t>(desc.padding + in.h) * taps.padded_w, target + plane, 0.0f);
+    }
+  }
+}
+
+/// C^T's block of channels [c0, c0 + count) from the taps path's rows (output row by output row, tiles_per_row * mr
+/// rows each, nr apart) into NCHW output, plus the bias (and the residual), then the activation.
+void write_tap_channels(const float* block, int nr, int mr, const PaddedTaps& taps, const float* bias, int c0,
+                        int count, const Variable* residual, Activation activation, Variable& output) {
+  const Shape& out = output.shape();
+  const std::size_t row_stride = static_cast<std::size_t>(taps.tiles_per_row) * mr;
+  for (int n = 0; n < out.n; ++n) {
+    for (int j = 0; j < count; ++j) {
+      const std::size_t plane =
+          static_cast<std::size_t>(n) * out.image_count() + static_cast<std::size_t>(c0 + j) * out.plane_count();
+      float* target = output.data() + plane;
+      const float b = bias[c0 + j];
+      for (int oy = 0; oy < out.h; ++oy) {
+        const float* column = block + (static_cast<std::size_t>(n) * out.h + oy) * row_stride * nr + j;
+        float* target_row = target + static_cast<std::size_t>(oy) * out.w;
+        for (int ox = 0; ox < out.w; ++ox) target_row[ox] = column[static_cast<std::size_t>(ox) * nr] + b;
+      }
+      if (residual) {
+        add_activate(target, residual->data() + plane, target, out.plane_count(), activation);
+      } else if (activation.kind != ActivationKind::none) {
+        bias_activate(target, target, out.plane_count(), 0.0f, activation);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool channels_in_lanes_applies(const Conv2dDesc& desc) { return desc.groups == 1 && desc.is_square(); }
 
-const GemmMicroKernel& channels_in_lanes_kernel(int out_channels, int rows, int members) {
+bool channels_in_lanes_reads_taps(const Conv2dDesc& desc) {
+  return reads_taps_in_place(desc, gemm_kernels().kernels[0]);
+}
+
+const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members) {
+  const int out_channels = desc.out_channels;
   const GemmKernelSet& set = gemm_kernels();
   const GemmMicroKernel* best = nullptr;
   double best_work = 0.0;
@@ -143,7 +229,11 @@ const GemmMicroKernel& channels_in_lanes_kernel(int out_channels, int rows, int 
     // panels (conv_benchmark micro_kernel), and ResNet-50's 14x14 layers, which they padded least, ran no faster.
     const int lanes = kernel.isa == CpuIsa::avx512 ? 16 : kernel.isa == CpuIsa::avx2 ? 8 : 4;
     if (kernel.nr < 2 * lanes) return;
-    const double padded_rows = (rows + kernel.mr - 1) / kernel.mr * kernel.mr;
+    // The taps path rounds each output row up to whole tiles; the others the batch's pixels as one run.
+    const double padded_rows =
+        reads_taps_in_place(desc, kernel)
+            ? static_cast<double>(output.n) * output.h * ((output.w + kernel.mr - 1) / kernel.mr * kernel.mr)
+            : static_cast<double>((output.count() / output.c + kernel.mr - 1) / kernel.mr * kernel.mr);
     const int panels = (out_channels + kernel.nr - 1) / kernel.nr;
     const double work = static_cast<double>((panels + members - 1) / members) * kernel.nr * padded_rows;
     if (!best || work < best_work) {
@@ -152,6 +242,7 @@ const GemmMicroKernel& channels_in_lanes_kernel(int out_channels, int rows, int 
     }
   };
   if (set.seven_rows.run) consider(set.seven_rows);
+  if (set.fourteen_rows.run && reads_taps_in_place(desc, set.fourteen_rows)) consider(set.fourteen_rows);
   for (const GemmMicroKernel& kernel : set.kernels) consider(kernel);
   return *best;
 }
@@ -178,12 +269,87 @@ ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, 
   return packed;
 }
 
+namespace {
+
+/// channels_in_lanes_conv at strides 1 and 2 with the tiles' A read in place from the padded input (PaddedTaps):
+/// no im2col panels (3x3 / 2 of 128 channels at 56x56: 9 floats packed per 4 input floats otherwise).
+void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                            const ChannelPanels& weights, const Variable& input, const Variable* residual,
+                            Activation activation, Variable& output, ChannelsInLanesBuffers& buffers) {
+  const int mr = kernel.mr;
+  const int nr = kernel.nr;
+  const int depth = weights.depth;
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const PaddedTaps taps = padded_taps(desc, in, out, mr);
+  const int rows = taps.rows(out, mr);
+  if (member.index() == 0) {
+    if (buffers.pixel_panels.size() < taps.floats) buffers.pixel_panels.assign(taps.floats, 0.0f);
+    if (buffers.blocks.size() < static_cast<std::size_t>(member.count())) buffers.blocks.resize(member.count());
+    const int taps_per_channel = desc.kernel * desc.kernel;
+    buffers.tap_offsets.resize(static_cast<std::size_t>(depth));
+    for (int k = 0; k < depth; ++k) {
+      const int c = k / taps_per_channel;
+      const int ky = k % taps_per_channel / desc.kernel;
+      const int kx = k % desc.kernel;
+      buffers.tap_offsets[k] = static_cast<std::int32_t>(
+          (static_cast<std::size_t>(c) * taps.padded_h + static_cast<std::size_t>(ky) * desc.dilation) * taps.padded_w +
+          static_cast<std::size_t>(kx) * desc.dilation);
+    }
+  }
+  member.sync();
+  const TeamMember::Range channel_share = member.share(static_cast<std::size_t>(in.c));
+  float* padded = buffers.pixel_panels.data();
+  pad_channels(desc, input, taps, static_cast<int>(channel_share.begin), static_cast<int>(channel_share.end), padded);
+  member.sync();
+  std::vector<float>& block = buffers.blocks[member.index()];
+  const std::size_t block_size = static_cast<std::size_t>(rows) * nr;
+  if (block.size() < block_size) block.resize(block_size);
+  const MicroKernelTaps run = kernel.run_taps[desc.stride - 1];
+  const std::int32_t* offsets = buffers.tap_offsets.data();
+  const int tiles = out.n * out.h * taps.tiles_per_row;
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(weights.panels()));
+  for (int p = static_cast<int>(mine.begin); p < static_cast<int>(mine.end); ++p) {
+    const float* panel = weights.panel(p);
+    for (int k0 = 0; k0 < depth; k0 += kTapsDepthBlock) {
+      const int kc = std::min(kTapsDepthBlock, depth - k0);
+      const float* sub_panel = panel + static_cast<std::size_t>(k0) * nr;
+      // As channels_in_lanes_conv: the next sub-panel into L2, a share per tile.
+      const char* next = reinterpret_cast<const char*>(sub_panel + static_cast<std::size_t>(kc) * nr);
+      const std::size_t next_bytes = static_cast<std::size_t>(std::min(kTapsDepthBlock, depth)) * nr * sizeof(float);
+      const std::size_t bytes_per_call = (next_bytes / tiles + 63) / 64 * 64;
+      for (int t = 0; t < tiles; ++t) {
+        for (std::size_t b = t * bytes_per_call; b < std::min(next_bytes, (t + 1) * bytes_per_call); b += 64) {
+          __builtin_prefetch(next + b, 0, 2);
+        }
+        const int n = t / (out.h * taps.tiles_per_row);
+        const int oy = t / taps.tiles_per_row % out.h;
+        const int ox = t % taps.tiles_per_row * mr;
+        const float* corner = padded + n * taps.image_floats +
+                              static_cast<std::size_t>(oy) * desc.stride * taps.padded_w +
+                              static_cast<std::size_t>(ox) * desc.stride;
+        run(static_cast<std::size_t>(kc), corner, offsets + k0, sub_panel,
+            block.data() + static_cast<std::size_t>(t) * mr * nr, static_cast<std::size_t>(nr), k0 > 0);
+      }
+    }
+    const int c0 = p * nr;
+    write_tap_channels(block.data(), nr, mr, taps, weights.bias.data(), c0, std::min(nr, weights.channels - c0),
+                       residual, activation, output);
+  }
+  member.sync();
+}
+
+}  // namespace
+
 void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
                             const ChannelPanels& weights, const Variable& input, const Variable* residual,
                             Activation activation, Variable& output, ChannelsInLanesBuffers& buffers) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
   const int depth = weights.depth;
+  if (reads_taps_in_place(desc, kernel)) {
+    return channels_in_lanes_taps(member, kernel, desc, weights, input, residual, activation, output, buffers);
+  }
   const RowLayout layout = row_layout(desc, output.shape(), mr);
   const std::size_t panel_stride = static_cast<std::size_t>(depth) * mr;
   // Member 0 grows the buffers while nobody uses them; then every member packs its share of the depth.

@@ -2,11 +2,14 @@
 // image) and its columns output channels, so the micro-kernels' vector lanes run over output channels, which fill
 // them (ResNet-50's 512 and 2048), rather than over pixels, which do not (a 7x7 map's 49 pixels fill 49 of the 64
 // lanes of the packed GEMM's 12x32 tiles). The input's pixels are packed at each call into k-major panels of a few
-// pixels (the micro-kernel's broadcast operand), from the channel planes or by implicit im2col; the weights are
+// pixels (the micro-kernel's broadcast operand), from the channel planes or by implicit im2col, or, for a window at
+// stride 1 or 2, read in place from a zero-padded copy of the input (no panels: each tile of pixels along an output
+// row broadcasts its taps from where they lie, which also pays on large maps at stride 2); the weights are
 // transposed and packed once, when the layer is planned (its vector operand). Each block of C^T goes back to NCHW
 // with the bias, the residual and the activation applied on the way.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "corgy/backend.h"
@@ -19,11 +22,14 @@ namespace corgy::blas {
 
 /// True where channels_in_lanes_conv computes `desc`: one group (square windows, as every planned algorithm).
 bool channels_in_lanes_applies(const Conv2dDesc& desc);
+/// True where it reads `desc`'s taps in place from a zero-padded copy of the input (strides 1 and 2, a window
+/// larger than 1x1 or padded) rather than packing im2col panels of pixels.
+bool channels_in_lanes_reads_taps(const Conv2dDesc& desc);
 
-/// The micro-kernel of the widest instruction set for `rows` output pixels (every image's) by `out_channels`, split
-/// over output channels among `members`: of the tiles at least two registers wide, the one whose tiles compute the
-/// fewest padded elements per member.
-const GemmMicroKernel& channels_in_lanes_kernel(int out_channels, int rows, int members);
+/// The micro-kernel of the widest instruction set for `desc` at `output` (every image's pixels by its output
+/// channels), split over output channels among `members`: of the tiles at least two registers wide, the one whose
+/// tiles compute the fewest padded elements per member.
+const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members);
 
 /// A convolution's weights (out_channels, in_channels, k, k) as the depth x out_channels matrix W^T (depth =
 /// in_channels * k * k), packed in panels of nr output channels: panel p's row k holds channels [p * nr, p * nr +
@@ -44,7 +50,8 @@ ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, 
 /// The buffers of channels_in_lanes_conv: the input's pixel panels (written and read by the whole team) and each
 /// member's block of C^T.
 struct ChannelsInLanesBuffers {
-  std::vector<float> pixel_panels;
+  std::vector<float> pixel_panels;  // or, at strides 1 and 2, the padded input the tiles read in place
+  std::vector<std::int32_t> tap_offsets;
   std::vector<std::vector<float>> blocks;
 };
 

@@ -45,7 +45,9 @@ std::string ConvPlan::describe() const {
       break;
     case ConvAlgorithm::channels_in_lanes:
       text = fmt::format("packed sgemm {}, output channels in the lanes, {}", kernel->name,
-                         reads_planes_in_place(desc) ? "input planes packed" : "implicit im2col");
+                         reads_planes_in_place(desc)          ? "input planes packed"
+                         : channels_in_lanes_reads_taps(desc) ? "taps read in place"
+                                                              : "implicit im2col");
       break;
     case ConvAlgorithm::few_channels: {
       const FewChannelsKernel k = few_channels_kernel();
@@ -85,8 +87,8 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
     plan.kernel = &kernel_for(gemm_kernels(), desc.out_channels, columns);
     plan.packed = pack_conv_weights(desc, weights.data(), bias_values, *plan.kernel);
   } else if (plan.algorithm == ConvAlgorithm::channels_in_lanes) {
-    const int rows = input.n * desc.output_size(input.h) * desc.output_size(input.w);
-    plan.kernel = &channels_in_lanes_kernel(desc.out_channels, rows, team.size());
+    const Shape output{input.n, desc.out_channels, desc.output_size(input.h), desc.output_size(input.w)};
+    plan.kernel = &channels_in_lanes_kernel(desc, output, team.size());
     plan.channel_panels = pack_channel_panels(desc, weights.data(), bias_values, *plan.kernel);
   } else if (plan.algorithm == ConvAlgorithm::few_channels) {
     plan.few_channels_packed =

@@ -33,6 +33,12 @@ using MicroKernelRows = void (*)(std::size_t depth, const float* a_panel, const 
                                  const std::int32_t* row_offsets, float* c, std::size_t ldc, bool accumulate,
                                  const TileEpilogue* epilogue);
 
+/// c[mr x nr] = a x b_panel with A read in place: row i of A at depth k is a[offsets[k] + i * step] (a convolution's
+/// output pixels along a row, `step` its stride, reading the taps of a zero-padded input: channels_in_lanes_gemm.h),
+/// no packing; `accumulate` adds to c's values, otherwise they are overwritten. No epilogue.
+using MicroKernelTaps = void (*)(std::size_t depth, const float* a, const std::int32_t* offsets, const float* b_panel,
+                                 float* c, std::size_t ldc, bool accumulate);
+
 /// A micro-kernel and its tile: the GEMM driver packs A in panels of `mr` rows and B in panels of `nr` columns.
 struct GemmMicroKernel {
   CpuIsa isa = CpuIsa::generic;
@@ -41,6 +47,8 @@ struct GemmMicroKernel {
   MicroKernel run = nullptr;
   const char* name = "";
   MicroKernelRows run_rows = nullptr;
+  /// The kernel with A read in place at steps 1 and 2 (run_taps[step - 1]); null where the set has none.
+  MicroKernelTaps run_taps[2] = {nullptr, nullptr};
 };
 
 /// One row (channel, ky, kx) of a convolution's column matrix, read from an input plane: output pixel (oy, ox) reads
@@ -91,6 +99,11 @@ struct GemmKernelSet {
   /// of 7x7, 14x14 and 28x28 maps, so their tiles have no padding rows. `run` is null where the set has none (AVX2's
   /// and SSE2's 16 registers hold no 7-row tile wide enough to pay).
   GemmMicroKernel seven_rows{};
+  /// A tile of 14 rows two registers wide, for the same GEMMs where they read a convolution's taps in place, a tile
+  /// per stretch of an output row: 14 divides the rows of 14x14, 28x28 and 56x56 maps, and 32 the channel counts
+  /// 48 does not (128, 256: ResNet-50's 3x3 / 2 layers of 128 and 256 channels 2.47 -> 2.25 and 2.40 -> 2.19 ms
+  /// against 7 x 48, whose last panel is a third empty). `run` is null where the set has none.
+  GemmMicroKernel fourteen_rows{};
 };
 GemmKernelSet generic_gemm_kernels();
 GemmKernelSet avx2_gemm_kernels();

@@ -11,14 +11,12 @@ namespace corgy::blas {
 // 12 accumulators in each (15 of the 16 registers with the B row and the broadcast): 6 x 16 is Haswell's classic,
 // 4 x 24 fits channel counts that are multiples of 4, 12 x 8 maps of few pixels.
 GemmKernelSet avx2_gemm_kernels() {
-  return {{{CpuIsa::avx2, 4, 24, kernels::micro_kernel<kernels::Avx2, 4, 3>, "avx2 4x24",
-            kernels::micro_kernel_rows<kernels::Avx2, 4, 3>},
-           {CpuIsa::avx2, 6, 16, kernels::micro_kernel<kernels::Avx2, 6, 2>, "avx2 6x16",
-            kernels::micro_kernel_rows<kernels::Avx2, 6, 2>},
-           {CpuIsa::avx2, 12, 8, kernels::micro_kernel<kernels::Avx2, 12, 1>, "avx2 12x8",
-            kernels::micro_kernel_rows<kernels::Avx2, 12, 1>}},
+  return {{kernels::tile_kernels<kernels::Avx2, 4, 3>(CpuIsa::avx2, "avx2 4x24"),
+           kernels::tile_kernels<kernels::Avx2, 6, 2>(CpuIsa::avx2, "avx2 6x16"),
+           kernels::tile_kernels<kernels::Avx2, 12, 1>(CpuIsa::avx2, "avx2 12x8")},
           kernels::pack_im2col_row<kernels::Avx2>,
           kernels::pack_channel_planes<kernels::Avx2>,
+          {},
           {}};
 }
 

@@ -115,5 +115,59 @@ void micro_kernel_rows(std::size_t depth, const float* a, const float* b, const 
   micro_kernel_body<Simd, MR, NV, true>(depth, a, b, row_offsets, c, ldc, accumulate, epilogue);
 }
 
+/// The tile with A read in place (gemm_kernels.h's MicroKernelTaps): at each depth step, MR broadcasts kStep floats
+/// apart from where the step's offset points, so that a convolution's taps are read from its padded input as they
+/// are, with no im2col panel written and read back.
+template <class Simd, int MR, int NV, int kStep>
+void micro_kernel_taps(std::size_t depth, const float* a, const std::int32_t* offsets, const float* b, float* c,
+                       std::size_t ldc, bool accumulate) {
+  using Reg = typename Simd::Reg;
+  constexpr int lanes = Simd::lanes;
+  constexpr int nr = NV * lanes;
+  Reg acc[MR][NV];
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) acc[i][j] = Simd::zero();
+  }
+  for (std::size_t k = 0; k < depth; ++k) {
+    const float* a_k = a + offsets[k];
+    Reg row[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) row[j] = Simd::load(b + j * lanes);
+#pragma GCC unroll 32
+    for (int i = 0; i < MR; ++i) {
+      const Reg column = Simd::broadcast(a_k + i * kStep);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[i][j] = Simd::fmadd(column, row[j], acc[i][j]);
+    }
+    b += nr;
+  }
+  if (accumulate) {
+#pragma GCC unroll 32
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) acc[i][j] = Simd::add(acc[i][j], Simd::load(c + i * ldc + j * lanes));
+    }
+  }
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) Simd::store(c + i * ldc + j * lanes, acc[i][j]);
+  }
+}
+
+/// The set's entry for the MR x (NV registers) tile: its kernels over packed B, B rows in place and A in place.
+template <class Simd, int MR, int NV>
+GemmMicroKernel tile_kernels(CpuIsa isa, const char* name) {
+  return {isa,
+          MR,
+          NV * Simd::lanes,
+          micro_kernel<Simd, MR, NV>,
+          name,
+          micro_kernel_rows<Simd, MR, NV>,
+          {micro_kernel_taps<Simd, MR, NV, 1>, micro_kernel_taps<Simd, MR, NV, 2>}};
+}
+
 }  // namespace
 }  // namespace corgy::blas::kernels
