@@ -258,6 +258,21 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   }
   if (conv_output_scratch_.capacity() < out.count()) conv_output_scratch_ = Variable(out);
   Variable scratch = conv_output_scratch_.view(out);
+  // The channels-in-lanes GEMM's buffers as they were: a candidate that loses gives back what it grew them by (its
+  // padded input or pixel panels, the size of the layer's input or more), which no forward would use.
+  blas::ChannelsInLanesBuffers& lanes = plans_->channels_in_lanes;
+  std::vector<std::size_t> lanes_before{lanes.pixel_panels.size()};
+  for (const std::vector<float>& block : lanes.blocks) lanes_before.push_back(block.size());
+  const auto release_grown = [&](const std::vector<std::size_t>& sizes) {
+    const auto shrink = [](std::vector<float>& buffer, std::size_t size) {
+      if (buffer.size() <= size) return;
+      buffer.resize(size);
+      buffer.shrink_to_fit();
+    };
+    shrink(lanes.pixel_panels, sizes[0]);
+    for (std::size_t i = 0; i < lanes.blocks.size(); ++i)
+      shrink(lanes.blocks[i], i + 1 < sizes.size() ? sizes[i + 1] : 0);
+  };
   // With the pool: where run_plan does not fuse it, it keeps the convolution's output in conv_output_scratch_.
   Variable pooled = pool ? Variable(Shape{out.n, out.c, pool->output_h(out.h), pool->output_w(out.w)}) : Variable();
   profiler_.set_muted(true);
@@ -285,6 +300,7 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   });
   profiler_.set_muted(false);
   table.record(key, fastest);
+  if (plans[fastest].algorithm != blas::ConvAlgorithm::channels_in_lanes) release_grown(lanes_before);
   plans[fastest].origin = fmt::format("measured of {}", plans.size());
   return &plans_->store(weights, std::move(plans[fastest]));
 }
