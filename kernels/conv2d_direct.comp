@@ -1,9 +1,11 @@
 #version 450
-// conv2d_direct: a convolution with few taps per output (K = in channels * kernel * kernel of at most 160, one
-// group, and an input patch per channel that fits shared memory; the backend picks it for K up to 32: the first
-// layer of an RGB network), computed directly. The implicit GEMM spends its time there gathering B tiles of K
-// rows for few multiply-adds; here a workgroup stages the input patch under its outputs in shared memory once and
-// each thread multiplies its taps by CHANNELS output channels' weights, which the workgroup also keeps there.
+// conv2d_direct: a convolution with few taps per output (K = in channels * kernel * kernel of at most 160) or few
+// output channels (at most 16, any K: a network's last layer back to RGB), one group, and an input patch per
+// channel that fits shared memory (the backend picks it for K up to 32: the first layer of an RGB network; the
+// tuner times it wherever it fits), computed directly. The implicit GEMM spends its time there gathering B tiles
+// of K rows for few multiply-adds, or filling 3 of a tile's 16 rows; here a workgroup stages the input patch under
+// its outputs in shared memory a chunk of input channels at a time, with those channels' weights of CHANNELS
+// output channels, and each thread multiplies its taps by them.
 //
 // A workgroup of 16 x 8 threads covers 16 x 8 cells; a cell is 2x2 convolution pixels: the window of a fused 2x2
 // stride-2 max pool (which may start on the pool's padding, cell_top/cell_left), or without a pool just the next
@@ -62,8 +64,9 @@ const uint STAGED = CHUNK * PATCH;
 // Loads each thread has in flight before it writes them to shared memory.
 const uint BATCH = 8;
 
-// The block's weights, tap-major: w_tile[k * CHANNELS + c] is output channel first_channel + c of tap k.
-shared float w_tile[TAPS_K * CHANNELS];
+// The chunk's weights, tap-major: w_tile[k * CHANNELS + c] is output channel first_channel + c of the chunk's tap k
+// (tap k of input channel chunk + k / TAPS).
+shared float w_tile[CHUNK * TAPS * CHANNELS];
 // input_patch[(c * PATCH_H + row) * PATCH_W + column]: input channel chunk + c at (patch_top + row, patch_left + column).
 shared float input_patch[STAGED];
 
@@ -72,12 +75,6 @@ void main() {
   const uint image = gl_WorkGroupID.z / p.channel_blocks;
   const uint first_channel = block * CHANNELS;
   const uint tid = gl_LocalInvocationIndex;
-  for (uint i = tid; i < TAPS_K * CHANNELS; i += THREADS) {
-    const uint k = i / CHANNELS;
-    const uint c = i - k * CHANNELS;
-    const uint channel = first_channel + c;
-    w_tile[i] = channel < p.out_channels ? weights[channel * TAPS_K + k] : 0.0;
-  }
 
   const int patch_top = (int(2 * gl_WorkGroupID.y * CELLS_Y) - int(p.cell_top)) * int(STRIDE) - int(p.padding);
   const int patch_left = (int(2 * gl_WorkGroupID.x * CELLS_X) - int(p.cell_left)) * int(STRIDE) - int(p.padding);
@@ -91,6 +88,13 @@ void main() {
   [[unroll]] for (uint c = 0; c < CHANNELS; ++c) sums[c] = vec4(0.0);
   for (uint chunk = 0; chunk < IN_CHANNELS; chunk += CHUNK) {
     barrier();  // every thread is done with the last chunk
+    for (uint i = tid; i < CHUNK * TAPS * CHANNELS; i += THREADS) {
+      const uint k = i / CHANNELS;
+      const uint c = i - k * CHANNELS;
+      const uint channel = first_channel + c;
+      const uint tap = chunk * TAPS + k;
+      w_tile[i] = channel < p.out_channels && tap < TAPS_K ? weights[channel * TAPS_K + tap] : 0.0;
+    }
     for (uint first = 0; first < STAGED; first += THREADS * BATCH) {
       float staged[BATCH];
       [[unroll]] for (uint b = 0; b < BATCH; ++b) {
@@ -118,7 +122,7 @@ void main() {
           const uint at = c * PATCH + first_tap + ky * DILATION * PATCH_W + kx * DILATION;
           const vec4 taps = vec4(input_patch[at], input_patch[at + STRIDE], input_patch[at + STRIDE * PATCH_W],
                                  input_patch[at + STRIDE * PATCH_W + STRIDE]);
-          const uint k = ((chunk + c) * KERNEL_SIZE + ky) * KERNEL_SIZE + kx;
+          const uint k = (c * KERNEL_SIZE + ky) * KERNEL_SIZE + kx;
           [[unroll]] for (uint o = 0; o < CHANNELS; ++o) sums[o] += w_tile[k * CHANNELS + o] * taps;
         }
       }
