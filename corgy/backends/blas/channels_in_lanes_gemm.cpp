@@ -1,6 +1,7 @@
 #include "corgy/backends/blas/channels_in_lanes_gemm.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "corgy/backends/blas/activation_kernels.h"
 
@@ -347,7 +348,10 @@ void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& ker
   const int mr = kernel.mr;
   const int nr = kernel.nr;
   const int depth = weights.depth;
-  if (reads_taps_in_place(desc, kernel)) {
+  // The taps' offsets are 32-bit: an image of more than 2^31 padded floats packs its panels instead.
+  const std::size_t padded_image = static_cast<std::size_t>(input.shape().c) * (input.shape().h + 2 * desc.padding) *
+                                   (input.shape().w + 2 * desc.padding);
+  if (reads_taps_in_place(desc, kernel) && padded_image <= static_cast<std::size_t>(INT32_MAX)) {
     return channels_in_lanes_taps(member, kernel, desc, weights, input, residual, activation, output, buffers);
   }
   const RowLayout layout = row_layout(desc, output.shape(), mr);
