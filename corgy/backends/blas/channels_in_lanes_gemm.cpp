@@ -272,6 +272,39 @@ ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, 
 
 namespace {
 
+/// The GEMM's sweep over `member`'s share of the weights' panels: each panel's depth in blocks of `depth_block`,
+/// each block multiplied into every one of `tiles` tiles of C^T by `multiply(tile, k0, kc, sub_panel)`, then
+/// `finish(panel)` once the panel's depth is done.
+template <class Multiply, class Finish>
+void sweep_weight_panels(const TeamMember& member, const ChannelPanels& weights, int depth_block, int tiles,
+                         Multiply&& multiply, Finish&& finish) {
+  const int nr = weights.nr;
+  const int depth = weights.depth;
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(weights.panels()));
+  for (int p = static_cast<int>(mine.begin); p < static_cast<int>(mine.end); ++p) {
+    const float* panel = weights.panel(p);
+    for (int k0 = 0; k0 < depth; k0 += depth_block) {
+      const int kc = std::min(depth_block, depth - k0);
+      const float* sub_panel = panel + static_cast<std::size_t>(k0) * nr;
+      // The weights stream from memory, and a member's panels lie one after the other: while this sub-panel is
+      // multiplied, ask for the next one (the next block of the depth, or of the next panel), a share per tile.
+      // Into L2, not L1: a share is dozens of lines at once, more misses than L1 keeps in flight, and L1 is full
+      // of this sub-panel (AMD EPYC, one thread, weights from memory: ResNet-50's 7x7 512 -> 2048 layer 1.21 ->
+      // 1.07 ms, its 3x3 512 -> 512 2.81 -> 2.53; conv_benchmark's *_cold configs).
+      const char* next = reinterpret_cast<const char*>(sub_panel + static_cast<std::size_t>(kc) * nr);
+      const std::size_t next_bytes = static_cast<std::size_t>(std::min(depth_block, depth)) * nr * sizeof(float);
+      const std::size_t bytes_per_tile = (next_bytes / tiles + 63) / 64 * 64;
+      for (int t = 0; t < tiles; ++t) {
+        for (std::size_t b = t * bytes_per_tile; b < std::min(next_bytes, (t + 1) * bytes_per_tile); b += 64) {
+          __builtin_prefetch(next + b, 0, 2);
+        }
+        multiply(t, k0, kc, sub_panel);
+      }
+    }
+    finish(p);
+  }
+}
+
 /// channels_in_lanes_conv at strides 1 and 2 with the tiles' A read in place from the padded input (PaddedTaps):
 /// no im2col panels (3x3 / 2 of 128 channels at 56x56: 9 floats packed per 4 input floats otherwise).
 void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
@@ -309,20 +342,9 @@ void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& ker
   const MicroKernelTaps run = kernel.run_taps[desc.stride - 1];
   const std::int32_t* offsets = buffers.tap_offsets.data();
   const int tiles = out.n * out.h * taps.tiles_per_row;
-  const TeamMember::Range mine = member.share(static_cast<std::size_t>(weights.panels()));
-  for (int p = static_cast<int>(mine.begin); p < static_cast<int>(mine.end); ++p) {
-    const float* panel = weights.panel(p);
-    for (int k0 = 0; k0 < depth; k0 += kTapsDepthBlock) {
-      const int kc = std::min(kTapsDepthBlock, depth - k0);
-      const float* sub_panel = panel + static_cast<std::size_t>(k0) * nr;
-      // As channels_in_lanes_conv: the next sub-panel into L2, a share per tile.
-      const char* next = reinterpret_cast<const char*>(sub_panel + static_cast<std::size_t>(kc) * nr);
-      const std::size_t next_bytes = static_cast<std::size_t>(std::min(kTapsDepthBlock, depth)) * nr * sizeof(float);
-      const std::size_t bytes_per_call = (next_bytes / tiles + 63) / 64 * 64;
-      for (int t = 0; t < tiles; ++t) {
-        for (std::size_t b = t * bytes_per_call; b < std::min(next_bytes, (t + 1) * bytes_per_call); b += 64) {
-          __builtin_prefetch(next + b, 0, 2);
-        }
+  sweep_weight_panels(
+      member, weights, kTapsDepthBlock, tiles,
+      [&](int t, int k0, int kc, const float* sub_panel) {
         const int n = t / (out.h * taps.tiles_per_row);
         const int oy = t / taps.tiles_per_row % out.h;
         const int ox = t % taps.tiles_per_row * mr;
@@ -331,12 +353,12 @@ void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& ker
                               static_cast<std::size_t>(ox) * desc.stride;
         run(static_cast<std::size_t>(kc), corner, offsets + k0, sub_panel,
             block.data() + static_cast<std::size_t>(t) * mr * nr, static_cast<std::size_t>(nr), k0 > 0);
-      }
-    }
-    const int c0 = p * nr;
-    write_tap_channels(block.data(), nr, mr, taps, weights.bias.data(), c0, std::min(nr, weights.channels - c0),
-                       residual, activation, output);
-  }
+      },
+      [&](int p) {
+        const int c0 = p * nr;
+        write_tap_channels(block.data(), nr, mr, taps, weights.bias.data(), c0, std::min(nr, weights.channels - c0),
+                           residual, activation, output);
+      });
   member.sync();
 }
 
@@ -371,33 +393,18 @@ void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& ker
   const std::size_t block_size = static_cast<std::size_t>(layout.panels()) * mr * nr;
   if (block.size() < block_size) block.resize(block_size);
   const float* pixels = buffers.pixel_panels.data();
-  const TeamMember::Range mine = member.share(static_cast<std::size_t>(weights.panels()));
-  for (int p = static_cast<int>(mine.begin); p < static_cast<int>(mine.end); ++p) {
-    const float* panel = weights.panel(p);
-    for (int k0 = 0; k0 < depth; k0 += kDepthBlock) {
-      const int kc = std::min(kDepthBlock, depth - k0);
-      const float* sub_panel = panel + static_cast<std::size_t>(k0) * nr;
-      // The weights stream from memory, and a member's panels lie one after the other: while this sub-panel is
-      // multiplied, ask for the next one (the next block of the depth, or of the next panel), a share per call.
-      // Into L2, not L1: a share is dozens of lines at once, more misses than L1 keeps in flight, and L1 is full
-      // of this sub-panel (AMD EPYC, one thread, weights from memory: ResNet-50's 7x7 512 -> 2048 layer 1.21 ->
-      // 1.07 ms, its 3x3 512 -> 512 2.81 -> 2.53; conv_benchmark's *_cold configs).
-      const char* next = reinterpret_cast<const char*>(sub_panel + static_cast<std::size_t>(kc) * nr);
-      const std::size_t next_bytes = static_cast<std::size_t>(std::min(kDepthBlock, depth)) * nr * sizeof(float);
-      const std::size_t bytes_per_call = (next_bytes / layout.panels() + 63) / 64 * 64;
-      for (int ip = 0; ip < layout.panels(); ++ip) {
-        for (std::size_t b = ip * bytes_per_call; b < std::min(next_bytes, (ip + 1) * bytes_per_call); b += 64) {
-          __builtin_prefetch(next + b, 0, 2);
-        }
+  sweep_weight_panels(
+      member, weights, kDepthBlock, layout.panels(),
+      [&](int ip, int k0, int kc, const float* sub_panel) {
         kernel.run(static_cast<std::size_t>(kc), pixels + ip * panel_stride + static_cast<std::size_t>(k0) * mr,
                    sub_panel, block.data() + static_cast<std::size_t>(ip) * mr * nr, static_cast<std::size_t>(nr),
                    k0 > 0, nullptr);
-      }
-    }
-    const int c0 = p * nr;
-    write_channels(block.data(), nr, layout, weights.bias.data(), c0, std::min(nr, weights.channels - c0), residual,
-                   activation, output);
-  }
+      },
+      [&](int p) {
+        const int c0 = p * nr;
+        write_channels(block.data(), nr, layout, weights.bias.data(), c0, std::min(nr, weights.channels - c0), residual,
+                       activation, output);
+      });
   member.sync();
 }
 
