@@ -10,12 +10,14 @@
 #include <cstring>
 
 #include "corgy/error.h"
+#include "corgy/page_memory.h"
 
 namespace corgy {
 
 namespace {
 std::atomic<std::uint64_t> next_storage_id{1};
-}
+constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+}  // namespace
 
 std::size_t Storage::page_size() {
   static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -27,18 +29,16 @@ Storage::Storage(std::size_t count) : id_(next_storage_id++) {
   const std::size_t wanted = std::max<std::size_t>(count, 1) * sizeof(float);
   if (wanted / sizeof(float) < count) throw Error(fmt::format("Variable of {} floats is too large", count));
   const std::size_t bytes = (wanted + page - 1) / page * page;
-  void* memory = std::aligned_alloc(page, bytes);
-  if (memory == nullptr) {
-    throw Error(fmt::format("out of memory: could not allocate {} bytes ({:.1f} MiB) for a Variable of {} floats",
-                            bytes, static_cast<double>(bytes) / (1 << 20), count));
-  }
-  if (bytes >= (std::size_t{2} << 20)) madvise(memory, bytes, MADV_HUGEPAGE);
-  std::memset(memory, 0, bytes);
+  // Blocks of 2 MiB and more start on a huge-page boundary, so that each whole 2 MiB of them can be a transparent
+  // huge page.
+  const bool huge = bytes >= kHugePageBytes;
+  void* memory = allocate_pages(bytes, huge ? kHugePageBytes : page, "a Variable");
+  if (huge) madvise(memory, bytes, MADV_HUGEPAGE);
   data_ = static_cast<float*>(memory);
   capacity_ = bytes / sizeof(float);
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() { free_pages(data_, bytes()); }
 
 Variable::Variable(Shape shape) : shape_(shape) {
   if (shape.has_zero_or_negative()) {

@@ -1,11 +1,8 @@
 #include "corgy/backends/cpu/aligned_buffer.h"
 
-#include <fmt/format.h>
 #include <sys/mman.h>
 
-#include <cstdlib>
-
-#include "corgy/error.h"
+#include "corgy/page_memory.h"
 
 namespace corgy::cpu {
 
@@ -24,14 +21,11 @@ AlignedBuffer::AlignedBuffer(std::size_t count) : size_(count) {
   const bool huge = count * sizeof(float) >= kHugePageBytes;
   const std::size_t alignment = huge ? kHugePageBytes : kAlignment;
   const std::size_t bytes = (count * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
-  void* memory = nullptr;
-  if (posix_memalign(&memory, alignment, bytes) != 0) {
-    throw Error(fmt::format("out of memory: could not allocate {} bytes for packed weights", bytes));
-  }
+  void* memory = allocate_pages(bytes, alignment, "packed weights");
   if (huge) madvise(memory, bytes, MADV_HUGEPAGE);
-  data_.reset(static_cast<float*>(memory));
+  data_ = std::unique_ptr<float, Free>(static_cast<float*>(memory), Free{bytes});
 }
 
-void AlignedBuffer::Free::operator()(float* p) const { std::free(p); }
+void AlignedBuffer::Free::operator()(float* p) const { free_pages(p, bytes); }
 
 }  // namespace corgy::cpu

@@ -1,5 +1,5 @@
-// AlignedBuffer: floats on 64-byte boundaries, not initialised: for data a CPU backend writes in full right away
-// (packed weights), where zero-filling first would touch hundreds of megabytes twice.
+// AlignedBuffer: floats on 64-byte boundaries (allocate_pages: zero-filled, large ones mapped, so that zero-filling
+// costs nothing), for data a CPU backend writes in full right away (packed weights).
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,7 @@ class AlignedBuffer {
 
  private:
   struct Free {
+    std::size_t bytes;  // what allocate_pages was asked for
     void operator()(float* p) const;
   };
   std::unique_ptr<float, Free> data_;

@@ -26,7 +26,7 @@ constexpr unsigned most_workers = 16;
 // pipelines to the old ones', which no one would ask for again.
 constexpr std::string_view magic = "corgy-vk-pipes-2";
 constexpr std::size_t header_bytes = 16 + 8 + 8 + 8;
-constexpr std::size_t most_file_bytes = std::size_t{256} << 20;
+constexpr std::size_t most_pipeline_cache_bytes = std::size_t{256} << 20;
 
 std::uint64_t fnv1a(std::string_view bytes) {
   std::uint64_t hash = 14695981039346656037ull;
@@ -73,7 +73,7 @@ std::optional<std::string_view> pipeline_cache_driver_data(std::string_view file
 PipelineCompiler::PipelineCompiler(const Context& context, std::filesystem::path cache_file)
     : context_(context), cache_file_(std::move(cache_file)) {
   std::optional<std::string> file_bytes;
-  if (!cache_file_.empty()) file_bytes = read_cache_file(cache_file_, most_file_bytes);
+  if (!cache_file_.empty()) file_bytes = read_cache_file(cache_file_, most_pipeline_cache_bytes);
   std::optional<std::string_view> data;
   if (file_bytes) data = pipeline_cache_driver_data(*file_bytes, context.physical().properties);
   VkPipelineCacheCreateInfo info{};
@@ -104,7 +104,7 @@ void PipelineCompiler::save() {
   const DeviceFunctions& vk = context_.vk();
   std::size_t size = 0;
   if (vk.vkGetPipelineCacheData(context_.device(), cache_, &size, nullptr) != VK_SUCCESS || size == 0 ||
-      size > most_file_bytes - header_bytes) {
+      size > most_pipeline_cache_bytes - header_bytes) {
     return;
   }
   std::string data(size, '\0');

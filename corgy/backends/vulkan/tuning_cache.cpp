@@ -18,7 +18,7 @@ using nlohmann::json;
 
 // Limits on what is read: a real file holds one line per layer shape of the models run on the device (tens to a
 // few hundred), each under 300 bytes. Larger files, lines or counts are not a cache corgy wrote.
-constexpr std::size_t most_file_bytes = 1 << 20;
+constexpr std::size_t most_tuning_file_bytes = 1 << 20;
 constexpr std::size_t most_line_bytes = 2048;
 constexpr std::size_t most_entries = 4096;
 constexpr std::uint32_t most_tile_value = 4096;
@@ -163,7 +163,7 @@ std::optional<VulkanConvolutionOptions> TuningCache::find(const std::string& key
   if (!loaded_) {
     loaded_ = true;
     if (!file_.empty()) {
-      if (const std::optional<std::string> text = read_cache_file(file_, most_file_bytes)) {
+      if (const std::optional<std::string> text = read_cache_file(file_, most_tuning_file_bytes)) {
         // Choices stored before the first read win over the file's (merge leaves duplicates in the source).
         std::map<std::string, TunedChoice> read = parse_tuning_cache(*text, identity_);
         entries_.merge(read);
@@ -185,7 +185,7 @@ void TuningCache::save() {
   unsaved_ = false;
   // What another process wrote since this one read the file is kept; this process's choices win.
   std::map<std::string, TunedChoice> merged = entries_;
-  if (const std::optional<std::string> text = read_cache_file(file_, most_file_bytes)) {
+  if (const std::optional<std::string> text = read_cache_file(file_, most_tuning_file_bytes)) {
     for (auto& [key, choice] : parse_tuning_cache(*text, identity_)) {
       if (merged.size() >= most_entries) break;
       merged.try_emplace(key, choice);

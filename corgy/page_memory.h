@@ -1,0 +1,30 @@
+// Large blocks of memory straight from the kernel (mmap), small ones from the C library: what Storage and the CPU
+// backends' packed weights are made of.
+#pragma once
+
+#include <cstddef>
+
+namespace corgy {
+
+/// `bytes` of zero-filled memory aligned to `alignment` (a power of two, at least the page size for blocks of
+/// kMappedBytes and more). Throws corgy::Error, naming `what`, when memory runs out.
+///
+/// Why blocks from kMappedBytes up are mapped here rather than by malloc: the C library maps large blocks itself,
+/// but after such a block is freed it raises its threshold to that size (up to 32 MB), and from then on blocks
+/// below it come from its heap, which keeps their pages when they are freed. A backend that plans a layer frees
+/// blocks of tens of megabytes (the packed weights of the algorithms it timed and did not choose, the timing's
+/// output): those stayed in the process's resident memory. A mapped block's pages are also zero until written,
+/// so zero-filling costs nothing and pages never written are never resident.
+void* allocate_pages(std::size_t bytes, std::size_t alignment, const char* what);
+/// Frees what allocate_pages(bytes, ...) returned (the same `bytes`).
+void free_pages(void* memory, std::size_t bytes);
+
+/// Gives the pages of the C library's freed heap blocks back to the system (glibc's malloc_trim; nothing elsewhere).
+/// For a loader that has just freed a parsed file: the file's weights, read into the parser's strings, sat in the
+/// heap after they were converted into Variables (ResNet-50's 100 MB), which now come from allocate_pages.
+void release_free_heap_pages();
+
+/// Blocks of this size and more are mapped (all come from the C library under AddressSanitizer).
+inline constexpr std::size_t kMappedBytes = std::size_t{1} << 20;
+
+}  // namespace corgy
