@@ -266,8 +266,12 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
     }
     return *candidate;
   };
-  if (conv_output_scratch_.capacity() < out.count()) conv_output_scratch_ = Variable(out);
-  Variable scratch = conv_output_scratch_.view(out);
+  // The candidates' output, freed when the timing is done: no forward writes there (VGG-16's 224 x 224 x 64 layers
+  // at batch 8 kept 98 MB for it). A candidate that pools in a pass of its own grows conv_output_scratch_, which
+  // gets back what it was: the forward that follows grows it again if the chosen plan is such a one.
+  Variable scratch(out);
+  Variable conv_output_before =
+      conv_output_scratch_.empty() ? Variable() : conv_output_scratch_.view(conv_output_scratch_.shape());
   // The channels-in-lanes GEMM's buffers as they were: a candidate that loses gives back what it grew them by (its
   // padded input or pixel panels, the size of the layer's input or more), which no forward would use.
   blas::ChannelsInLanesBuffers& lanes = plans_->channels_in_lanes;
@@ -313,6 +317,7 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   table.record(key, fastest);
   blas::ConvPlan& chosen = plan_of(fastest);
   if (chosen.algorithm != blas::ConvAlgorithm::channels_in_lanes) release_grown(lanes_before);
+  conv_output_scratch_ = std::move(conv_output_before);
   chosen.origin = fmt::format("measured of {}", candidates.size());
   return &plans_->store(weights, std::move(chosen));
 }
