@@ -22,6 +22,7 @@
 
 #include "corgy/error.h"
 #include "corgy/io/onnx_graph.h"
+#include "corgy/page_memory.h"
 
 namespace corgy {
 
@@ -360,14 +361,27 @@ OnnxModel build_model(onnx::ModelProto& proto, const std::string& name, const On
 
 }  // namespace
 
+namespace {
+
+/// The model of `parsed` (a parsed ModelProto), then the parser's freed heap pages given back (page_memory.h).
+template <typename Parse>
+OnnxModel build_and_release(const Parse& parsed, const std::string& name, const OnnxOptions& options) {
+  OnnxModel model = [&] {
+    onnx::ModelProto proto = parsed();
+    return build_model(proto, name, options);
+  }();
+  release_free_heap_pages();
+  return model;
+}
+
+}  // namespace
+
 OnnxModel load_onnx_from_memory(std::span<const std::byte> bytes, const std::string& name, const OnnxOptions& options) {
-  onnx::ModelProto proto = parse(bytes, name, options.limits);
-  return build_model(proto, name, options);
+  return build_and_release([&] { return parse(bytes, name, options.limits); }, name, options);
 }
 
 OnnxModel load_onnx(const std::string& path, const OnnxOptions& options) {
-  onnx::ModelProto proto = parse_file(path, options.limits);
-  return build_model(proto, path, options);
+  return build_and_release([&] { return parse_file(path, options.limits); }, path, options);
 }
 
 // --- OnnxModel ------------------------------------------------------------------------------------------------------
