@@ -1,9 +1,11 @@
-// Variable: page alignment, count/capacity, ownership (move, clone, view, reshape); TensorDims: how tensors of
-// other ranks fold into a Variable.
+// Variable: page alignment (and allocate_pages beneath it), count/capacity, ownership (move, clone, view, reshape);
+// TensorDims: how tensors of other ranks fold into a Variable.
 #include <unistd.h>
 
 #include <cstdint>
+#include <utility>
 
+#include "corgy/page_memory.h"
 #include "corgy/tensor_dims.h"
 #include "test_util.h"
 
@@ -76,6 +78,28 @@ TEST(Variable, BadShapesThrowClearErrors) {
 TEST(Variable, OutOfMemoryIsAnError) {
   // 2^62 bytes cannot be allocated anywhere; the error must say so instead of crashing.
   EXPECT_THROW(Variable(Shape{1 << 15, 1 << 15, 1 << 15, 1 << 15}), Error);
+}
+
+// allocate_pages on both sides of kMappedBytes: aligned, zero, writable to the last byte, and freed again (a block
+// freed and asked for again many times over must not exhaust memory or mappings).
+TEST(PageMemory, BlocksAreAlignedZeroAndFreedAgain) {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t huge = std::size_t{2} << 20;
+  for (int round = 0; round < 200; ++round) {
+    for (const auto& [bytes, alignment] : {std::pair{std::size_t{100}, std::size_t{64}}, std::pair{page * 3, page},
+                                           std::pair{kMappedBytes - 64, std::size_t{64}}, std::pair{kMappedBytes, page},
+                                           std::pair{huge + 12345, huge}, std::pair{3 * huge, huge}}) {
+      auto* bytes_of = static_cast<unsigned char*>(allocate_pages(bytes, alignment, "a test block"));
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(bytes_of) % alignment, 0u) << bytes;
+      if (round == 0) {
+        for (std::size_t i = 0; i < bytes; i += 997) ASSERT_EQ(bytes_of[i], 0) << bytes << " at " << i;
+        ASSERT_EQ(bytes_of[bytes - 1], 0) << bytes;
+      }
+      bytes_of[0] = 1;
+      bytes_of[bytes - 1] = 2;
+      free_pages(bytes_of, bytes);
+    }
+  }
 }
 
 TEST(TensorDims, FoldKeepsBatchAndChannels) {
