@@ -4,9 +4,13 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +70,53 @@ void release_free_heap_pages() {
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif
+}
+
+namespace {
+
+/// An unlinked file open for reading and writing in the first temporary folder on a disk, or -1.
+int open_temporary_file() {
+  const char* folders[] = {std::getenv("TMPDIR"), "/var/tmp", "/tmp"};
+  for (const char* folder : folders) {
+    if (folder == nullptr || *folder == '\0') continue;
+    struct statfs info {};
+    if (statfs(folder, &info) != 0 || info.f_type == TMPFS_MAGIC || info.f_type == RAMFS_MAGIC) continue;
+    const int fd = open(folder, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+  }
+  return -1;
+}
+
+bool write_all(int fd, const void* data, std::size_t bytes) {
+  const auto* next = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t written = write(fd, next, bytes);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return false;
+    next += written;
+    bytes -= static_cast<std::size_t>(written);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool move_pages_to_file(void* memory, std::size_t bytes) {
+  if (memory == nullptr || !maps(bytes)) return false;
+  const int fd = open_temporary_file();
+  if (fd < 0) return false;
+  const std::size_t length = round_up(bytes, page_bytes());
+  void* file =
+      write_all(fd, memory, length) ? mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  close(fd);  // the mapping keeps the file
+  if (file == MAP_FAILED) return false;
+  // mremap replaces the block's anonymous pages with the file's at the same address in one step (a reader in another
+  // thread finds the one or the other, with the same values); where it fails the block is left as it was.
+  if (mremap(file, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, memory) == MAP_FAILED) {
+    munmap(file, length);
+    return false;
+  }
+  return true;
 }
 
 void free_pages(void* memory, std::size_t bytes) {

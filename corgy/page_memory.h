@@ -19,6 +19,15 @@ void* allocate_pages(std::size_t bytes, std::size_t alignment, const char* what)
 /// Frees what allocate_pages(bytes, ...) returned (the same `bytes`).
 void free_pages(void* memory, std::size_t bytes);
 
+/// Moves a block of allocate_pages(bytes, ...) into an unlinked temporary file mapped at the same address, same
+/// values, privately (a write still changes this block alone): its pages leave the process's memory, and the kernel
+/// reads them back from the file where the block is touched again. For data that stays valid but that nothing reads
+/// for now: a CPU backend's packed copy of a layer's weights took over their work. The file is made in the first of
+/// $TMPDIR, /var/tmp and /tmp that lies on a disk (not tmpfs, whose pages are memory); it is gone when the block is
+/// freed. Returns false and changes nothing where it cannot: a block the C library allocated (small, or under
+/// AddressSanitizer), no such folder, a failed write.
+bool move_pages_to_file(void* memory, std::size_t bytes);
+
 /// Gives the pages of the C library's freed heap blocks back to the system (glibc's malloc_trim; nothing elsewhere).
 /// For a loader that has just freed a parsed file: the file's weights, read into the parser's strings, sat in the
 /// heap after they were converted into Variables (ResNet-50's 100 MB), which now come from allocate_pages.

@@ -40,6 +40,8 @@ Storage::Storage(std::size_t count) : id_(next_storage_id++) {
 
 Storage::~Storage() { free_pages(data_, bytes()); }
 
+bool Storage::page_out() { return move_pages_to_file(data_, bytes()); }
+
 Variable::Variable(Shape shape) : shape_(shape) {
   if (shape.has_zero_or_negative()) {
     throw Error(fmt::format("Variable shape {} has a zero or negative dimension", shape.str()));

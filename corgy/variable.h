@@ -27,6 +27,10 @@ class Storage {
   std::size_t capacity() const { return capacity_; }
   std::size_t bytes() const { return capacity_ * sizeof(float); }
   std::uint64_t id() const { return id_; }
+  /// Moves the block's pages to a temporary file (page_memory.h: move_pages_to_file): the same values at the same
+  /// address, out of the process's memory until they are read again. For a constant that a backend keeps a copy of
+  /// in its own layout. Returns whether it did (small blocks, for one, stay as they are).
+  bool page_out();
 
   static std::size_t page_size();
 

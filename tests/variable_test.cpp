@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "corgy/page_memory.h"
@@ -100,6 +103,46 @@ TEST(PageMemory, BlocksAreAlignedZeroAndFreedAgain) {
       free_pages(bytes_of, bytes);
     }
   }
+}
+
+/// The resident kilobytes and the name of the mapping of this process that holds `address` (/proc/self/smaps).
+std::pair<long, std::string> mapping_of(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto where = reinterpret_cast<std::uintptr_t>(address);
+  std::string line;
+  bool inside = false;
+  std::string name;
+  while (std::getline(smaps, line)) {
+    std::uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &begin, &end) == 2 && line.find(':') > line.find(' ')) {
+      inside = begin <= where && where < end;
+      const std::size_t path = line.find('/');
+      name = path == std::string::npos ? "" : line.substr(path);
+      continue;
+    }
+    long kilobytes = 0;
+    if (inside && std::sscanf(line.c_str(), "Rss: %ld kB", &kilobytes) == 1) return {kilobytes, name};
+  }
+  return {-1, ""};
+}
+
+// Storage::page_out: the same values at the same address, out of memory until read, read back from a file, and a
+// write after it changes the block alone.
+TEST(PageMemory, PagedOutBlocksKeepTheirValuesAndLeaveMemory) {
+  Variable v(Shape::vector(16 << 20));  // 64 MB
+  for (std::size_t i = 0; i < v.count(); ++i) v.data()[i] = static_cast<float>(i % 1000) * 0.5f;
+  const float* before = v.data();
+  EXPECT_GE(mapping_of(before).first, 60 << 10);
+  if (!v.storage()->page_out()) GTEST_SKIP() << "page_out declined: an AddressSanitizer build, or no temporary folder on a disk";
+  EXPECT_EQ(v.data(), before);
+  const auto [resident, name] = mapping_of(before);
+  EXPECT_LT(resident, 1 << 10) << "kB still resident after page_out";
+  EXPECT_FALSE(name.empty()) << "the block is not mapped from a file";
+  for (std::size_t i = 0; i < v.count(); i += 4093) ASSERT_EQ(v.data()[i], static_cast<float>(i % 1000) * 0.5f) << i;
+  v.data()[7] = -1.0f;
+  EXPECT_EQ(v.data()[7], -1.0f);
+  EXPECT_EQ(v.data()[8], 4.0f);
+  EXPECT_FALSE(Variable(Shape::vector(16)).storage()->page_out());  // small blocks come from the C library
 }
 
 TEST(TensorDims, FoldKeepsBatchAndChannels) {
