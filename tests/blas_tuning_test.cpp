@@ -1,6 +1,10 @@
 // Plan-time tuning of the blas backend's convolutions (corgy/backends/blas/conv_tuner.h): which layers are timed,
 // that a choice is remembered for the process, and that forced algorithms are left alone. The results of every
 // choice are checked against the naive backend by the layer harness.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/conv_tuner.h"
 #include "test_util.h"
@@ -116,6 +120,42 @@ TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
   dilated.padding = 2;
   EXPECT_EQ(blas::candidate_algorithms(dilated, {1, 8, 9, 9}).size(), 1u);
   EXPECT_NE(blas::tuning_key(wide, {1, 64, 56, 56}, 1), blas::tuning_key(wide, {1, 64, 56, 56}, 2));
+}
+
+// Weights that every kept plan holds a copy of are paged out (ConvPlanCache::store): the layer's tensor then lives in
+// a file mapping, and a plan for another input shape, the naive backend and the caller read the same values from it.
+TEST(BlasTuning, WeightsHeldByThePlansArePagedOutAndStillRead) {
+  Sequential model;  // 256 -> 256 3x3: 2.4 MB of weights, mapped (page_memory.h), planned by a packed algorithm
+  model.add(Conv2d({.in_channels = 256, .out_channels = 256, .kernel = 3, .padding = 1}));
+  std::mt19937 rng(3);
+  randomize_parameters(model, rng);
+  const Variable& weights = dynamic_cast<const Conv2d&>(model.layer(0)).weights();
+  const Variable original = weights.clone();
+  Sequential reference;
+  reference.add(Conv2d({.in_channels = 256, .out_channels = 256, .kernel = 3, .padding = 1}));
+  Conv2d& reference_layer = dynamic_cast<Conv2d&>(reference.layer(0));
+  reference_layer.weights() = original.clone();
+  reference_layer.bias() = dynamic_cast<const Conv2d&>(model.layer(0)).bias().clone();
+  reference.set_backend("naive", 1);
+  model.set_backend("blas", 1);
+  for (const Shape& shape : {Shape{1, 256, 9, 11}, Shape{2, 256, 6, 5}}) {
+    SCOPED_TRACE(shape.str());
+    const Variable input = random_variable(shape, rng);
+    const Variable output = model.forward(input).clone();
+    std::ifstream maps("/proc/self/maps");
+    const auto address = reinterpret_cast<std::uintptr_t>(weights.data());
+    std::string line, mapping;
+    while (std::getline(maps, line)) {
+      std::uintptr_t begin = 0, end = 0;
+      if (std::sscanf(line.c_str(), "%lx-%lx", &begin, &end) == 2 && begin <= address && address < end) mapping = line;
+    }
+    if (mapping.find('/') == std::string::npos) {
+      GTEST_SKIP() << "the weights were not paged out (an AddressSanitizer build, or no temporary folder on a disk): "
+                   << mapping;
+    }
+    EXPECT_EQ(max_relative_error(weights, original), 0.0) << mapping;
+    EXPECT_LT(max_relative_error(output, reference.forward(input)), 1e-4);
+  }
 }
 
 // The tuner evicts each candidate's packed weights before timing it (conv_tuner.h: evict_from_caches): every

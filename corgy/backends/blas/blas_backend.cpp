@@ -292,10 +292,10 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   profiler_.set_muted(true);
   const std::size_t fastest = blas::fastest_candidate(candidates.size(), [&](std::size_t i) {
     const blas::ConvPlan& plan = plan_of(i);
-    // The weights as a forward finds them (conv_tuner.h): the packed ones, and the layer's own (the depthwise
-    // plane kernel reads those).
+    // The weights as a forward finds them (conv_tuner.h): the packed ones, and the layer's own where the plan reads
+    // those (the depthwise plane kernel; the others' would be paged back in from their file: ConvPlanCache::store).
     std::vector<std::span<const float>> weight_buffers = plan.weight_buffers();
-    weight_buffers.emplace_back(weights.data(), weights.count());
+    if (!plan.holds_weights()) weight_buffers.emplace_back(weights.data(), weights.count());
     blas::evict_from_caches(weight_buffers);
     const auto start = std::chrono::steady_clock::now();
     if (is_depthwise_plan(plan)) {

@@ -21,6 +21,20 @@ std::vector<std::span<const float>> ConvPlan::weight_buffers() const {
   return buffers;
 }
 
+bool ConvPlan::holds_weights() const {
+  switch (algorithm) {
+    case ConvAlgorithm::packed_gemm:
+    case ConvAlgorithm::winograd:
+    case ConvAlgorithm::pointwise_batch:
+    case ConvAlgorithm::channels_in_lanes:
+    case ConvAlgorithm::few_channels: return true;
+    case ConvAlgorithm::im2col_openblas:
+    case ConvAlgorithm::depthwise:
+    case ConvAlgorithm::depthwise_channel_blocks: return false;  // a band of rows takes the plane kernel
+  }
+  return false;
+}
+
 std::string ConvPlan::describe() const {
   std::string text;
   switch (algorithm) {
@@ -163,6 +177,10 @@ const ConvPlan& ConvPlanCache::store(const Variable& weights, ConvPlan plan) {
   kept.remove_if([&](const ConvPlan& p) { return p.input == plan.input; });
   kept.push_front(std::move(plan));
   while (kept.size() > kept_shapes_) kept.pop_back();
+  // Every kept plan computes from its own copy: the layer's weights are not read again until a plan for another
+  // input shape is made (or their owner reads them), so their pages go to a file (Storage::page_out) and the weights
+  // are held once in memory. (Again after each such plan: making it read them back.)
+  if (std::ranges::all_of(kept, [](const ConvPlan& p) { return p.holds_weights(); })) weights.storage()->page_out();
   return kept.front();
 }
 

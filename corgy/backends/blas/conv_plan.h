@@ -53,6 +53,9 @@ struct ConvPlan {
   /// The packed weights the plan reads at every call, whichever its algorithm packed (for the tuner: conv_tuner.h's
   /// evict_from_caches).
   std::vector<std::span<const float>> weight_buffers() const;
+  /// Whether a forward reads only the plan's own copy of the weights, never the layer's (which the plan cache may
+  /// then page out): the packed algorithms; the baseline and the depthwise kernels read the layer's.
+  bool holds_weights() const;
 };
 
 /// The algorithm for `desc` at input shape `input`: the one `choice` forces where it applies, else the static
@@ -79,7 +82,7 @@ struct BandBuffers {
 /// the backend was told are constants (Backend::upload_constant) get a plan: packing is worth it once, not at every
 /// call, and a constant's values only change when upload_constant is called again, which drops every plan. Each weights
 /// keep the plans of their last kept_shapes input shapes (Backend::set_kept_plans; 1 by default, as each plan holds its
-/// own packed weights).
+/// own packed weights). Weights that every kept plan holds a copy of are paged out (store()).
 class ConvPlanCache {
  public:
   void add_constant(std::uint64_t storage_id);
@@ -100,6 +103,7 @@ class ConvPlanCache {
 
  private:
   std::unordered_set<std::uint64_t> constants_;
+  std::unordered_set<std::uint64_t> paged_out_;                   // constants whose storage store() paged out
   std::unordered_map<std::uint64_t, std::list<ConvPlan>> plans_;  // per weights, the most recently used first
   std::size_t kept_shapes_ = 1;
 };

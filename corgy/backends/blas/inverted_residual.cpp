@@ -157,9 +157,9 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     for (const blas::ConvPlan* plan : {expand, project}) {
       if (plan) std::ranges::copy(plan->weight_buffers(), std::back_inserter(weight_buffers));
     }
-    for (const Variable* weights : {desc.expand.weights, desc.depthwise.weights, desc.project.weights}) {
-      if (weights) weight_buffers.emplace_back(weights->data(), weights->count());
-    }
+    // The depthwise weights as they are (its kernels read those); the expansion's and projection's live in their
+    // plans, and theirs are paged out (ConvPlanCache::store).
+    weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
     profiler_.set_muted(true);
     choice = blas::fastest_candidate(2, [&](std::size_t i) {
       blas::evict_from_caches(weight_buffers);
