@@ -244,7 +244,9 @@ const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Sh
   };
   if (set.seven_rows.run) consider(set.seven_rows);
   if (set.fourteen_rows.run && reads_taps_in_place(desc, set.fourteen_rows)) consider(set.fourteen_rows);
-  for (const GemmMicroKernel& kernel : set.kernels) consider(kernel);
+  for (const GemmMicroKernel& kernel : set.kernels) {
+    if (kernel.run) consider(kernel);
+  }
   return *best;
 }
 

@@ -37,6 +37,7 @@ const GemmMicroKernel& kernel_for(const GemmKernelSet& set, int rows, int column
   const GemmMicroKernel* best = &set.kernels[0];
   double best_area = 0.0;
   for (const GemmMicroKernel& kernel : set.kernels) {
+    if (!kernel.run) continue;
     const double padded_rows = (rows + kernel.mr - 1) / kernel.mr * kernel.mr;
     const double padded_columns = (columns + kernel.nr - 1) / kernel.nr * kernel.nr;
     const double area = padded_rows * padded_columns;

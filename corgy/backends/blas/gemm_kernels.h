@@ -89,9 +89,10 @@ using PlaneRowsPacker = void (*)(const PlaneRow* rows, int kc, int pixels, int n
                                  float* out);
 
 /// The kernels of each instruction set (defined in kernels/sgemm_<isa>.cpp), with tiles of different shapes: a GEMM
-/// uses the one that wastes least on its row and column counts (A and B are padded to whole panels).
+/// uses the one that wastes least on its row and column counts (A and B are padded to whole panels). A set with fewer
+/// tiles leaves the last ones empty (`run` null).
 struct GemmKernelSet {
-  static constexpr int size = 3;
+  static constexpr int size = 4;
   GemmMicroKernel kernels[size];
   Im2colRowPacker pack_im2col_row = nullptr;
   PlaneRowsPacker pack_channel_planes = nullptr;

@@ -13,7 +13,8 @@ namespace corgy::blas {
 GemmKernelSet avx2_gemm_kernels() {
   return {{kernels::tile_kernels<kernels::Avx2, 4, 3>(CpuIsa::avx2, "avx2 4x24"),
            kernels::tile_kernels<kernels::Avx2, 6, 2>(CpuIsa::avx2, "avx2 6x16"),
-           kernels::tile_kernels<kernels::Avx2, 12, 1>(CpuIsa::avx2, "avx2 12x8")},
+           kernels::tile_kernels<kernels::Avx2, 12, 1>(CpuIsa::avx2, "avx2 12x8"),
+           {}},
           kernels::pack_im2col_row<kernels::Avx2>,
           kernels::pack_channel_planes<kernels::Avx2>,
           {},

@@ -14,7 +14,10 @@ namespace corgy::blas {
 GemmKernelSet avx512_gemm_kernels() {
   return {{kernels::tile_kernels<kernels::Avx512, 8, 3>(CpuIsa::avx512, "avx512 8x48"),
            kernels::tile_kernels<kernels::Avx512, 12, 2>(CpuIsa::avx512, "avx512 12x32"),
-           kernels::tile_kernels<kernels::Avx512, 28, 1>(CpuIsa::avx512, "avx512 28x16")},
+           kernels::tile_kernels<kernels::Avx512, 28, 1>(CpuIsa::avx512, "avx512 28x16"),
+           // 24 rows divide the channel counts of MobileNets and EfficientNets (96, 144, 192, 384, 576, 960, 1152)
+           // that 28 does not, over pixel counts (196, 49) that 16 columns pad least.
+           kernels::tile_kernels<kernels::Avx512, 24, 1>(CpuIsa::avx512, "avx512 24x16")},
           kernels::pack_im2col_row<kernels::Avx512>,
           kernels::pack_channel_planes<kernels::Avx512>,
           kernels::tile_kernels<kernels::Avx512, 7, 3>(CpuIsa::avx512, "avx512 7x48"),

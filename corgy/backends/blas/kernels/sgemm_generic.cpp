@@ -12,7 +12,8 @@ namespace corgy::blas {
 GemmKernelSet generic_gemm_kernels() {
   return {{kernels::tile_kernels<kernels::Sse2, 2, 4>(CpuIsa::generic, "sse2 2x16"),
            kernels::tile_kernels<kernels::Sse2, 4, 2>(CpuIsa::generic, "sse2 4x8"),
-           kernels::tile_kernels<kernels::Sse2, 8, 1>(CpuIsa::generic, "sse2 8x4")},
+           kernels::tile_kernels<kernels::Sse2, 8, 1>(CpuIsa::generic, "sse2 8x4"),
+           {}},
           kernels::pack_im2col_row<kernels::Sse2>,
           kernels::pack_channel_planes<kernels::Sse2>,
           {},
