@@ -382,6 +382,11 @@ void add_normalization_cases(std::vector<LayerCase>& cases) {
   cases.push_back({"instance_norm eps 1e-3 relu (3, 6, 11, 5)", {3, 6, 11, 5}, [](Sequential& m) {
                      m.add(InstanceNorm(6, 1e-3f, Activation::relu()));
                    }});
+  // Planes larger than one workgroup's share on the GPU (vulkan_instance_norm.cpp: two passes over chunks of the
+  // plane, the last one shorter).
+  cases.push_back({"instance_norm large planes leaky (1, 2, 193, 181)", {1, 2, 193, 181}, [](Sequential& m) {
+                     m.add(InstanceNorm(2, 1e-5f, Activation::leaky_relu(0.1f)));
+                   }});
   cases.push_back({"conv + batchnorm + instance_norm leaky (3, 3, 9, 8)", {3, 3, 9, 8}, [](Sequential& m) {
                      Conv2d conv({.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1});
                      m.add(std::move(conv));

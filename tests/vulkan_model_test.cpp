@@ -102,11 +102,21 @@ void build_layernorm_gelu_like(Sequential& m) {
   m.add(ReduceAxis(ReduceOp::sum, wide, 1, 1, false));
 }
 
+// The style network's pattern on planes larger than one workgroup's share (vulkan_instance_norm.cpp: two passes over
+// chunks of each plane), so that the fp16 variants read and write half intermediates.
+void build_style_like(Sequential& m) {
+  m.add(Conv2d({.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1}));
+  m.add(InstanceNorm(4, 1e-5f, Activation::relu()));
+  m.add(Conv2d({.in_channels = 4, .out_channels = 3, .kernel = 3, .padding = 1}));
+  m.add(InstanceNorm(3));
+}
+
 std::vector<ModelCase> all_models() {
   return {{"lenet", {1, 1, 28, 28}, build_lenet},
           {"tiny_yolo_like", {1, 3, 32, 32}, build_tiny_yolo_like},
           {"mobilenet_like", {1, 3, 24, 24}, build_mobilenet_like},
-          {"layernorm_gelu_like", {1, 3, 6, 10}, build_layernorm_gelu_like}};
+          {"layernorm_gelu_like", {1, 3, 6, 10}, build_layernorm_gelu_like},
+          {"style_like", {1, 3, 136, 131}, build_style_like}};
 }
 
 class VulkanModel : public ::testing::TestWithParam<std::tuple<ModelCase, int, Precision>> {};

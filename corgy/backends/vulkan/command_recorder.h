@@ -49,7 +49,8 @@ enum class Scratch : std::uint32_t {
   unpooled_output = 2,    // a convolution's output before a pool2d dispatch that could not be fused
   winograd_input = 3,     // a Winograd convolution's transformed input (16 matrices)
   winograd_products = 4,  // and its 16 GEMMs' products
-  converted = 5,          // + binding: fp16 tensors converted for a kernel that reads fp32 only
+  plane_statistics = 5,   // an instance norm's per-chunk means and squared deviations
+  converted = 6,          // + binding: fp16 tensors converted for a kernel that reads fp32 only
 };
 
 class CommandRecorder {

@@ -237,6 +237,17 @@ struct InstanceNormParams {
   float slope;
 };
 
+struct InstanceNormStatisticsParams {
+  std::uint32_t planes, plane, chunks, chunk_size;
+};
+
+struct InstanceNormApplyParams {
+  std::uint32_t planes, channels, plane, chunks, chunk_size;
+  float epsilon;
+  std::uint32_t activation;
+  float slope;
+};
+
 // pad.comp numbers the modes as PadMode does.
 static_assert(static_cast<int>(PadMode::constant) == 0 && static_cast<int>(PadMode::reflect) == 1 &&
               static_cast<int>(PadMode::edge) == 2);
@@ -344,6 +355,13 @@ inline constexpr KernelInfo gather_channels{"gather_channels", 2, sizeof(GatherC
 inline constexpr KernelInfo add{"add", 3, sizeof(AddParams)};
 inline constexpr KernelInfo add_fp16{"add_fp16", 3, sizeof(AddParams), true};
 inline constexpr KernelInfo instance_norm{"instance_norm", 4, sizeof(InstanceNormParams)};
+inline constexpr KernelInfo instance_norm_statistics{"instance_norm_statistics", 2,
+                                                     sizeof(InstanceNormStatisticsParams)};
+inline constexpr KernelInfo instance_norm_statistics_fp16{"instance_norm_statistics_fp16", 2,
+                                                          sizeof(InstanceNormStatisticsParams), true};
+inline constexpr KernelInfo instance_norm_apply{"instance_norm_apply", 5, sizeof(InstanceNormApplyParams)};
+inline constexpr KernelInfo instance_norm_apply_fp16{"instance_norm_apply_fp16", 5, sizeof(InstanceNormApplyParams),
+                                                     true};
 inline constexpr KernelInfo pad{"pad", 2, sizeof(PadParams)};
 inline constexpr KernelInfo pad_fp16{"pad_fp16", 2, sizeof(PadParams), true};
 inline constexpr KernelInfo elementwise{"elementwise", 3, sizeof(ElementwiseParams)};
