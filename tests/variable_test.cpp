@@ -133,7 +133,8 @@ TEST(PageMemory, PagedOutBlocksKeepTheirValuesAndLeaveMemory) {
   for (std::size_t i = 0; i < v.count(); ++i) v.data()[i] = static_cast<float>(i % 1000) * 0.5f;
   const float* before = v.data();
   EXPECT_GE(mapping_of(before).first, 60 << 10);
-  if (!v.storage()->page_out()) GTEST_SKIP() << "page_out declined: an AddressSanitizer build, or no temporary folder on a disk";
+  if (!v.storage()->page_out())
+    GTEST_SKIP() << "page_out declined: an AddressSanitizer build, or no temporary folder on a disk";
   EXPECT_EQ(v.data(), before);
   const auto [resident, name] = mapping_of(before);
   EXPECT_LT(resident, 1 << 10) << "kB still resident after page_out";
