@@ -119,6 +119,15 @@ bool move_pages_to_file(void* memory, std::size_t bytes) {
   return true;
 }
 
+void drop_file_pages(void* memory, std::size_t bytes) {
+#if defined(MADV_PAGEOUT)
+  if (memory != nullptr) madvise(memory, round_up(bytes, page_bytes()), MADV_PAGEOUT);
+#else
+  (void)memory;
+  (void)bytes;
+#endif
+}
+
 void free_pages(void* memory, std::size_t bytes) {
   if (memory == nullptr) return;
   if (!maps(bytes)) return std::free(memory);

@@ -28,6 +28,11 @@ void free_pages(void* memory, std::size_t bytes);
 /// AddressSanitizer), no such folder, a failed write.
 bool move_pages_to_file(void* memory, std::size_t bytes);
 
+/// Drops the resident pages of a block that move_pages_to_file moved (MADV_PAGEOUT): the kernel reads them back from
+/// the file again where the block is touched; pages written since stay (they exist nowhere else). Nothing where the
+/// kernel cannot (before Linux 5.4).
+void drop_file_pages(void* memory, std::size_t bytes);
+
 /// Gives the pages of the C library's freed heap blocks back to the system (glibc's malloc_trim; nothing elsewhere).
 /// For a loader that has just freed a parsed file: the file's weights, read into the parser's strings, sat in the
 /// heap after they were converted into Variables (ResNet-50's 100 MB), which now come from allocate_pages.

@@ -40,7 +40,14 @@ Storage::Storage(std::size_t count) : id_(next_storage_id++) {
 
 Storage::~Storage() { free_pages(data_, bytes()); }
 
-bool Storage::page_out() { return move_pages_to_file(data_, bytes()); }
+bool Storage::page_out() {
+  if (in_file_) {
+    drop_file_pages(data_, bytes());
+    return true;
+  }
+  in_file_ = move_pages_to_file(data_, bytes());
+  return in_file_;
+}
 
 Variable::Variable(Shape shape) : shape_(shape) {
   if (shape.has_zero_or_negative()) {

@@ -29,7 +29,8 @@ class Storage {
   std::uint64_t id() const { return id_; }
   /// Moves the block's pages to a temporary file (page_memory.h: move_pages_to_file): the same values at the same
   /// address, out of the process's memory until they are read again. For a constant that a backend keeps a copy of
-  /// in its own layout. Returns whether it did (small blocks, for one, stay as they are).
+  /// in its own layout. Returns whether it did (small blocks, for one, stay as they are). Again on a block already
+  /// moved, it only drops the pages read since (drop_file_pages): no second file is written.
   bool page_out();
 
   static std::size_t page_size();
@@ -37,6 +38,7 @@ class Storage {
  private:
   float* data_ = nullptr;
   std::size_t capacity_ = 0;
+  bool in_file_ = false;  // page_out moved the pages to a file
   std::uint64_t id_ = 0;
 };
 

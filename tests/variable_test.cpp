@@ -139,8 +139,16 @@ TEST(PageMemory, PagedOutBlocksKeepTheirValuesAndLeaveMemory) {
   const auto [resident, name] = mapping_of(before);
   EXPECT_LT(resident, 1 << 10) << "kB still resident after page_out";
   EXPECT_FALSE(name.empty()) << "the block is not mapped from a file";
+  for (std::size_t i = 0; i < v.count(); i += 1024) ASSERT_EQ(v.data()[i], static_cast<float>(i % 1000) * 0.5f) << i;
+  EXPECT_GE(mapping_of(before).first, 60 << 10) << "kB resident after reading every page again";
+  // Again: the pages read since leave memory, no new file (the same mapping), the values stay.
+  EXPECT_TRUE(v.storage()->page_out());
+  const auto [resident_again, name_again] = mapping_of(before);
+  EXPECT_LT(resident_again, 1 << 10) << "kB still resident after the second page_out";
+  EXPECT_EQ(name_again, name);
   for (std::size_t i = 0; i < v.count(); i += 4093) ASSERT_EQ(v.data()[i], static_cast<float>(i % 1000) * 0.5f) << i;
   v.data()[7] = -1.0f;
+  EXPECT_TRUE(v.storage()->page_out());  // a page written since stays as it was written
   EXPECT_EQ(v.data()[7], -1.0f);
   EXPECT_EQ(v.data()[8], 4.0f);
   EXPECT_FALSE(Variable(Shape::vector(16)).storage()->page_out());  // small blocks come from the C library

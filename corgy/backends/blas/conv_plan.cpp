@@ -179,7 +179,8 @@ const ConvPlan& ConvPlanCache::store(const Variable& weights, ConvPlan plan) {
   while (kept.size() > kept_shapes_) kept.pop_back();
   // Every kept plan computes from its own copy: the layer's weights are not read again until a plan for another
   // input shape is made (or their owner reads them), so their pages go to a file (Storage::page_out) and the weights
-  // are held once in memory. (Again after each such plan: making it read them back.)
+  // are held once in memory. (Again after each such plan, whose packing read them back: Storage::page_out then only
+  // drops the pages it read, without writing the file again.)
   if (std::ranges::all_of(kept, [](const ConvPlan& p) { return p.holds_weights(); })) weights.storage()->page_out();
   return kept.front();
 }

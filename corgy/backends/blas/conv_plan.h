@@ -103,7 +103,6 @@ class ConvPlanCache {
 
  private:
   std::unordered_set<std::uint64_t> constants_;
-  std::unordered_set<std::uint64_t> paged_out_;                   // constants whose storage store() paged out
   std::unordered_map<std::uint64_t, std::list<ConvPlan>> plans_;  // per weights, the most recently used first
   std::size_t kept_shapes_ = 1;
 };
