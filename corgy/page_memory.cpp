@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -26,11 +27,6 @@ namespace {
                           static_cast<double>(bytes) / (1 << 20), what));
 }
 
-std::size_t page_bytes() {
-  static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return size;
-}
-
 std::size_t round_up(std::size_t value, std::size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 /// Under AddressSanitizer every block comes from the C library, whose blocks it guards (it knows nothing of ours).
@@ -43,9 +39,10 @@ bool maps(std::size_t bytes) {
 #endif
 }
 
-}  // namespace
+constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
-void* allocate_pages(std::size_t bytes, std::size_t alignment, const char* what) {
+/// allocate_pages's block, before any huge-page advice.
+void* allocate_block(std::size_t bytes, std::size_t alignment, const char* what) {
   if (!maps(bytes)) {
     void* memory = nullptr;
     if (posix_memalign(&memory, alignment, round_up(bytes, alignment)) != 0) out_of_memory(bytes, what);
@@ -64,6 +61,20 @@ void* allocate_pages(std::size_t bytes, std::size_t alignment, const char* what)
     munmap(reinterpret_cast<void*>(aligned + length), tail);
   }
   return reinterpret_cast<void*>(aligned);
+}
+
+}  // namespace
+
+std::size_t page_bytes() {
+  static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+void* allocate_pages(std::size_t bytes, std::size_t alignment, const char* what) {
+  const bool huge = bytes >= kHugePageBytes;
+  void* memory = allocate_block(bytes, huge ? std::max(alignment, kHugePageBytes) : alignment, what);
+  if (huge) madvise(memory, bytes, MADV_HUGEPAGE);
+  return memory;
 }
 
 void release_free_heap_pages() {

@@ -1,8 +1,6 @@
 #include "corgy/variable.h"
 
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,24 +14,16 @@ namespace corgy {
 
 namespace {
 std::atomic<std::uint64_t> next_storage_id{1};
-constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 }  // namespace
 
-std::size_t Storage::page_size() {
-  static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return size;
-}
+std::size_t Storage::page_size() { return page_bytes(); }
 
 Storage::Storage(std::size_t count) : id_(next_storage_id++) {
   const std::size_t page = page_size();
   const std::size_t wanted = std::max<std::size_t>(count, 1) * sizeof(float);
   if (wanted / sizeof(float) < count) throw Error(fmt::format("Variable of {} floats is too large", count));
   const std::size_t bytes = (wanted + page - 1) / page * page;
-  // Blocks of 2 MiB and more start on a huge-page boundary, so that each whole 2 MiB of them can be a transparent
-  // huge page.
-  const bool huge = bytes >= kHugePageBytes;
-  void* memory = allocate_pages(bytes, huge ? kHugePageBytes : page, "a Variable");
-  if (huge) madvise(memory, bytes, MADV_HUGEPAGE);
+  void* memory = allocate_pages(bytes, page, "a Variable");  // blocks of 2 MiB and more on huge pages
   data_ = static_cast<float*>(memory);
   capacity_ = bytes / sizeof(float);
 }
