@@ -22,21 +22,7 @@ layout(push_constant) uniform Params {
   float slope;
 } p;
 
-shared float partial[256];
-
-// The sum of every thread's `value` over the workgroup (a tree in shared memory), seen by all threads.
-float workgroup_sum(float value) {
-  const uint t = gl_LocalInvocationID.x;
-  partial[t] = value;
-  barrier();
-  for (uint stride = 128; stride > 0; stride >>= 1) {
-    if (t < stride) partial[t] += partial[t + stride];
-    barrier();
-  }
-  const float total = partial[0];
-  barrier();  // every thread has read partial[0] before the next sum overwrites it
-  return total;
-}
+#include "workgroup_sum.glsl"
 
 void main() {
   const uint t = gl_LocalInvocationID.x;
