@@ -103,12 +103,21 @@ const uint B_LOADS = (B_UNITS + THREADS - 1) / THREADS;
 // TILE_N / 8 (the host checks), so an invocation gathers the same 8 columns at every step.
 const uint B_K_STRIDE = THREADS / (TILE_N / 8);
 
-shared uvec4 a_tile[TILE_M * A_STRIDE];
-shared uvec4 b_tile[TILE_K * B_STRIDE];
-shared float scratch[WARPS_M * WARPS_N * 256];
+// One shared array for both phases: the A and B tiles of the main loop, then the epilogue's per-subgroup scratch
+// over them (a 16x16 fp32 fragment, 64 units, and an fp16 one, 32 units, per subgroup). With 48 KB of shared memory
+// per workgroup (NVIDIA's limit), the scratch's 12 KB beside the tiles kept 256x128 tiles out.
+const uint A_BASE = 0;
+const uint B_BASE = TILE_M * A_STRIDE;
+const uint STAGE_UNITS = B_BASE + TILE_K * B_STRIDE;
+const uint SCRATCH_BASE = 0;                            // fp32 fragments, 64 units per subgroup
 // VECTOR_EPILOGUE's with an fp16 result: a fragment in fp16, rows of 16 halves (two units), so that lane l reads
-// unit l (row l / 2, columns (l % 2) * 8 .. + 7) in one conflict-free 16-byte load.
-shared uvec4 half_scratch[WARPS_M * WARPS_N * 32];
+// unit l (row l / 2, columns (l % 2) * 8 .. + 7) in one conflict-free 16-byte load; 32 units per subgroup.
+const uint HALF_SCRATCH_BASE = WARPS_M * WARPS_N * 64;
+const uint EPILOGUE_UNITS = HALF_SCRATCH_BASE + WARPS_M * WARPS_N * 32;
+shared uvec4 tiles[STAGE_UNITS > EPILOGUE_UNITS ? STAGE_UNITS : EPILOGUE_UNITS];
+
+// A float of the fp32 scratch, by its index among the floats.
+float scratch_float(uint index) { return uintBitsToFloat(tiles[SCRATCH_BASE + index / 4][index % 4]); }
 
 uint k_end;
 int column_offset[8];
@@ -202,10 +211,12 @@ void main() {
     barrier();  // every subgroup is done with the last step's tiles
     [[unroll]] for (uint l = 0; l < A_LOADS; ++l) {
       const uint u = tid + l * THREADS;
-      if (u < A_UNITS) a_tile[(u / (TILE_K / 8)) * A_STRIDE + u % (TILE_K / 8)] = a_staged[l];
+      if (u < A_UNITS) tiles[A_BASE + (u / (TILE_K / 8)) * A_STRIDE + u % (TILE_K / 8)] = a_staged[l];
     }
     [[unroll]] for (uint l = 0; l < B_LOADS; ++l) {
-      if (tid + l * THREADS < B_UNITS) b_tile[(b_row + l * B_K_STRIDE) * B_STRIDE + b_column / 8] = b_staged[l];
+      if (tid + l * THREADS < B_UNITS) {
+        tiles[B_BASE + (b_row + l * B_K_STRIDE) * B_STRIDE + b_column / 8] = b_staged[l];
+      }
     }
     barrier();
     // The next step's global reads go out before the multiplications, which hide them.
@@ -223,12 +234,12 @@ void main() {
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a_fragments[FRAGS_M];
       [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
         const uint row = (warp_m * FRAGS_M + i) * 16;
-        coopMatLoadNV(a_fragments[i], a_tile, row * A_STRIDE + kk * 2, A_STRIDE, false);
+        coopMatLoadNV(a_fragments[i], tiles, A_BASE + row * A_STRIDE + kk * 2, A_STRIDE, false);
       }
       [[unroll]] for (uint j = 0; j < FRAGS_N; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b_fragment;
         const uint column = (warp_n * FRAGS_N + j) * 16;
-        coopMatLoadNV(b_fragment, b_tile, kk * 16 * B_STRIDE + column / 8, B_STRIDE, false);
+        coopMatLoadNV(b_fragment, tiles, B_BASE + kk * 16 * B_STRIDE + column / 8, B_STRIDE, false);
         [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
           accumulators[i][j] = coopMatMulAddNV(a_fragments[i], b_fragment, accumulators[i][j]);
         }
@@ -236,7 +247,8 @@ void main() {
     }
   }
 
-  const uint scratch_base = warp * 256;
+  barrier();  // every subgroup is done with the tiles before the scratch overwrites them
+  const uint scratch_base = warp * 256;  // in floats
   if (VECTOR_EPILOGUE) {
     // Lane l takes row l / 2 of a fragment and its 8 columns (l % 2) * 8 .. + 7, which are consecutive elements of
     // one output plane: one 16-byte store (two in fp32) and as many residual loads, where one element per lane and
@@ -255,10 +267,10 @@ void main() {
           // The sums are rounded to fp16 before the bias is added: one rounding more than the fp32 path, within
           // the fp16 result's own. The epilogue alone (1x1 1024 -> 1024 at 32x32, batch 32, H200) took 0.08-0.14
           // ms through the fp32 scratch, whose eight 4-byte reads per lane conflict 8-way; 0.04 through this one.
-          coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(accumulators[i][j]), half_scratch, warp * 32, 2,
-                         false);
+          coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(accumulators[i][j]), tiles,
+                         HALF_SCRATCH_BASE + warp * 32, 2, false);
           subgroupBarrier();
-          const uvec4 unit = half_scratch[warp * 32 + lane];
+          const uvec4 unit = tiles[HALF_SCRATCH_BASE + warp * 32 + lane];
           subgroupBarrier();
           [[unroll]] for (uint q = 0; q < 4; ++q) {
             const vec2 pair = unpackHalf2x16(unit[q]);
@@ -266,9 +278,11 @@ void main() {
             values[2 * q + 1] = pair.y;
           }
         } else {
-          coopMatStoreNV(accumulators[i][j], scratch, scratch_base, 16, false);
+          coopMatStoreNV(accumulators[i][j], tiles, SCRATCH_BASE + scratch_base / 4, 4, false);
           subgroupBarrier();
-          [[unroll]] for (uint q = 0; q < 8; ++q) values[q] = scratch[scratch_base + unit_row * 16 + unit_column + q];
+          [[unroll]] for (uint q = 0; q < 8; ++q) {
+            values[q] = scratch_float(scratch_base + unit_row * 16 + unit_column + q);
+          }
           subgroupBarrier();
         }
         const uint m = m0 + (warp_m * FRAGS_M + i) * 16 + unit_row;
@@ -336,12 +350,12 @@ void main() {
       channel0_index = image * p.out_channels * plane + (n - image * plane);
     }
     [[unroll]] for (uint i = 0; i < FRAGS_M; ++i) {
-      coopMatStoreNV(accumulators[i][j], scratch, scratch_base, 16, false);
+      coopMatStoreNV(accumulators[i][j], tiles, SCRATCH_BASE + scratch_base / 4, 4, false);
       subgroupBarrier();
       float sums[8];
       [[unroll]] for (uint r = 0; r < ROWS; ++r) {
         [[unroll]] for (uint q = 0; q < 8 / ROWS; ++q) {
-          sums[r * (8 / ROWS) + q] = scratch[scratch_base + (lane_row + r) * 16 + lane_column + q];
+          sums[r * (8 / ROWS) + q] = scratch_float(scratch_base + (lane_row + r) * 16 + lane_column + q);
         }
       }
       // Every lane has read before the next fragment overwrites the scratch.

@@ -9,6 +9,7 @@
 // need no staging copy; weights are uploaded once. See docs/vulkan.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -90,9 +91,11 @@ struct VulkanCoopmatTiles {
   std::uint32_t tile_m() const { return warps_m * frags_m * 16; }
   std::uint32_t tile_n() const { return warps_n * frags_n * 16; }
   std::uint32_t threads() const { return warps_m * warps_n * 32; }
-  /// One stage of A and B tiles (fp16, rows padded by 16 bytes) and a 16x16 fp32 and an fp16 scratch per subgroup.
+  /// One stage of A and B tiles (fp16, rows padded by 16 bytes), which the epilogue's 16x16 fp32 and fp16 scratch
+  /// per subgroup then reuse.
   std::uint32_t shared_bytes() const {
-    return tile_m() * (tile_k + 8) * 2 + tile_k * (tile_n() + 8) * 2 + warps_m * warps_n * (1024 + 512);
+    const std::uint32_t stage = tile_m() * (tile_k + 8) * 2 + tile_k * (tile_n() + 8) * 2;
+    return std::max(stage, warps_m * warps_n * (1024 + 512));
   }
 };
 
