@@ -86,7 +86,8 @@ constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
                                       {"packed_2t", "blas:packed", 2},
                                       {"lanes_1t_cold", "blas:channels_in_lanes", 1, true},
                                       {"packed_1t_cold", "blas:packed", 1, true},
-                                      {"blas_1t_cold", "blas", 1, true}};
+                                      {"blas_1t_cold", "blas", 1, true},
+                                      {"blas_2t_cold", "blas", 2, true}};
 
 /// Multiply-adds count twice: 2 * Cout * Cin * k * k * Ho * Wo.
 double conv_flops(const ConvShape& shape) {
