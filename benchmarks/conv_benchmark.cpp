@@ -1,16 +1,20 @@
 // conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes and ResNet-50's: naive,
-// the blas backend's baseline (im2col + OpenBLAS) and its own algorithms, with warm caches and (the *_cold configs)
-// with the weights streaming from memory as in a model's forward; the raw sgemm of the 13x13x1024->1024 layer
-// (OpenBLAS) and the micro-kernels alone on cache-resident panels, for context. Results and commands:
+// the blas backend's baseline (im2col + OpenBLAS) and its own algorithms, with warm caches, (the *_cold configs)
+// with the weights streaming from memory as in a model's forward, and (blas_2t_foreign) with the input and output
+// last written by other cores, as the layers before leave them at two threads; the raw sgemm of the 13x13x1024->1024
+// layer (OpenBLAS) and the micro-kernels alone on cache-resident panels, for context. Results and commands:
 // docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <memory>
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "corgy/backend.h"
@@ -69,6 +73,9 @@ struct BackendConfig {
   /// Evict the caches before each call (untimed), so that the weights stream from memory as in a model's forward,
   /// where each layer's weights were last read a whole forward ago.
   bool cold = false;
+  /// Before each call (untimed), threads on CPUs 1 and 0 write the first and second halves of the input and the
+  /// output, as a network's earlier layers leave them: modified in the caches of whichever core wrote them last.
+  bool foreign_buffers = false;
 };
 
 constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
@@ -87,7 +94,21 @@ constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
                                       {"lanes_1t_cold", "blas:channels_in_lanes", 1, true},
                                       {"packed_1t_cold", "blas:packed", 1, true},
                                       {"blas_1t_cold", "blas", 1, true},
-                                      {"blas_2t_cold", "blas", 2, true}};
+                                      {"blas_2t_cold", "blas", 2, true},
+                                      {"blas_2t_foreign", "blas", 2, false, true}};
+
+/// Writes (adds zero to) one float per cache line of [data, data + count) from a thread pinned to `cpu` (left
+/// unpinned where the process may not run there), so that the lines end modified in that core's caches.
+void write_from_cpu(int cpu, float* data, std::size_t count) {
+  std::thread writer([=] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    for (std::size_t i = 0; i < count; i += 16) data[i] += 0.0f;
+  });
+  writer.join();
+}
 
 /// Multiply-adds count twice: 2 * Cout * Cin * k * k * Ho * Wo.
 double conv_flops(const ConvShape& shape) {
@@ -120,7 +141,7 @@ void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
   // Tiny YOLO's layers: folded batch norm as a bias, then leaky ReLU; the 1x1 detection layer is linear.
   desc.activation = shape.kernel == 1 ? corgy::Activation::none() : corgy::Activation::leaky_relu();
   std::mt19937 generator(2024);
-  const corgy::Variable input = random_variable({1, shape.in_channels, shape.size, shape.size}, generator);
+  corgy::Variable input = random_variable({1, shape.in_channels, shape.size, shape.size}, generator);
   const corgy::Variable weights =
       random_variable({shape.out_channels, shape.in_channels, shape.kernel, shape.kernel}, generator);
   const corgy::Variable bias = random_variable(corgy::Shape::vector(shape.out_channels), generator);
@@ -133,6 +154,15 @@ void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
   backend->conv2d(desc, input, weights, &bias, output);
   std::vector<float> evictor(config.cold ? std::size_t{16} << 20 : 0);  // 64 MB: more than an L3
   for (auto _ : state) {
+    if (config.foreign_buffers) {
+      state.PauseTiming();
+      for (corgy::Variable* buffer : {&input, &output}) {
+        const std::size_t half = buffer->count() / 2;
+        write_from_cpu(1, buffer->data(), half);
+        write_from_cpu(0, buffer->data() + half, buffer->count() - half);
+      }
+      state.ResumeTiming();
+    }
     if (config.cold) {
       state.PauseTiming();
       for (std::size_t i = 0; i < evictor.size(); i += 16) evictor[i] += 1.0f;
