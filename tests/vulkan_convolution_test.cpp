@@ -194,6 +194,52 @@ TEST(VulkanConvolution, TensorCoreKernelsMatchNaiveInFp16) {
   }
 }
 
+TEST(VulkanConvolution, EveryTensorCoreTileMatchesNaiveInFp16) {
+  // Every tile shape of the cooperative-matrix table, forced, on layers larger than its tiles along M, N and K with
+  // ragged edges: a gathered 3x3 layer (with a fused pool and with K split in two), a 1x1 layer whose planes are
+  // whole 16-byte units (B read as units, the vector epilogue) and a residual add. Devices without
+  // VK_NV_cooperative_matrix (lavapipe) skip this; the GPU run (benchmarks/vulkan_conv_device_run.sh) runs it.
+  VulkanOptions options = sweep_vulkan_options();
+  options.precision = Precision::fp16;
+  if (!VulkanBackend(options).cooperative_matrix()) GTEST_SKIP() << "the device has no cooperative matrices";
+  const Activation leaky = Activation::leaky_relu(0.1f);
+  // 272 output channels: a second, ragged tile along M for tiles of 256 rows; 2 x 13 x 14 = 364 and 2 x 16 x 16 =
+  // 512 columns; K = 20 x 9 = 180 and 72 (several K steps, a ragged last one).
+  const ConvCase gathered{{2, 20, 13, 14},
+                          {.in_channels = 20, .out_channels = 272, .kernel = 3, .padding = 1, .activation = leaky}};
+  const ConvCase pointwise{{2, 72, 16, 16}, {.in_channels = 72, .out_channels = 272, .kernel = 1}};
+  const Pool2dDesc pool{.pad_bottom = 1, .pad_right = 1};
+  std::mt19937 rng(29);
+  NaiveBackend naive;
+  for (const ConvCase& c : {gathered, pointwise}) {
+    const Operands o = random_operands(c, rng);
+    const Variable expected = conv_naive(c.desc, o.input, o.weights, o.bias);
+    const Shape& conv_shape = expected.shape();
+    Variable expected_pooled({conv_shape.n, conv_shape.c, pool.output_h(conv_shape.h), pool.output_w(conv_shape.w)});
+    naive.pool2d(pool, expected, expected_pooled);
+    const Variable residual = random_variable(conv_shape, rng);
+    Variable expected_sum(conv_shape);
+    naive.conv2d_add(c.desc, o.input, o.weights, &o.bias, residual, expected_sum);
+    for (const vulkan::RatedCoopmatTiles& rated : vulkan::coopmat_tile_choices()) {
+      const VulkanCoopmatTiles& t = rated.tiles;
+      const std::string tiles = fmt::format("{} tiles {}x{}x{}", describe(c), t.tile_m(), t.tile_n(), t.tile_k);
+      for (const std::uint32_t split : {1u, 2u}) {
+        options.convolution = {
+            .algorithm = VulkanConvAlgorithm::cooperative_matrix, .coopmat_tiles = t, .split_k = split};
+        VulkanBackend vulkan(options);
+        EXPECT_TRUE(outputs_match(conv_vulkan(vulkan, c.desc, o), expected, 2e-2)) << tiles << ", split " << split;
+        if (split > 1) continue;
+        Variable pooled(expected_pooled.shape());
+        vulkan.conv2d_maxpool(c.desc, pool, o.input, o.weights, &o.bias, pooled);
+        EXPECT_TRUE(outputs_match(pooled, expected_pooled, 2e-2)) << tiles << " + maxpool";
+        Variable sum(conv_shape);
+        vulkan.conv2d_add(c.desc, o.input, o.weights, &o.bias, residual, sum);
+        EXPECT_TRUE(outputs_match(sum, expected_sum, 2e-2)) << tiles << " + add";
+      }
+    }
+  }
+}
+
 // conv2d_add on `vulkan`, and the dispatches it recorded (profiled).
 Variable conv_add_vulkan(VulkanBackend& vulkan, const Conv2dDesc& d, const Operands& o, const Variable& residual,
                          std::vector<std::string>& kernels) {
