@@ -40,8 +40,9 @@ constexpr RatedConvTiles implicit_tiles[] = {
 // became 1.3x slower than it was; the first place is the larger tile's.
 // Then (H200, 2026-11-29, vulkan_conv_benchmark --layers vgg16,gemm --batches 32), with the epilogue's scratch
 // over the tiles (36 KB for 128x128x64, so that 256x128 tiles fit NVIDIA's 48 KB): 256x128 tiles of 16 subgroups
-// gather each B element for twice the rows, and ran VGG-16's 3x3 layers 1.5-1.6x faster than 128x128x64 (56x56
-// 256 -> 256: 0.81 against 1.29 ms; 28x28 512 -> 512: 0.80 against 1.29), the 1x1 layers 0.91-1.05x as fast;
+// gather each B element for twice the rows, and ran VGG-16's 56x56 and 28x28 3x3 layers 1.5-1.6x faster (14x14:
+// 1.2x) than 128x128x64 (56x56 256 -> 256: 0.81 against 1.29 ms; 28x28 512 -> 512: 0.80 against 1.29), the 1x1
+// layers 0.91-1.05x as fast;
 // ResNet-50 in fp16 at batch 32 went from 3.98-4.04 to 3.49 ms of dispatches. 128x256 tiles were slower than both.
 constexpr RatedCoopmatTiles coopmat_tiles[] = {
     {{4, 4, 4, 2, 32}, 1.0},   // 256x128, 512 threads: 29 KB of shared memory
