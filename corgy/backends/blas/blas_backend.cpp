@@ -403,11 +403,11 @@ void BlasBackend::run_depthwise(const blas::ConvPlan& plan, const Variable& inpu
   const std::size_t items = (planes + per_item - 1) / per_item;
   const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
-  blas::WorkQueue queue(items);
+  blas::WorkQueue queue(items, team);
   team_->run(team, [&](const TeamMember& member) {
     std::vector<float>& buffer = plans_->band_buffers[member.index()].depthwise;
     if (channel_blocks) {
-      blas::depthwise_conv_channel_blocks(queue, per_item, plan, input, output, buffer);
+      blas::depthwise_conv_channel_blocks(member, queue, per_item, plan, input, output, buffer);
     } else {
       blas::depthwise_conv(member, queue, plan.desc, plan.depthwise, input, weights, bias, output, buffer);
     }
@@ -420,9 +420,9 @@ void BlasBackend::run_few_channels(const blas::ConvPlan& plan, const Variable& i
   const std::size_t items = static_cast<std::size_t>(output.shape().n) * bands;
   const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
-  blas::WorkQueue queue(items);
+  blas::WorkQueue queue(items, team);
   team_->run(team, [&](const TeamMember& member) {
-    blas::few_channels_conv(queue, bands, plan.desc, plan.few_channels_packed, input, output,
+    blas::few_channels_conv(member, queue, bands, plan.desc, plan.few_channels_packed, input, output,
                             plans_->band_buffers[member.index()].depthwise);
   });
 }
@@ -464,7 +464,7 @@ void BlasBackend::run_pointwise_batch(const blas::ConvPlan& plan, std::span<cons
                                               : ", input affine applied while packing";
   profiler_.note(plan.describe() + packing + (residual ? ", residual added in the epilogue" : ""));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
-  blas::WorkQueue queue(blas::pointwise_batch_items(*plan.kernel, a, out, team));
+  blas::WorkQueue queue(blas::pointwise_batch_items(*plan.kernel, a, out, team), team);
   team_->run(team, [&](const TeamMember& member) {
     blas::pointwise_batch_gemm(member, queue, *plan.kernel, a, inputs, affine, activation, residual, output,
                                plans_->band_buffers[member.index()].gemm.packed_b);
@@ -538,7 +538,7 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
                                               : fmt::format("bands of {} rows", bands.rows);
     profiler_.note(plan.describe() + ", " + band + (pool ? " + fused max pool" : ""));
     if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
-    blas::WorkQueue queue(blas::band_count(bands, pool, conv_output, output.shape()));
+    blas::WorkQueue queue(blas::band_count(bands, pool, conv_output, output.shape()), team);
     team_->run(team, [&](const TeamMember& member) {
       blas::conv_in_bands(member, queue, plan, bands, pool, input, conv_output, output,
                           plans_->band_buffers[member.index()]);

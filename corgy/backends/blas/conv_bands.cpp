@@ -190,7 +190,7 @@ void conv_in_bands(const TeamMember& member, WorkQueue& queue, const ConvPlan& p
   std::size_t item = 0;
   if (!pool) {
     const int per_image = (conv_output.h + bands.rows - 1) / bands.rows;
-    while (queue.next(item)) {
+    while (queue.next(member, item)) {
       const int n0 = static_cast<int>(item / per_image) * bands.images;
       const int n1 = std::min(conv_output.n, n0 + bands.images);
       const int y0 = static_cast<int>(item % per_image) * bands.rows;
@@ -204,7 +204,7 @@ void conv_in_bands(const TeamMember& member, WorkQueue& queue, const ConvPlan& p
   const Shape& pooled = output.shape();
   const int pooled_rows = pooled_rows_per_band(bands, *pool, conv_output, pooled);
   const int per_image = (pooled.h + pooled_rows - 1) / pooled_rows;
-  while (queue.next(item)) {
+  while (queue.next(member, item)) {
     const int n0 = static_cast<int>(item / per_image) * bands.images;
     const int n1 = std::min(conv_output.n, n0 + bands.images);
     const int p0 = static_cast<int>(item % per_image) * pooled_rows;

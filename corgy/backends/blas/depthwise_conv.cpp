@@ -160,7 +160,7 @@ DepthwiseChannelBlockKernel depthwise_channel_block_kernel() {
   return best;
 }
 
-void depthwise_conv(const TeamMember& /*member*/, WorkQueue& queue, const Conv2dDesc& desc,
+void depthwise_conv(const TeamMember& member, WorkQueue& queue, const Conv2dDesc& desc,
                     const DepthwiseGeometry& geometry, const Variable& input, const Variable& weights,
                     const Variable* bias, Variable& output, std::vector<float>& buffer) {
   prepare_depthwise_buffer(geometry, buffer);
@@ -171,7 +171,7 @@ void depthwise_conv(const TeamMember& /*member*/, WorkQueue& queue, const Conv2d
   const std::size_t planes = static_cast<std::size_t>(out.n) * out.c;
   const int taps = geometry.taps;
   std::size_t item = 0;
-  while (queue.next(item)) {
+  while (queue.next(member, item)) {
     for (std::size_t plane = item * per_item; plane < std::min(planes, (item + 1) * per_item); ++plane) {
       const std::size_t channel = plane % static_cast<std::size_t>(out.c);
       kernel(geometry, input.data() + plane * in.plane_count(), weights.data() + channel * taps,
@@ -181,13 +181,14 @@ void depthwise_conv(const TeamMember& /*member*/, WorkQueue& queue, const Conv2d
   }
 }
 
-void depthwise_conv_channel_blocks(WorkQueue& queue, std::size_t per_item, const ConvPlan& plan, const Variable& input,
-                                   Variable& output, std::vector<float>& buffer) {
+void depthwise_conv_channel_blocks(const TeamMember& member, WorkQueue& queue, std::size_t per_item,
+                                   const ConvPlan& plan, const Variable& input, Variable& output,
+                                   std::vector<float>& buffer) {
   prepare_depthwise_channel_buffer(plan.depthwise, buffer);
   const DepthwiseChannelBlockKernel kernel = depthwise_channel_block_kernel();
   const std::size_t planes = static_cast<std::size_t>(output.shape().n) * output.shape().c;
   std::size_t item = 0;
-  while (queue.next(item)) {
+  while (queue.next(member, item)) {
     kernel(plan.depthwise, input.data(), item * per_item, std::min(planes, (item + 1) * per_item), output.shape().c,
            plan.depthwise_packed.data(), plan.desc.activation, output.data(), buffer.data());
   }

@@ -33,8 +33,9 @@ std::size_t depthwise_planes_per_item(const Shape& output);
 
 /// The same by the channel-block kernel (plan.algorithm == ConvAlgorithm::depthwise_channel_blocks): each member
 /// takes items of `per_item` planes (depthwise_channel_planes_per_item) from `queue` (of ceil(N * C / per_item)).
-void depthwise_conv_channel_blocks(WorkQueue& queue, std::size_t per_item, const ConvPlan& plan, const Variable& input,
-                                   Variable& output, std::vector<float>& buffer);
+void depthwise_conv_channel_blocks(const TeamMember& member, WorkQueue& queue, std::size_t per_item,
+                                   const ConvPlan& plan, const Variable& input, Variable& output,
+                                   std::vector<float>& buffer);
 /// Planes per queue item of the channel-block kernel for `planes` planes over `threads` members: whole register
 /// blocks, about four items per member, so that a member held back by the machine leaves little for the others.
 std::size_t depthwise_channel_planes_per_item(std::size_t planes, int threads);

@@ -85,14 +85,15 @@ int few_channels_bands(const Conv2dDesc& desc, const Shape& input, int threads) 
   return std::clamp(std::max(for_cache, threads > 1 ? for_threads : 1), 1, std::max(out_h, 1));
 }
 
-void few_channels_conv(WorkQueue& queue, int bands, const Conv2dDesc& desc, const std::vector<float>& packed,
-                       const Variable& input, Variable& output, std::vector<float>& buffer) {
+void few_channels_conv(const TeamMember& member, WorkQueue& queue, int bands, const Conv2dDesc& desc,
+                       const std::vector<float>& packed, const Variable& input, Variable& output,
+                       std::vector<float>& buffer) {
   const FewChannelsKernel kernel = few_channels_kernel();
   const Shape& in = input.shape();
   const Shape& out = output.shape();
   const int rows_per_band = (out.h + bands - 1) / bands;
   std::size_t item = 0;
-  while (queue.next(item)) {
+  while (queue.next(member, item)) {
     const int image = static_cast<int>(item / static_cast<std::size_t>(bands));
     const int first = static_cast<int>(item % static_cast<std::size_t>(bands)) * rows_per_band;
     if (first >= out.h) continue;

@@ -28,7 +28,8 @@ int few_channels_bands(const Conv2dDesc& desc, const Shape& input, int threads);
 
 /// output = activation(conv(input) + bias) for the items (image, band) of `queue` (images x `bands`), with weights
 /// packed by pack_few_channels_weights for few_channels_kernel(). `buffer`: this thread's, grown as needed.
-void few_channels_conv(WorkQueue& queue, int bands, const Conv2dDesc& desc, const std::vector<float>& packed,
-                       const Variable& input, Variable& output, std::vector<float>& buffer);
+void few_channels_conv(const TeamMember& member, WorkQueue& queue, int bands, const Conv2dDesc& desc,
+                       const std::vector<float>& packed, const Variable& input, Variable& output,
+                       std::vector<float>& buffer);
 
 }  // namespace corgy::blas

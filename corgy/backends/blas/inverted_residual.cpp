@@ -220,10 +220,10 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
                              channel_blocks ? ", channel blocks" : "", project ? " + " + project->describe() : ""));
   const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
-  blas::WorkQueue queue(items);
+  blas::WorkQueue queue(items, team);
   team_->run(team, [&](const blas::TeamMember& member) {
     std::size_t item = 0;
-    while (queue.next(item)) {
+    while (queue.next(member, item)) {
       const int n = static_cast<int>(item / bands_per_image);
       const int r0 = static_cast<int>(item % bands_per_image) * rows;
       inverted_residual_band(desc, expand, project, channel_blocks, input, residual, output, n, r0,

@@ -82,7 +82,7 @@ void pointwise_batch_gemm(const TeamMember& member, WorkQueue& queue, const Gemm
                             residual ? residual->data() : nullptr};
   const int chunk_columns = split.chunk_panels * kernel.nr;
   std::size_t item = 0;
-  while (queue.next(item)) {
+  while (queue.next(member, item)) {
     const int chunk = static_cast<int>(item) / split.row_parts;
     const int part = static_cast<int>(item) % split.row_parts;
     const int panel_begin = a.panels() * part / split.row_parts;

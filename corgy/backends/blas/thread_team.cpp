@@ -1,10 +1,13 @@
 #include "corgy/backends/blas/thread_team.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <chrono>
+
+#include "corgy/error.h"
 
 namespace corgy::blas {
 
@@ -85,6 +88,56 @@ TeamMember::Range TeamMember::share(std::size_t total, std::size_t granule) cons
   const std::size_t per_member = (granules + count_ - 1) / count_ * granule;
   const std::size_t begin = std::min(total, per_member * index_);
   return {begin, std::min(total, begin + per_member)};
+}
+
+namespace {
+
+constexpr std::uint64_t pack_range(std::uint64_t begin, std::uint64_t end) { return begin << 32 | end; }
+constexpr std::uint64_t range_begin(std::uint64_t range) { return range >> 32; }
+constexpr std::uint64_t range_end(std::uint64_t range) { return range & 0xffffffffu; }
+
+}  // namespace
+
+WorkQueue::WorkQueue(std::size_t count, int members)
+    : remaining_(std::make_unique<Remaining[]>(std::max(members, 1))), members_(std::max(members, 1)) {
+  if (count > 0xffffffffu) throw Error(fmt::format("thread team: {} work items do not fit 32 bits", count));
+  const std::size_t per_member = (count + members_ - 1) / members_;
+  for (int i = 0; i < members_; ++i) {
+    const std::size_t begin = std::min(count, per_member * i);
+    remaining_[i].range.store(pack_range(begin, std::min(count, begin + per_member)), std::memory_order_relaxed);
+  }
+}
+
+bool WorkQueue::next(const TeamMember& member, std::size_t& item) {
+  std::atomic<std::uint64_t>& own = remaining_[member.index()].range;
+  std::uint64_t range = own.load(std::memory_order_relaxed);
+  while (range_begin(range) < range_end(range)) {
+    if (own.compare_exchange_weak(range, pack_range(range_begin(range) + 1, range_end(range)),
+                                  std::memory_order_relaxed)) {
+      item = range_begin(range);
+      return true;
+    }
+  }
+  // Its own share is done: the last item of the member with the most left, until no member has any.
+  for (;;) {
+    int victim = -1;
+    std::uint64_t most = 0, victim_range = 0;
+    for (int i = 0; i < members_; ++i) {
+      const std::uint64_t r = remaining_[i].range.load(std::memory_order_relaxed);
+      if (range_begin(r) < range_end(r) && range_end(r) - range_begin(r) > most) {
+        most = range_end(r) - range_begin(r);
+        victim = i;
+        victim_range = r;
+      }
+    }
+    if (victim < 0) return false;
+    if (remaining_[victim].range.compare_exchange_strong(
+            victim_range, pack_range(range_begin(victim_range), range_end(victim_range) - 1),
+            std::memory_order_relaxed)) {
+      item = range_end(victim_range) - 1;
+      return true;
+    }
+  }
 }
 
 ThreadTeam::ThreadTeam(int size, bool pin_workers) : size_(std::max(size, 1)), placement_(size_) {
