@@ -20,7 +20,11 @@ constexpr std::uint32_t most_row_pairs = 2;
 constexpr std::uint32_t block_width = 32;
 constexpr std::uint32_t channels_per_chunk = 16;
 constexpr std::uint32_t most_output_fragments = 4;
-// Two 16x16 fp32 fragments per subgroup, 8 subgroups.
+// Two 16x16 fp32 fragments per subgroup, 8 subgroups. The scratch has its own shared array beside the patch and the
+// weights: laid over them after the main loop (as conv2d_coopmat.comp's is), which would let blocks of two row pairs
+// fit beside 64 output channels, the kernel ran 13% slower at the same block shape (Tiny YOLO's 208x208 16 -> 32 at
+// batch 64, 0.89 -> 1.01 ms) and 1.4-3.6x slower with two row pairs over 64 channels (VGG-16's 224x224 64 -> 64 at
+// batch 32, 1.33 -> 1.87 ms; 104x104 32 -> 64, 0.51 -> 0.82), on an H200 (2026-11-29).
 constexpr std::uint64_t fragment_scratch_bytes = 8 * 512 * sizeof(float);
 // The automatic choice: up to one chunk of input channels, where the direct kernel did not take the layer first.
 // On an H200 at batch 64 (vulkan_conv_benchmark, fp16, with the layer's 2x2 max pool fused) against the
