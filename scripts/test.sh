@@ -100,7 +100,8 @@ fuzz_briefly() {
 }
 
 # The benchmark pipeline of docs/benchmarks.md (benchmarks/run.sh), as a smoke test on the release build: MNIST,
-# quick repetitions, corgy alone (no peers, none of their packages), then the serve benchmark likewise (--serve). Its
+# quick repetitions, corgy alone (no peers, none of their packages), then the serve benchmark likewise (--serve), and
+# benchmarks/ab_builds.sh. Its
 # numbers go to a temporary folder, never to docs/; the step fails when a configuration or the report fails.
 benchmark_smoke() {
   local work
@@ -108,6 +109,9 @@ benchmark_smoke() {
   trap "rm -rf -- '$work'" EXIT
   bash benchmarks/run.sh --quick --models mnist --no-peers --serve --build "$CORGY_RELEASE_DIR" --work "$work"
   grep -q "MNIST, batch 64" "$work/report/cpu-machine.md"
+  # The A/B script of docs/architecture.md's measurements (the build against itself: one process each).
+  bash benchmarks/ab_builds.sh --rounds 1 "$CORGY_RELEASE_DIR" "$CORGY_RELEASE_DIR" -- --mnist data/mnist \
+    --input "$work/mnist.b64.npy" --backend blas --threads 1 --repeat 3 | grep -q '"ratio_b_over_a"'
   # The serve benchmark's pipeline (--serve: corgy-serve alone, half a second per client count; a few seconds).
   grep -q "| MNIST | 32 | \*\*" "$work/serve/report/serving.md"
 }
