@@ -101,10 +101,9 @@ constexpr std::uint64_t range_end(std::uint64_t range) { return range & 0xffffff
 WorkQueue::WorkQueue(std::size_t count, int members)
     : remaining_(std::make_unique<Remaining[]>(std::max(members, 1))), members_(std::max(members, 1)) {
   if (count > 0xffffffffu) throw Error(fmt::format("thread team: {} work items do not fit 32 bits", count));
-  const std::size_t per_member = (count + members_ - 1) / members_;
   for (int i = 0; i < members_; ++i) {
-    const std::size_t begin = std::min(count, per_member * i);
-    remaining_[i].range.store(pack_range(begin, std::min(count, begin + per_member)), std::memory_order_relaxed);
+    const TeamMember::Range share = TeamMember(i, members_, nullptr).share(count);
+    remaining_[i].range.store(pack_range(share.begin, share.end), std::memory_order_relaxed);
   }
 }
 
