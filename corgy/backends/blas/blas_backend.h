@@ -172,11 +172,16 @@ class BlasBackend final : public Backend {
                                             const Variable* bias);
   /// output = activation(output + residual), one pass split among the team.
   void add_residual(const Variable& residual, Activation activation, Variable& output);
-  /// Defined in inverted_residual.cpp: the block in bands of rows, shared by the team (`expand` null: no
-  /// expansion) ...
+  /// How tall inverted_residual's bands are: what fits the L2 budget, or whole images (one member's each).
+  enum class BandHeight { within_budget, whole_image };
+  /// Defined in inverted_residual.cpp: the output rows of each band of a block whose depthwise convolution is `d`
+  /// (`expands`: the block has an expansion, whose rows the band holds too) ...
+  int inverted_residual_band_rows(const Conv2dDesc& d, bool expands, const Shape& in, const Shape& out,
+                                  BandHeight height) const;
+  /// ... the block in such bands, shared by the team (`expand` null: no expansion) ...
   void run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan* expand,
                                    const blas::ConvPlan* project, const Variable& input, const Variable* residual,
-                                   Variable& output);
+                                   Variable& output, BandHeight height);
   /// ... and one band of output rows [r0, r1) of image n of it, by one member; a band of a whole image runs the
   /// depthwise convolution by `channel_blocks` (a depthwise_channel_blocks plan at one image's shape) where given.
   void inverted_residual_band(const InvertedResidualDesc& desc, const blas::ConvPlan* expand,

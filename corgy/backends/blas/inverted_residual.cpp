@@ -141,12 +141,23 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
   };
   if (!can_band) return three_convolutions();
   if (convolution_ == BlasConvolution::bands) {
-    return run_inverted_residual_bands(desc, expand, project, input, residual, output);
+    return run_inverted_residual_bands(desc, expand, project, input, residual, output, BandHeight::within_budget);
   }
   // Bands win where the expanded tensor would go to memory and back, and lose where it stays in a cache anyway
   // (their shared rows are expanded twice): which depends on the CPU's caches and the batch, so the first forward
-  // times both (conv_tuner.h), as for a convolution's algorithms.
-  const auto in_bands = [&] { run_inverted_residual_bands(desc, expand, project, input, residual, output); };
+  // times them all (conv_tuner.h), as for a convolution's algorithms. At a batch, whole images are a third
+  // candidate where the budget cuts an image into bands: each member takes its own images through the block, no
+  // rows expanded twice and no wait between the three convolutions, with a little more than the budget in its L2
+  // (EfficientNet-B0's 14 x 14 x 480 blocks: 750 KB per image).
+  const auto in_bands = [&] {
+    run_inverted_residual_bands(desc, expand, project, input, residual, output, BandHeight::within_budget);
+  };
+  const auto in_images = [&] {
+    run_inverted_residual_bands(desc, expand, project, input, residual, output, BandHeight::whole_image);
+  };
+  const bool images_differ =
+      in.n > 1 && inverted_residual_band_rows(d, expands, in, out, BandHeight::within_budget) < out.h;
+  const std::size_t candidates = images_differ ? 3 : 2;
   const std::string key = block_key(desc, in, residual != nullptr, threads_);
   blas::TuningTable& table = blas::TuningTable::instance();
   std::optional<std::size_t> choice = table.find(key);
@@ -161,31 +172,29 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     // plans, and theirs are paged out (ConvPlanCache::store).
     weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
     profiler_.set_muted(true);
-    choice = blas::fastest_candidate(2, [&](std::size_t i) {
+    choice = blas::fastest_candidate(candidates, [&](std::size_t i) {
       blas::evict_from_caches(weight_buffers);
       const auto start = std::chrono::steady_clock::now();
-      i == 0 ? three_convolutions() : in_bands();
+      i == 0 ? three_convolutions() : i == 1 ? in_bands() : in_images();
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     });
     profiler_.set_muted(false);
     table.record(key, *choice);
   }
-  *choice == 0 ? three_convolutions() : in_bands();
+  *choice == 0 ? three_convolutions() : *choice == 1 ? in_bands() : in_images();
 }
 
-void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan* expand,
-                                              const blas::ConvPlan* project, const Variable& input,
-                                              const Variable* residual, Variable& output) {
-  const Shape& in = input.shape();
-  const Shape& out = output.shape();
-  const Conv2dDesc& d = desc.depthwise.desc;
+int BlasBackend::inverted_residual_band_rows(const Conv2dDesc& d, bool expands, const Shape& in, const Shape& out,
+                                             BandHeight height) const {
+  // blas:bands (tests): bands of two rows, so that small images have many bands and every kind of band edge.
+  if (convolution_ == BlasConvolution::bands) return std::min(2, out.h);
+  if (height == BandHeight::whole_image) return out.h;
   const int expanded = d.in_channels;
   // Output rows per band: its depthwise output (expanded x rows x out.w) and the expanded rows it reads (about
   // stride x as many rows of in.w; none without an expansion: the depthwise convolution reads the input rows in
   // place) within the budget.
-  const std::size_t read_row = expand ? static_cast<std::size_t>(d.stride) * in.w : 0;
+  const std::size_t read_row = expands ? static_cast<std::size_t>(d.stride) * in.w : 0;
   const std::size_t row_bytes = sizeof(float) * expanded * (static_cast<std::size_t>(out.w) + read_row);
-  // blas:bands (tests): bands of two rows, so that small images have many bands and every kind of band edge.
   // Bands of equal height within the budget: 14 rows in a budget of 12 make two bands of 7, not 12 and 2 (a member
   // given the short band idles while the other computes the long one; MobileNetV3's 14 x 14 and 28 x 28 blocks at
   // batch 8, 2 threads, scaled 0.80-0.92x from 1 thread with such bands).
@@ -194,8 +203,17 @@ void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, 
   // One image and several members: a whole number of bands per member (one band would leave the others idle, three
   // bands on two members one of them idle for a third of the time).
   if (out.n == 1 && threads_ > 1) fewest_bands = std::min(out.h, (fewest_bands + threads_ - 1) / threads_ * threads_);
-  const int even_rows = (out.h + fewest_bands - 1) / fewest_bands;
-  const int rows = convolution_ == BlasConvolution::bands ? std::min(2, out.h) : even_rows;
+  return (out.h + fewest_bands - 1) / fewest_bands;
+}
+
+void BlasBackend::run_inverted_residual_bands(const InvertedResidualDesc& desc, const blas::ConvPlan* expand,
+                                              const blas::ConvPlan* project, const Variable& input,
+                                              const Variable* residual, Variable& output, BandHeight height) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const Conv2dDesc& d = desc.depthwise.desc;
+  const int expanded = d.in_channels;
+  const int rows = inverted_residual_band_rows(d, expand != nullptr, in, out, height);
   const int bands_per_image = (out.h + rows - 1) / rows;
   const std::size_t items = static_cast<std::size_t>(out.n) * bands_per_image;
   // Bands of whole images take the depthwise convolution's own plan where it runs by channel blocks (the tuner's
