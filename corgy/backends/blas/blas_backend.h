@@ -100,7 +100,9 @@ class BlasBackend final : public Backend {
                       Variable& output) override;
   /// Defined in squeeze_excite_conv2d.cpp: where the projection's plan is one GEMM over the batch's pixels, the
   /// gates, then that GEMM with its B packed from the input with each (image, channel) gate applied
-  /// (pointwise_batch_gemm.h); with another plan, squeeze_excite into a scratch tensor, then the convolution.
+  /// (pointwise_batch_gemm.h); where it is the packed GEMM reading the input planes in place, the gates, then
+  /// each image's GEMM with its gates folded into the weights (squeeze_excite_gated_weights); with another plan,
+  /// squeeze_excite into a scratch tensor, then the convolution.
   void squeeze_excite_conv2d(const SqueezeExciteDesc& excite, const SqueezeExciteWeights& excite_weights,
                              const Conv2dDesc& conv, const Variable& input, const Variable& weights,
                              const Variable* bias, const Variable* residual, Variable& output) override;
@@ -221,6 +223,12 @@ class BlasBackend final : public Backend {
     std::vector<float> gates;
   };
   static SqueezeExciteScratch squeeze_excite_scratch(const SqueezeExciteDesc& desc, const Shape& input);
+  /// Defined in squeeze_excite_conv2d.cpp: squeeze_excite_conv2d where `plan` is a pointwise packed GEMM reading
+  /// its input planes in place. The gates scale the projection's weights, once per image (C_out x C values), instead
+  /// of the input (C x H x W values, a copy written and read back).
+  void squeeze_excite_gated_weights(const blas::ConvPlan& plan, const SqueezeExciteDesc& excite,
+                                    const SqueezeExciteWeights& excite_weights, const Conv2dDesc& conv,
+                                    const Variable& input, const Variable* residual, Variable& output);
   /// The team that computes a block's gates.
   int squeeze_excite_team(const Variable& input, const SqueezeExciteWeights& weights) const;
   /// Defined in squeeze_excite.cpp: scratch.gates of `input`, by the whole team (each member calls it; it returns

@@ -76,6 +76,7 @@ struct BandBuffers {
   std::vector<float> pool_row;        // a fused max pool's maxima down one row of windows
   std::vector<float> block_expanded;  // an inverted residual block's band: its expanded rows ...
   std::vector<float> block_filtered;  // ... and their depthwise output
+  PackedA gated_weights;              // a projection's weights with one image's squeeze-excite gates folded in
 };
 
 /// The plans of one backend, keyed by the weights' storage (then by description, input shape and bias). Only weights

@@ -210,6 +210,28 @@ std::vector<PackedA> PackedA::in_one_buffer(int count, int rows, int depth, int 
   return matrices;
 }
 
+void PackedA::assign_scaled_columns(const PackedA& source, const float* scale) {
+  rows_ = source.rows_;
+  depth_ = source.depth_;
+  mr_ = source.mr_;
+  if (!data_ || data_.use_count() > 1 || data_->size() < elements())
+    data_ = std::make_shared<cpu::AlignedBuffer>(elements());
+  base_ = data_->data();
+  const float* from = source.base_;
+  float* to = base_;
+  for (int p = 0; p < panels(); ++p) {
+    for (int k = 0; k < depth_; ++k, from += mr_, to += mr_) {
+      for (int i = 0; i < mr_; ++i) to[i] = from[i] * scale[k];
+    }
+  }
+  if (source.bias_.empty()) {
+    bias_ = cpu::AlignedBuffer();
+  } else {
+    if (bias_.size() != source.bias_.size()) bias_ = cpu::AlignedBuffer(source.bias_.size());
+    std::copy(source.bias_.data(), source.bias_.data() + source.bias_.size(), bias_.data());
+  }
+}
+
 void PackedA::zero_padding_rows() {
   for (int row = rows_; row < panels() * mr_; ++row) {
     for (int k = 0; k < depth_; ++k) at(row, k) = 0.0f;

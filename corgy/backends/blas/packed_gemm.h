@@ -28,6 +28,10 @@ class PackedA {
   /// which as separate buffers got 4 KiB pages (aligned_buffer.cpp) and ran their one-thread GEMMs at a seventh of
   /// their speed in a model (ResNet-50's 7x7 layers at batch 8: 40 ms against 5.5); together they get huge pages.
   static std::vector<PackedA> in_one_buffer(int count, int rows, int depth, int mr);
+  /// This matrix becomes `source` with its column k (depth k) times scale[k] (depth values), its bias as source's:
+  /// a squeeze-excite gate folded into the weights of the convolution after it. Reuses this matrix's buffers where
+  /// they are large enough and its own.
+  void assign_scaled_columns(const PackedA& source, const float* scale);
 
   /// Where element (row, k) lives: at(row, k) is data()[offset(row, k)], the same offset in every PackedA of this
   /// geometry.
