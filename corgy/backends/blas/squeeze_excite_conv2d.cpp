@@ -2,7 +2,8 @@
 // after it. Where the projection runs as one GEMM over the batch's pixels (pointwise_batch_gemm.h), whose B is packed
 // from the input anyway, the gates scale B while it is packed: the block's scaled copy of the whole expanded tensor
 // (its largest) is not written and read back. Where the projection's plan reads its input planes in place (bands of
-// rows or of images: no packing of B), the scaled copy is what packing would cost, and the block runs as before.
+// rows or of images: no packing of B), the gates scale the weights instead, image by image, when those are the
+// smaller (squeeze_excite_gated_weights); elsewhere the block writes the scaled copy, then runs the projection.
 
 #include <fmt/format.h>
 
