@@ -224,9 +224,10 @@ class BlasBackend final : public Backend {
   };
   static SqueezeExciteScratch squeeze_excite_scratch(const SqueezeExciteDesc& desc, const Shape& input);
   /// Defined in squeeze_excite_conv2d.cpp: squeeze_excite_conv2d where `plan` is a pointwise packed GEMM reading
-  /// its input planes in place. The gates scale the projection's weights, once per image (C_out x C values), instead
-  /// of the input (C x H x W values, a copy written and read back).
-  void squeeze_excite_gated_weights(const blas::ConvPlan& plan, const SqueezeExciteDesc& excite,
+  /// its input planes in place, by `team` members, each image's pixels in `chunks` pieces. The gates scale the
+  /// projection's weights, once per image (C_out x C values), instead of the input (C x H x W values, a copy
+  /// written and read back).
+  void squeeze_excite_gated_weights(const blas::ConvPlan& plan, int team, int chunks, const SqueezeExciteDesc& excite,
                                     const SqueezeExciteWeights& excite_weights, const Conv2dDesc& conv,
                                     const Variable& input, const Variable* residual, Variable& output);
   /// The team that computes a block's gates.

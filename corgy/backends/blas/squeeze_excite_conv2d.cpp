@@ -54,10 +54,12 @@ void BlasBackend::squeeze_excite_conv2d(const SqueezeExciteDesc& excite, const S
   const blas::ConvPlan* plan = nullptr;
   if (convolution_ != BlasConvolution::im2col) plan = plan_for(planned, input.shape(), &input, weights, bias, residual);
   if (plan && plan->algorithm == blas::ConvAlgorithm::packed_gemm && blas::reads_planes_in_place(conv) &&
-      conv.groups == 1 &&
-      gated_chunks(input.shape(), conv.out_channels, plan->kernel->nr, squeeze_excite_team(input, excite_weights)) >
-          0) {
-    return squeeze_excite_gated_weights(*plan, excite, excite_weights, conv, input, residual, output);
+      conv.groups == 1) {
+    const int team = squeeze_excite_team(input, excite_weights);
+    const int chunks = gated_chunks(input.shape(), conv.out_channels, plan->kernel->nr, team);
+    if (chunks > 0) {
+      return squeeze_excite_gated_weights(*plan, team, chunks, excite, excite_weights, conv, input, residual, output);
+    }
   }
   if (!plan || plan->algorithm != blas::ConvAlgorithm::pointwise_batch) {
     if (excited_input_.capacity() < input.count()) excited_input_ = Variable(input.shape());
@@ -78,7 +80,8 @@ void BlasBackend::squeeze_excite_conv2d(const SqueezeExciteDesc& excite, const S
   run_pointwise_batch(*plan, inputs, &gates, residual, conv.activation, output);
 }
 
-void BlasBackend::squeeze_excite_gated_weights(const blas::ConvPlan& plan, const SqueezeExciteDesc& excite,
+void BlasBackend::squeeze_excite_gated_weights(const blas::ConvPlan& plan, int team, int chunks,
+                                               const SqueezeExciteDesc& excite,
                                                const SqueezeExciteWeights& excite_weights, const Conv2dDesc& conv,
                                                const Variable& input, const Variable* residual, Variable& output) {
   const Shape& in = input.shape();
@@ -90,8 +93,6 @@ void BlasBackend::squeeze_excite_gated_weights(const blas::ConvPlan& plan, const
       fmt::format("squeeze-excite gates folded into the weights, image by image: means, two "
                   "matrix-vector products + {}",
                   plan.describe()));
-  const int team = squeeze_excite_team(input, excite_weights);
-  const int chunks = gated_chunks(in, conv.out_channels, nr, team);
   const auto chunk_start = [&](int chunk) { return std::min(pixels, nr * (panels * chunk / chunks)); };
   SqueezeExciteScratch scratch = squeeze_excite_scratch(excite, in);
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
