@@ -220,9 +220,9 @@ bool channels_in_lanes_reads_taps(const Conv2dDesc& desc) {
   return reads_taps_in_place(desc, gemm_kernels().kernels[0]);
 }
 
-const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members) {
+const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members,
+                                                const GemmKernelSet& set) {
   const int out_channels = desc.out_channels;
-  const GemmKernelSet& set = gemm_kernels();
   const GemmMicroKernel* best = nullptr;
   double best_work = 0.0;
   const auto consider = [&](const GemmMicroKernel& kernel) {

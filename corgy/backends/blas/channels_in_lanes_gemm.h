@@ -29,7 +29,9 @@ bool channels_in_lanes_reads_taps(const Conv2dDesc& desc);
 /// The micro-kernel of the widest instruction set for `desc` at `output` (every image's pixels by its output
 /// channels), split over output channels among `members`: of the tiles at least two registers wide, the one whose
 /// tiles compute the fewest padded elements per member.
-const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members);
+/// `set`: the widest instruction set's by default (tests pass others').
+const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members,
+                                                const GemmKernelSet& set = gemm_kernels());
 
 /// A convolution's weights (out_channels, in_channels, k, k) as the depth x out_channels matrix W^T (depth =
 /// in_channels * k * k), packed in panels of nr output channels: panel p's row k holds channels [p * nr, p * nr +

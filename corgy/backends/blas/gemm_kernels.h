@@ -49,6 +49,9 @@ struct GemmMicroKernel {
   MicroKernelRows run_rows = nullptr;
   /// The kernel with A read in place at steps 1 and 2 (run_taps[step - 1]); null where the set has none.
   MicroKernelTaps run_taps[2] = {nullptr, nullptr};
+  /// The kernel with A read in place from channel blocks (channel_block_residual.h): row i at depth k is
+  /// a[offsets[k] + i * lanes], pixel after pixel of a tile whose pixels hold a register of channels each.
+  MicroKernelTaps run_blocked = nullptr;
 };
 
 /// One row (channel, ky, kx) of a convolution's column matrix, read from an input plane: output pixel (oy, ox) reads

@@ -157,7 +157,8 @@ void micro_kernel_taps(std::size_t depth, const float* a, const std::int32_t* of
   }
 }
 
-/// The set's entry for the MR x (NV registers) tile: its kernels over packed B, B rows in place and A in place.
+/// The set's entry for the MR x (NV registers) tile: its kernels over packed B, B rows in place, A in place (a
+/// convolution's taps at steps 1 and 2, a channel-block tile's pixels a register apart).
 template <class Simd, int MR, int NV>
 GemmMicroKernel tile_kernels(CpuIsa isa, const char* name) {
   return {isa,
@@ -166,7 +167,8 @@ GemmMicroKernel tile_kernels(CpuIsa isa, const char* name) {
           micro_kernel<Simd, MR, NV>,
           name,
           micro_kernel_rows<Simd, MR, NV>,
-          {micro_kernel_taps<Simd, MR, NV, 1>, micro_kernel_taps<Simd, MR, NV, 2>}};
+          {micro_kernel_taps<Simd, MR, NV, 1>, micro_kernel_taps<Simd, MR, NV, 2>},
+          micro_kernel_taps<Simd, MR, NV, Simd::lanes>};
 }
 
 }  // namespace
