@@ -150,6 +150,7 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
 void ConvPlanCache::add_constant(std::uint64_t storage_id) {
   constants_.insert(storage_id);
   plans_.clear();  // a constant changed: its plan (and its packed bias, keyed by the weights) must be made again
+  channel_block_plans.clear();
 }
 
 const ConvPlan* ConvPlanCache::find(const Conv2dDesc& desc, const Shape& input, const Variable& weights,

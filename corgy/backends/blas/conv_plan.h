@@ -11,6 +11,7 @@
 
 #include "corgy/backend.h"
 #include "corgy/backends/blas/blas_backend.h"
+#include "corgy/backends/blas/channel_block_residual.h"
 #include "corgy/backends/blas/channels_in_lanes_gemm.h"
 #include "corgy/backends/blas/conv_gemm.h"
 #include "corgy/backends/blas/conv_tuner.h"
@@ -72,11 +73,12 @@ struct BandBuffers {
   std::vector<float> conv_rows;
   GemmRowsBuffers gemm;
   WinogradBandBuffers winograd;
-  std::vector<float> depthwise;       // depthwise_kernels.h's phase planes and output block
-  std::vector<float> pool_row;        // a fused max pool's maxima down one row of windows
-  std::vector<float> block_expanded;  // an inverted residual block's band: its expanded rows ...
-  std::vector<float> block_filtered;  // ... and their depthwise output
-  PackedA gated_weights;              // a projection's weights with one image's squeeze-excite gates folded in
+  std::vector<float> depthwise;        // depthwise_kernels.h's phase planes and output block
+  std::vector<float> pool_row;         // a fused max pool's maxima down one row of windows
+  std::vector<float> block_expanded;   // an inverted residual block's band: its expanded rows ...
+  std::vector<float> block_filtered;   // ... and their depthwise output
+  PackedA gated_weights;               // a projection's weights with one image's squeeze-excite gates folded in
+  ChannelBlockBuffers channel_blocks;  // an inverted residual block's image in channel blocks
 };
 
 /// The plans of one backend, keyed by the weights' storage (then by description, input shape and bias). Only weights
@@ -101,6 +103,9 @@ class ConvPlanCache {
   ChannelsInLanesBuffers channels_in_lanes;
   /// conv_bands.h's buffers, one per team member.
   std::vector<BandBuffers> band_buffers;
+  /// Inverted residual blocks planned in channel blocks (channel_block_residual.h), by their expansion's weights
+  /// and input shape; dropped with the convolutions' plans when a constant changes.
+  std::unordered_map<std::string, ChannelBlockResidualPlan> channel_block_plans;
 
  private:
   std::unordered_set<std::uint64_t> constants_;

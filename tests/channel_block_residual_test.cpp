@@ -1,0 +1,133 @@
+// The blas backend's inverted residual block in channel blocks (corgy/backends/blas/channel_block_residual.h) against
+// the naive backend's three convolutions, with the kernels of every instruction set this CPU has (the layer harness
+// runs the widest only): odd maps, strides 1 and 2, 3x3, 5x5 and 7x7 windows, channel counts that are not multiples
+// of a register or of a GEMM panel, a residual, every activation the blocks use; whole images, and an image's
+// panels split between two members' sums as the backend splits them at batch 1.
+#include "corgy/backends/blas/channel_block_residual.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "corgy/backends/naive/naive_backend.h"
+#include "corgy/variable.h"
+
+namespace corgy::testing {
+namespace {
+
+struct BlockCase {
+  Shape input;  // one image
+  int expanded, kernel, stride, out;
+  Activation activation;
+  bool residual;
+};
+
+Variable random_variable(const Shape& shape, std::mt19937& random) {
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  Variable v(shape);
+  for (std::size_t i = 0; i < v.count(); ++i) v.data()[i] = value(random);
+  return v;
+}
+
+std::vector<CpuIsa> isas_of_this_cpu() {
+  std::vector<CpuIsa> isas;
+  for (const CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512}) {
+    if (cpu_has(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
+  const std::vector<BlockCase> cases = {
+      {{1, 24, 14, 14}, 144, 3, 1, 24, Activation::relu6(), true},
+      {{1, 16, 13, 11}, 100, 3, 2, 40, Activation::hard_swish(), false},
+      {{1, 20, 9, 10}, 120, 5, 1, 20, Activation::relu(), true},
+      {{1, 12, 15, 12}, 72, 5, 2, 33, Activation::swish(), false},
+      {{1, 8, 7, 7}, 40, 7, 1, 8, Activation::relu6(), true},
+      {{1, 10, 11, 9}, 30, 7, 2, 17, Activation::none(), false},
+      {{1, 5, 1, 1}, 21, 3, 1, 5, Activation::hard_swish(), true},
+      {{1, 7, 2, 3}, 50, 3, 2, 9, Activation::relu6(), false},
+  };
+  std::mt19937 random(11);
+  NaiveBackend naive;
+  // Two members' buffers, kept from case to case as the backend keeps them: what one call leaves in them must not
+  // reach the next's results.
+  blas::ChannelBlockBuffers first;
+  blas::ChannelBlockBuffers second;
+  for (const BlockCase& c : cases) {
+    const Conv2dDesc expand{
+        .in_channels = c.input.c, .out_channels = c.expanded, .kernel = 1, .activation = c.activation};
+    const Conv2dDesc depthwise{.in_channels = c.expanded,
+                               .out_channels = c.expanded,
+                               .kernel = c.kernel,
+                               .stride = c.stride,
+                               .padding = c.kernel / 2,
+                               .groups = c.expanded,
+                               .activation = c.activation};
+    const Conv2dDesc project{.in_channels = c.expanded,
+                             .out_channels = c.out,
+                             .kernel = 1,
+                             .activation = c.residual ? c.activation : Activation::none()};
+    const Variable expand_weights = random_variable({c.expanded, c.input.c, 1, 1}, random);
+    const Variable expand_bias = random_variable({1, 1, 1, c.expanded}, random);
+    const Variable depthwise_weights = random_variable({c.expanded, 1, c.kernel, c.kernel}, random);
+    const Variable depthwise_bias = random_variable({1, 1, 1, c.expanded}, random);
+    const Variable project_weights = random_variable({c.out, c.expanded, 1, 1}, random);
+    const Variable project_bias = random_variable({1, 1, 1, c.out}, random);
+    const Variable input = random_variable(c.input, random);
+    // The reference: the three convolutions, then the residual added before the projection's activation.
+    Variable expanded({1, c.expanded, c.input.h, c.input.w});
+    naive.conv2d(expand, input, expand_weights, &expand_bias, expanded);
+    const int out_h = depthwise.output_size(c.input.h);
+    const int out_w = depthwise.output_size(c.input.w);
+    Variable filtered({1, c.expanded, out_h, out_w});
+    naive.conv2d(depthwise, expanded, depthwise_weights, &depthwise_bias, filtered);
+    Conv2dDesc sums_only = project;
+    sums_only.activation = Activation::none();
+    Variable want({1, c.out, out_h, out_w});
+    naive.conv2d(sums_only, filtered, project_weights, &project_bias, want);
+    const Variable residual = random_variable({1, c.out, out_h, out_w}, random);
+    for (std::size_t i = 0; i < want.count(); ++i) {
+      const float sum = want.data()[i] + (c.residual ? residual.data()[i] : 0.0f);
+      want.data()[i] = apply_activation(project.activation, sum);
+    }
+
+    const InvertedResidualDesc block{{expand, &expand_weights, &expand_bias},
+                                     {depthwise, &depthwise_weights, &depthwise_bias},
+                                     {project, &project_weights, &project_bias}};
+    for (const CpuIsa isa : isas_of_this_cpu()) {
+      ASSERT_TRUE(blas::channel_block_residual_applies(block, c.input, std::size_t{1} << 30));
+      const blas::ChannelBlockResidualPlan plan = blas::plan_channel_block_residual(block, c.input, isa);
+      for (const bool split : {false, true}) {
+        // One more value: nothing may be written past the image.
+        std::vector<float> got(want.count() + 1, 12345.0f);
+        const float* added = c.residual ? residual.data() : nullptr;
+        const int panels = plan.expand.panels();
+        if (!split || panels < 2) {
+          blas::channel_block_residual_image(plan, input.data(), added, got.data(), first);
+        } else {
+          blas::channel_block_residual_panels(plan, input.data(), 0, panels / 2, first);
+          blas::channel_block_residual_panels(plan, input.data(), panels / 2, panels, second);
+          blas::ChannelBlockBuffers* const sums[] = {&first, &second};
+          const int groups = blas::channel_block_output_groups(plan);
+          blas::channel_block_residual_output(plan, sums, groups / 2, groups, added, got.data(), second.staging);
+          blas::channel_block_residual_output(plan, sums, 0, groups / 2, added, got.data(), first.staging);
+        }
+        double worst = 0.0;
+        for (std::size_t i = 0; i < want.count(); ++i) {
+          worst = std::max(worst, std::abs(double{got[i]} - want.data()[i]));
+        }
+        EXPECT_LE(worst, 2e-4) << isa_name(isa) << (split ? " split" : "") << " " << c.input.str() << " -> "
+                               << c.expanded << " dw " << c.kernel << "/" << c.stride << " -> " << c.out << " "
+                               << c.activation.str();
+        EXPECT_EQ(got.back(), 12345.0f) << isa_name(isa) << ": wrote past the image";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace corgy::testing
