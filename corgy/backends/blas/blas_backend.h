@@ -18,6 +18,7 @@ namespace blas {
 class ConvPlanCache;
 struct InputAffine;
 struct ConvPlan;
+struct ChannelBlockResidualPlan;
 struct BandBuffers;
 }  // namespace blas
 
@@ -31,8 +32,8 @@ enum class BlasConvolution {
   /// Convolutions as automatic, and every inverted residual block that can run in bands of rows does, in bands of
   /// two rows, whatever its size and measured speed ("blas:bands"; tests).
   bands,
-  /// Convolutions as automatic, and every depthwise convolution that the channel-block kernel computes by it
-  /// ("blas:channel_blocks"; tests).
+  /// Convolutions as automatic, every depthwise convolution that the channel-block kernel computes by it, and
+  /// every inverted residual block that channel_block_residual.h computes by that ("blas:channel_blocks"; tests).
   channel_blocks,
   /// Every pointwise convolution (1x1, stride 1, no padding, one group) as one GEMM over the batch's pixels, the
   /// others as automatic ("blas:batch"; tests).
@@ -190,6 +191,12 @@ class BlasBackend final : public Backend {
                               const blas::ConvPlan* project, const blas::ConvPlan* channel_blocks,
                               const Variable& input, const Variable* residual, Variable& output, int n, int r0, int r1,
                               blas::BandBuffers& buffers);
+  /// Defined in inverted_residual.cpp: the block planned in channel blocks (channel_block_residual.h) at one
+  /// image's input shape, made at the first call and kept in plans_ ...
+  const blas::ChannelBlockResidualPlan& channel_block_plan(const InvertedResidualDesc& desc, const Shape& image_input);
+  /// ... and the block by it, the batch's images shared among the team, one member's each.
+  void run_channel_block_residual(const blas::ChannelBlockResidualPlan& plan, const Variable& input,
+                                  const Variable* residual, Variable& output);
   /// A pointwise_batch plan on the channel concatenation of `inputs` (one input: a plain convolution), with the
   /// per-input-channel `affine` (or null) applied while B is packed, and `residual` (or null) added before
   /// `activation`.

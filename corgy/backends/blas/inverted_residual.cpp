@@ -20,6 +20,7 @@
 
 #include "corgy/backends/blas/activation_kernels.h"
 #include "corgy/backends/blas/blas_backend.h"
+#include "corgy/backends/blas/channel_block_residual.h"
 #include "corgy/backends/blas/conv_gemm.h"
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/conv_tuner.h"
@@ -64,6 +65,15 @@ std::string block_key(const InvertedResidualDesc& desc, const Shape& input, bool
   return fmt::format("inverted residual {} / {} / {}{} in {} t{} {}", expansion,
                      desc.depthwise.desc.kernel * 100 + desc.depthwise.desc.stride, desc.project.desc.out_channels,
                      residual ? " + add" : "", input.str(), threads, isa_name(widest_cpu_isa()));
+}
+
+/// The key of a block's channel-block plan: its weights and biases (where they lie: constants keep their storage)
+/// and one image's input shape.
+std::string channel_block_key(const InvertedResidualDesc& desc, const Shape& image_input) {
+  const auto where = [](const Variable* v) { return v ? static_cast<const void*>(v->data()) : nullptr; };
+  return fmt::format("{} {} {} {} {} {} {}", where(desc.expand.weights), where(desc.expand.bias),
+                     where(desc.depthwise.weights), where(desc.depthwise.bias), where(desc.project.weights),
+                     where(desc.project.bias), image_input.str());
 }
 
 }  // namespace
@@ -139,25 +149,46 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
       }
     }
   };
-  if (!can_band) return three_convolutions();
+  // In channel blocks (channel_block_residual.h): only where the expansion and projection are constants (planned),
+  // a candidate of the tuner, or forced by blas:channel_blocks (tests).
+  const bool blocks_apply =
+      expand && project &&
+      (convolution_ == BlasConvolution::automatic || convolution_ == BlasConvolution::channel_blocks) &&
+      blas::channel_block_residual_applies(desc, image_input, kBandBytes);
+  const auto in_channel_blocks = [&] {
+    run_channel_block_residual(channel_block_plan(desc, image_input), input, residual, output);
+  };
+  if (blocks_apply && convolution_ == BlasConvolution::channel_blocks) return in_channel_blocks();
   if (convolution_ == BlasConvolution::bands) {
+    if (!can_band) return three_convolutions();
     return run_inverted_residual_bands(desc, expand, project, input, residual, output, BandHeight::within_budget);
   }
+  if (!can_band && !blocks_apply) return three_convolutions();
   // Bands win where the expanded tensor would go to memory and back, and lose where it stays in a cache anyway
   // (their shared rows are expanded twice): which depends on the CPU's caches and the batch, so the first forward
   // times them all (conv_tuner.h), as for a convolution's algorithms. At a batch, whole images are a third
   // candidate where the budget cuts an image into bands: each member takes its own images through the block, no
   // rows expanded twice and no wait between the three convolutions, with a little more than the budget in its L2
-  // (EfficientNet-B0's 14 x 14 x 480 blocks: 750 KB per image).
-  const auto in_bands = [&] {
-    run_inverted_residual_bands(desc, expand, project, input, residual, output, BandHeight::within_budget);
+  // (EfficientNet-B0's 14 x 14 x 480 blocks: 750 KB per image). Channel blocks are the fourth, on small maps.
+  enum class Way { convolutions, bands, whole_images, channel_blocks };
+  std::vector<Way> ways{Way::convolutions};
+  if (can_band) {
+    ways.push_back(Way::bands);
+    if (in.n > 1 && inverted_residual_band_rows(d, expands, in, out, BandHeight::within_budget) < out.h) {
+      ways.push_back(Way::whole_images);
+    }
+  }
+  if (blocks_apply) ways.push_back(Way::channel_blocks);
+  const auto run = [&](Way way) {
+    switch (way) {
+      case Way::convolutions: return three_convolutions();
+      case Way::bands:
+        return run_inverted_residual_bands(desc, expand, project, input, residual, output, BandHeight::within_budget);
+      case Way::whole_images:
+        return run_inverted_residual_bands(desc, expand, project, input, residual, output, BandHeight::whole_image);
+      case Way::channel_blocks: return in_channel_blocks();
+    }
   };
-  const auto in_images = [&] {
-    run_inverted_residual_bands(desc, expand, project, input, residual, output, BandHeight::whole_image);
-  };
-  const bool images_differ =
-      in.n > 1 && inverted_residual_band_rows(d, expands, in, out, BandHeight::within_budget) < out.h;
-  const std::size_t candidates = images_differ ? 3 : 2;
   const std::string key = block_key(desc, in, residual != nullptr, threads_);
   blas::TuningTable& table = blas::TuningTable::instance();
   std::optional<std::size_t> choice = table.find(key);
@@ -168,20 +199,81 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     for (const blas::ConvPlan* plan : {expand, project}) {
       if (plan) std::ranges::copy(plan->weight_buffers(), std::back_inserter(weight_buffers));
     }
+    if (blocks_apply)
+      std::ranges::copy(channel_block_plan(desc, image_input).weight_buffers(), std::back_inserter(weight_buffers));
     // The depthwise weights as they are (its kernels read those); the expansion's and projection's live in their
     // plans, and theirs are paged out (ConvPlanCache::store).
     weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
     profiler_.set_muted(true);
-    choice = blas::fastest_candidate(candidates, [&](std::size_t i) {
+    choice = blas::fastest_candidate(ways.size(), [&](std::size_t i) {
       blas::evict_from_caches(weight_buffers);
       const auto start = std::chrono::steady_clock::now();
-      i == 0 ? three_convolutions() : i == 1 ? in_bands() : in_images();
+      run(ways[i]);
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     });
     profiler_.set_muted(false);
     table.record(key, *choice);
+    // A plan not chosen holds packed weights for nothing.
+    if (blocks_apply && ways[*choice] != Way::channel_blocks)
+      plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
   }
-  *choice == 0 ? three_convolutions() : *choice == 1 ? in_bands() : in_images();
+  run(ways[*choice]);
+}
+
+const blas::ChannelBlockResidualPlan& BlasBackend::channel_block_plan(const InvertedResidualDesc& desc,
+                                                                      const Shape& image_input) {
+  auto& plans = plans_->channel_block_plans;
+  const std::string key = channel_block_key(desc, image_input);
+  auto found = plans.find(key);
+  if (found == plans.end()) found = plans.emplace(key, blas::plan_channel_block_residual(desc, image_input)).first;
+  return found->second;
+}
+
+void BlasBackend::run_channel_block_residual(const blas::ChannelBlockResidualPlan& plan, const Variable& input,
+                                             const Variable* residual, Variable& output) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  profiler_.note(fmt::format("inverted residual in channel blocks: {} + depthwise {} + {}", plan.expand_kernel->name,
+                             isa_name(widest_cpu_isa()), plan.project_kernel->name));
+  const int panels = plan.expand.panels();
+  if (in.n >= threads_ || panels < 2) {
+    // Whole images, one member's each.
+    const int team = std::min(in.n, threads_);
+    if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+    blas::WorkQueue queue(static_cast<std::size_t>(in.n), team);
+    team_->run(team, [&](const blas::TeamMember& member) {
+      std::size_t n = 0;
+      while (queue.next(member, n)) {
+        blas::channel_block_residual_image(
+            plan, input.data() + n * in.image_count(), residual ? residual->data() + n * out.image_count() : nullptr,
+            output.data() + n * out.image_count(), plans_->band_buffers[member.index()].channel_blocks);
+      }
+    });
+    return;
+  }
+  // Fewer images than members: each image's expanded channels split among them, each member's panels adding their
+  // share of the projection's depth into its own sums, which the members then add up a group of output channels
+  // each.
+  const int team = std::min(threads_, panels);
+  if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+  std::vector<blas::ChannelBlockBuffers*> sums;
+  for (int m = 0; m < team; ++m) sums.push_back(&plans_->band_buffers[m].channel_blocks);
+  const std::size_t groups = static_cast<std::size_t>(blas::channel_block_output_groups(plan));
+  team_->run(team, [&](const blas::TeamMember& member) {
+    blas::ChannelBlockBuffers& mine = *sums[member.index()];
+    for (std::size_t n = 0; n < static_cast<std::size_t>(in.n); ++n) {
+      const blas::TeamMember::Range panel_share = member.share(static_cast<std::size_t>(panels));
+      blas::channel_block_residual_panels(plan, input.data() + n * in.image_count(),
+                                          static_cast<int>(panel_share.begin), static_cast<int>(panel_share.end), mine);
+      member.sync();
+      const blas::TeamMember::Range group_share = member.share(groups);
+      blas::channel_block_residual_output(plan, sums, static_cast<int>(group_share.begin),
+                                          static_cast<int>(group_share.end),
+                                          residual ? residual->data() + n * out.image_count() : nullptr,
+                                          output.data() + n * out.image_count(), mine.staging);
+      member.sync();
+    }
+  });
 }
 
 int BlasBackend::inverted_residual_band_rows(const Conv2dDesc& d, bool expands, const Shape& in, const Shape& out,
