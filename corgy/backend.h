@@ -139,11 +139,15 @@ struct ConvStage {
 /// project.activation(projection + residual). No projection (project.weights null): the block's output is the
 /// depthwise convolution's (the first half of a block with squeeze-and-excitation). No expansion (expand.weights
 /// null, E = C: the first blocks of MobileNetV2 and MobileNetV3): the depthwise convolution reads the input; such a
-/// block always has its projection. Backend::inverted_residual.
+/// block always has its projection. With a squeeze-and-excitation (excite.channels > 0; a block with an expansion
+/// and a projection: MobileNetV3's and EfficientNet's), its gates scale the depthwise output before the projection
+/// reads it (Backend::squeeze_excite). Backend::inverted_residual.
 struct InvertedResidualDesc {
   ConvStage expand;
   ConvStage depthwise;
   ConvStage project;
+  SqueezeExciteDesc excite{};
+  SqueezeExciteWeights excite_weights{};
 };
 
 /// One entry of a profiled forward (Backend::set_profiling): what computed part of a layer, and how long it took.

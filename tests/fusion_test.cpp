@@ -435,7 +435,7 @@ TEST(Fusion, LeavesBlocksWithAWindowThatIsNotSquareUnfused) {
   EXPECT_EQ(graph.nodes[4].layer->describe(), "conv2d 1x7/(1, 1) pads (0, 3, 0, 3), 8->8 + maxpool2d 2x2/2");
 }
 
-TEST(Fusion, KeepsTheProjectionApartWhenASqueezeExcitationReadsTheDepthwiseOutput) {
+TEST(Fusion, JoinsTheSqueezeExcitationAndProjectionToTheBlockBeforeThem) {
   // EfficientNet's block: expansion, depthwise, squeeze-and-excitation, projection.
   Sequential model;
   model.add(Conv2d({.in_channels = 8, .out_channels = 32, .kernel = 1, .activation = Activation::swish()}));  // 0
@@ -452,11 +452,21 @@ TEST(Fusion, KeepsTheProjectionApartWhenASqueezeExcitationReadsTheDepthwiseOutpu
   const int excited = model.add(Elementwise(ElementwiseOp::multiply), {d, 4});  // 5
   model.add(Conv2d({.in_channels = 32, .out_channels = 16, .kernel = 1}));      // 6
   const FusedGraph graph = fused(model);
-  // The block's gates and the projection then become one layer (rule 9).
-  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, 2, 3, 4, excited}));
-  EXPECT_EQ(graph.nodes[d].layer->describe(), "inverted_residual 8 -> 32 (swish), depthwise 5x5/2 pad 2 (swish)");
-  EXPECT_EQ(graph.nodes[6].layer->type(), "squeeze_excite_conv2d");
-  EXPECT_EQ(graph.nodes[6].inputs, std::vector<int>{d});
+  // The expansion and depthwise convolution become a block without its projection (rule 6), the gates and the
+  // projection one layer (rule 9), and the two one block (rule 13).
+  EXPECT_EQ(absorbed(graph), (std::vector<int>{0, d, 2, 3, 4, excited}));
+  EXPECT_EQ(graph.nodes[6].layer->describe(),
+            "inverted_residual 8 -> 32 (swish), depthwise 5x5/2 pad 2 (swish), squeeze_excite 32 -> 8 (swish) -> 32 "
+            "(sigmoid), -> 16");
+  EXPECT_EQ(graph.nodes[6].inputs, std::vector<int>{Sequential::model_input});
+
+  // Where another layer also reads the depthwise output, the block keeps it apart: rule 9 only.
+  model.add(Add(), {d, d});  // 7
+  const FusedGraph shared = fused(model);
+  EXPECT_EQ(absorbed(shared), (std::vector<int>{0, 2, 3, 4, excited}));
+  EXPECT_EQ(shared.nodes[d].layer->describe(), "inverted_residual 8 -> 32 (swish), depthwise 5x5/2 pad 2 (swish)");
+  EXPECT_EQ(shared.nodes[6].layer->type(), "squeeze_excite_conv2d");
+  EXPECT_EQ(shared.nodes[6].inputs, std::vector<int>{d});
 }
 
 TEST(Fusion, FindsEveryPatternOfTheMixedNetwork) {
@@ -481,8 +491,9 @@ TEST_P(FusionOnBackend, EveryRewriteAgreesWithTheUnfusedLayers) {
 }
 
 TEST_P(FusionOnBackend, TheGatedProjectionAgreesWithTheUnfusedLayers) {
-  // MobileNetV3's block at batch 3 (each image its own gates), with and without fusion in turn: the fused and the
-  // unfused forwards share the projection's weights (and a backend's plans of them).
+  // MobileNetV3's block at batch 3 (each image its own gates; one InvertedResidual by rule 13), with and without
+  // fusion in turn: the fused and the unfused forwards share the projection's weights (and a backend's plans of
+  // them).
   std::mt19937 rng(23);
   Sequential model;
   const int x = model.add(Conv2d({.in_channels = 5, .out_channels = 5, .kernel = 3, .padding = 1}));

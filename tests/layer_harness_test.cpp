@@ -915,6 +915,54 @@ void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
   }
 }
 
+// MobileNetV3's and EfficientNet's blocks: expansion, depthwise convolution, squeeze-and-excitation, projection (and
+// the residual add), which fusion rules 6, 9 and 13 make one InvertedResidual. Channel counts no multiple of 16 or of
+// a GEMM panel, strides 1 and 2, 3x3 and 5x5, batch 1 (the blas backend then splits an image among its members)
+// and 2 and 3.
+void add_excited_inverted_residual_cases(std::vector<LayerCase>& cases) {
+  struct Block {
+    Shape input;
+    int expanded, kernel, stride, out, squeeze;
+    Activation activation;
+    bool residual;
+  };
+  const std::vector<Block> blocks = {
+      {{2, 16, 14, 14}, 96, 3, 1, 16, 4, Activation::swish(), true},
+      {{1, 24, 7, 7}, 144, 5, 1, 24, 6, Activation::hard_swish(), true},
+      {{3, 12, 13, 11}, 40, 5, 2, 20, 10, Activation::relu(), false},
+      {{1, 10, 15, 12}, 100, 3, 2, 24, 8, Activation::swish(), false},
+      {{2, 20, 9, 9}, 120, 3, 1, 20, 5, Activation::relu6(), true},
+  };
+  for (const Block& b : blocks) {
+    cases.push_back(
+        {fmt::format("inverted residual {} -> {} dw {}x{}/{} squeeze_excite {} -> {}{} {}", b.input.c, b.expanded,
+                     b.kernel, b.kernel, b.stride, b.squeeze, b.out, b.residual ? " + add" : "", b.input.str()),
+         b.input, [b](Sequential& m) {
+           m.add(
+               Conv2d({.in_channels = b.input.c, .out_channels = b.expanded, .kernel = 1, .activation = b.activation}),
+               {Sequential::model_input});
+           const int depthwise = m.add(Conv2d({.in_channels = b.expanded,
+                                               .out_channels = b.expanded,
+                                               .kernel = b.kernel,
+                                               .stride = b.stride,
+                                               .padding = b.kernel / 2,
+                                               .groups = b.expanded,
+                                               .activation = b.activation}));
+           m.add(AvgPool2d::global());
+           m.add(
+               Conv2d({.in_channels = b.expanded, .out_channels = b.squeeze, .kernel = 1, .activation = b.activation}));
+           const int gates = m.add(Conv2d({.in_channels = b.squeeze,
+                                           .out_channels = b.expanded,
+                                           .kernel = 1,
+                                           .activation = Activation::sigmoid()}));
+           const int excited = m.add(Elementwise(ElementwiseOp::multiply), {depthwise, gates});
+           const int project =
+               m.add(Conv2d({.in_channels = b.expanded, .out_channels = b.out, .kernel = 1}), {excited});
+           if (b.residual) m.add(Add(), {project, Sequential::model_input});
+         }});
+  }
+}
+
 // Convolutions whose window differs between height and width (Conv2dDesc::general: Inception's 1x7 and 7x1, strides
 // and dilations per axis, four pads): every backend's general path (im2col + GEMM), also inside the fused layers
 // that take any window (an activation, a residual add, a max pool) and next to the patterns that must stay unfused
@@ -1232,6 +1280,7 @@ std::vector<LayerCase> all_cases() {
   add_fused_block_cases(cases);
   add_squeeze_excite_conv_cases(cases);
   add_inverted_residual_cases(cases);
+  add_excited_inverted_residual_cases(cases);
   add_general_window_conv_cases(cases);
   add_tensor_math_cases(cases);
   add_tensor_movement_cases(cases);

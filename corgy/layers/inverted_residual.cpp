@@ -25,6 +25,29 @@ InvertedResidual::Held InvertedResidual::hold(const Stage& stage) {
           stage.bias.empty() ? Variable() : stage.bias.view(stage.bias.shape())};
 }
 
+InvertedResidual::Held InvertedResidual::share(const Held& held) {
+  return {held.desc, held.weights.share(), held.bias.share()};
+}
+
+InvertedResidual::InvertedResidual(const InvertedResidual& block, const SqueezeExciteConv2d& excited_projection)
+    : expand_(block.expand_ ? std::optional<Held>(share(*block.expand_)) : std::nullopt),
+      depthwise_(share(block.depthwise_)),
+      excite_(Excite{excited_projection.excite(), excited_projection.reduce_weights().share(),
+                     excited_projection.reduce_bias().share(), excited_projection.expand_weights().share(),
+                     excited_projection.expand_bias().share()}),
+      project_(
+          Held{excited_projection.desc(), excited_projection.weights().share(), excited_projection.bias().share()}),
+      residual_(excited_projection.residual()) {
+  if (!block.expand_ || block.project_ || block.excite_ ||
+      excited_projection.excite().channels != depthwise_.desc.out_channels) {
+    throw_parameter_error(
+        "inverted_residual",
+        fmt::format("a squeeze-and-excitation of {} channels joins a block with an expansion and "
+                    "no projection whose depthwise convolution gives them; got {} channels, {}",
+                    excited_projection.excite().channels, depthwise_.desc.out_channels, block.describe()));
+  }
+}
+
 InvertedResidual::InvertedResidual(const Stage* expand, const Stage& depthwise, const Stage* project, bool residual)
     : expand_(expand ? std::optional<Held>(hold(*expand)) : std::nullopt),
       depthwise_(hold(depthwise)),
@@ -52,6 +75,11 @@ std::string InvertedResidual::describe() const {
                                            expand_->desc.out_channels, expand_->desc.activation.str())
                              : fmt::format("inverted_residual {}, ", d.in_channels);
   text += fmt::format("depthwise {}x{}/{} pad {} ({})", d.kernel, d.kernel, d.stride, d.padding, d.activation.str());
+  if (excite_) {
+    const SqueezeExciteDesc& e = excite_->desc;
+    text += fmt::format(", squeeze_excite {} -> {} ({}) -> {} ({})", e.channels, e.squeeze_channels,
+                        e.reduce_activation.str(), e.channels, e.expand_activation.str());
+  }
   if (project_) {
     const Activation a = project_->desc.activation;
     text += fmt::format(", -> {}{}{}", project_->desc.out_channels, residual_ ? " + add" : "",
@@ -79,6 +107,12 @@ void InvertedResidual::upload(Backend& backend) const {
     backend.upload_constant(stage->weights);
     if (!stage->bias.empty()) backend.upload_constant(stage->bias);
   }
+  if (excite_) {
+    for (const Variable* tensor :
+         {&excite_->reduce_weights, &excite_->reduce_bias, &excite_->expand_weights, &excite_->expand_bias}) {
+      if (!tensor->empty()) backend.upload_constant(*tensor);
+    }
+  }
 }
 
 InvertedResidualDesc InvertedResidual::desc() const {
@@ -86,7 +120,15 @@ InvertedResidualDesc InvertedResidual::desc() const {
     if (!held) return ConvStage{};
     return ConvStage{held->desc, &held->weights, held->bias.empty() ? nullptr : &held->bias};
   };
-  return {stage(expand_ ? &*expand_ : nullptr), stage(&depthwise_), stage(project_ ? &*project_ : nullptr)};
+  InvertedResidualDesc desc{stage(expand_ ? &*expand_ : nullptr), stage(&depthwise_),
+                            stage(project_ ? &*project_ : nullptr)};
+  if (excite_) {
+    const auto or_null = [](const Variable& tensor) { return tensor.empty() ? nullptr : &tensor; };
+    desc.excite = excite_->desc;
+    desc.excite_weights = {&excite_->reduce_weights, or_null(excite_->reduce_bias), &excite_->expand_weights,
+                           or_null(excite_->expand_bias)};
+  }
+  return desc;
 }
 
 void InvertedResidual::forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const {
@@ -100,7 +142,8 @@ double InvertedResidual::flops(std::span<const Shape> inputs) const {
   const double out_pixels = static_cast<double>(in.n) * extent(depthwise_.desc, in.h) * extent(depthwise_.desc, in.w);
   const Conv2dDesc& d = depthwise_.desc;
   const double expanded = d.in_channels;
-  return 2.0 * ((expand_ ? pixels * expand_->desc.in_channels * expanded : 0.0) +
+  const double excite = excite_ ? 2.0 * in.n * excite_->desc.channels * excite_->desc.squeeze_channels : 0.0;
+  return 2.0 * (excite + (expand_ ? pixels * expand_->desc.in_channels * expanded : 0.0) +
                 out_pixels * expanded * d.kernel * d.kernel +
                 (project_ ? out_pixels * expanded * project_->desc.out_channels : 0.0));
 }

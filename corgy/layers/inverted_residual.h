@@ -6,6 +6,7 @@
 #include <string>
 
 #include "corgy/layers/layer.h"
+#include "corgy/layers/squeeze_excite_conv2d.h"
 
 namespace corgy {
 
@@ -33,6 +34,10 @@ class InvertedResidual final : public Layer {
   };
   /// `expand` null: no expansion (then `project` is needed); `project` null: no projection (and no residual).
   InvertedResidual(const Stage* expand, const Stage& depthwise, const Stage* project, bool residual);
+  /// `block` (an expansion, no projection) with the squeeze-and-excitation and projection that read its output
+  /// (corgy/model/fusion.h rule 13): the gates scale the depthwise output before the projection; the residual is
+  /// `excited_projection`'s.
+  InvertedResidual(const InvertedResidual& block, const SqueezeExciteConv2d& excited_projection);
 
   std::string_view type() const override { return "inverted_residual"; }
   std::string describe() const override;
@@ -43,6 +48,9 @@ class InvertedResidual final : public Layer {
   double flops(std::span<const Shape> inputs) const override;
 
   bool residual() const { return residual_; }
+  bool expands() const { return expand_.has_value(); }
+  bool projects() const { return project_.has_value(); }
+  bool excites() const { return excite_.has_value(); }
 
  private:
   /// The stage's storage views.
@@ -52,10 +60,22 @@ class InvertedResidual final : public Layer {
     Variable bias;
   };
   static Held hold(const Stage& stage);
+  static Held share(const Held& held);
   InvertedResidualDesc desc() const;
+
+  /// A squeeze-and-excitation between the depthwise convolution and the projection: its description and storage
+  /// views (a bias empty when absent).
+  struct Excite {
+    SqueezeExciteDesc desc;
+    Variable reduce_weights;
+    Variable reduce_bias;
+    Variable expand_weights;
+    Variable expand_bias;
+  };
 
   std::optional<Held> expand_;
   Held depthwise_;
+  std::optional<Excite> excite_;
   std::optional<Held> project_;
   bool residual_;
 };

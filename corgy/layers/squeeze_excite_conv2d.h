@@ -33,6 +33,14 @@ class SqueezeExciteConv2d final : public Layer {
 
   const Conv2dDesc& desc() const { return desc_; }
   bool residual() const { return residual_; }
+  /// The block's description and parameters (a bias empty when absent), and the convolution's weights and bias.
+  const SqueezeExciteDesc& excite() const { return excite_; }
+  const Variable& reduce_weights() const { return reduce_weights_; }
+  const Variable& reduce_bias() const { return reduce_bias_; }
+  const Variable& expand_weights() const { return expand_weights_; }
+  const Variable& expand_bias() const { return expand_bias_; }
+  const Variable& weights() const { return weights_; }
+  const Variable& bias() const { return bias_; }
 
  private:
   SqueezeExciteDesc excite_;

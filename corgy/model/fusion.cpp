@@ -323,6 +323,25 @@ void fuse_inverted_residuals(Rewriter& r) {
   }
 }
 
+// 13. InvertedResidual without its projection -> SqueezeExciteConv2d (+ residual) -> InvertedResidual with the
+// excitation and the projection (MobileNetV3's and EfficientNet's blocks): one operation from the block's input to
+// its output, which a backend may compute without the depthwise output ever going to memory as a whole.
+void fuse_excited_inverted_residuals(Rewriter& r) {
+  for (int c = 0; c < r.size(); ++c) {
+    const auto* excited = r.as<SqueezeExciteConv2d>(c);
+    if (!excited) continue;
+    const std::vector<int>& inputs = r.node(c).inputs;
+    const int b = inputs[0];
+    const auto* block = r.as<InvertedResidual>(b);
+    if (!block || !block->expands() || block->projects() || block->excites() || !r.private_to_pattern(b) ||
+        r.node(b).inputs.size() != 1)
+      continue;
+    std::vector<int> fused_inputs = r.node(b).inputs;
+    if (excited->residual()) fused_inputs.push_back(inputs[1]);
+    r.rewrite(c, std::make_unique<InvertedResidual>(*block, *excited), std::move(fused_inputs), {b});
+  }
+}
+
 // 8. [concat ->] channel affine (with its activation) -> pointwise convolution -> PreactivatedConv2d (DenseNet's
 // BN-ReLU-Conv on its concatenated features).
 void fuse_preactivated_convs(Rewriter& r) {
@@ -766,8 +785,8 @@ FusedGraph fuse_layers(std::vector<FusionNode> nodes) {
   for (void (*rewrite)(Rewriter&) :
        {fuse_gelu, fuse_swish, fuse_hard_swish, fuse_activations, fuse_residual_adds, fuse_conv_maxpool,
         move_pools_after_reducing_convs, fuse_squeeze_excite, fuse_inverted_residuals, fuse_gelu_tanh, fuse_layer_norms,
-        fuse_preactivated_convs, fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs, fuse_tensor_linear_biases,
-        fuse_channels_last_chains, fuse_activations}) {
+        fuse_preactivated_convs, fuse_pooled_preactivated_convs, fuse_squeeze_excite_convs,
+        fuse_excited_inverted_residuals, fuse_tensor_linear_biases, fuse_channels_last_chains, fuse_activations}) {
     Rewriter rewriter(graph);
     rewrite(rewriter);
   }

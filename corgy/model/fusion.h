@@ -80,6 +80,10 @@ struct FusedGraph {
 ///     the convolution a linear map of every pixel's channels, so the two commute; the bias waits until after the
 ///     pool, whose border windows' weights do not sum to 1 with count_include_pad. The pool then averages the
 ///     fewer channels. Where the pattern has two nodes (no Pad), the last one runs two layers (FusionNode::then).
+/// 13. an InvertedResidual with an expansion and without a projection (rule 6) whose output only a
+///     SqueezeExciteConv2d (rule 9) reads becomes one InvertedResidual with the squeeze-and-excitation between its
+///     depthwise convolution and its projection, and that layer's residual (MobileNetV3's and EfficientNet's
+///     blocks): the backend gets the block from its input to its output.
 /// Convolutions with reflect or edge padding are left alone (they run as Pad + convolution, padded_conv.h).
 FusedGraph fuse_layers(std::vector<FusionNode> nodes);
 

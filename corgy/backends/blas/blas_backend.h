@@ -191,6 +191,9 @@ class BlasBackend final : public Backend {
                               const blas::ConvPlan* project, const blas::ConvPlan* channel_blocks,
                               const Variable& input, const Variable* residual, Variable& output, int n, int r0, int r1,
                               blas::BandBuffers& buffers);
+  /// Defined in inverted_residual.cpp: a block with a squeeze-and-excitation.
+  void excited_inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
+                                 Variable& output);
   /// Defined in inverted_residual.cpp: the block planned in channel blocks (channel_block_residual.h) at one
   /// image's input shape, made at the first call and kept in plans_ ...
   const blas::ChannelBlockResidualPlan& channel_block_plan(const InvertedResidualDesc& desc, const Shape& image_input);
@@ -263,7 +266,8 @@ class BlasBackend final : public Backend {
   Variable excited_input_;       // squeeze_excite_conv2d's scaled input where it is not fused
   Variable block_expanded_;      // inverted_residual's intermediates when it runs as its three convolutions
   Variable block_filtered_;
-  Variable block_image_input_;  // ... and one image's input and output, when it runs them image by image
+  Variable block_excite_input_;  // an excited block's depthwise output, when it runs as the block and the excitation
+  Variable block_image_input_;   // ... and one image's input and output, when it runs them image by image
   Variable block_image_output_;
   Variable stem_image_input_;  // run_few_channels_pooled_by_image's one image of input and of pooled output
   Variable stem_image_output_;

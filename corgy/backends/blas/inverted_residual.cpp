@@ -80,6 +80,7 @@ std::string channel_block_key(const InvertedResidualDesc& desc, const Shape& ima
 
 void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                                     Variable& output) {
+  if (desc.excite.channels > 0) return excited_inverted_residual(desc, input, residual, output);
   const bool expands = desc.expand.weights != nullptr;
   if ((expands && !desc.expand.desc.is_square()) || !desc.depthwise.desc.is_square() ||
       !desc.project.desc.is_square() || (!expands && !desc.project.weights)) {
@@ -218,6 +219,20 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
       plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
   }
   run(ways[*choice]);
+}
+
+void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, const Variable& input,
+                                            const Variable* residual, Variable& output) {
+  // The block's expansion and depthwise convolution, then the squeeze-and-excitation and projection that read it.
+  InvertedResidualDesc first = desc;
+  first.project = {};
+  first.excite = {};
+  first.excite_weights = {};
+  const Shape& out = output.shape();
+  Variable filtered = scratch_of(block_excite_input_, {out.n, desc.depthwise.desc.out_channels, out.h, out.w});
+  inverted_residual(first, input, nullptr, filtered);
+  squeeze_excite_conv2d(desc.excite, desc.excite_weights, desc.project.desc, filtered, *desc.project.weights,
+                        desc.project.bias, residual, output);
 }
 
 const blas::ChannelBlockResidualPlan& BlasBackend::channel_block_plan(const InvertedResidualDesc& desc,

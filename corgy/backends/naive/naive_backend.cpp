@@ -98,6 +98,12 @@ void NaiveBackend::inverted_residual(const InvertedResidualDesc& desc, const Var
     return direct_conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, nullptr, output);
   Variable filtered(Shape{in.n, d.out_channels, d.output_h(in.h), d.output_w(in.w)});
   direct_conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, nullptr, filtered);
+  if (desc.excite.channels > 0) {
+    const SqueezeExciteWeights& w = desc.excite_weights;
+    Variable excited(filtered.shape());
+    squeeze_excite(desc.excite, filtered, *w.reduce_weights, w.reduce_bias, *w.expand_weights, w.expand_bias, excited);
+    return direct_conv2d(desc.project.desc, excited, *desc.project.weights, desc.project.bias, residual, output);
+  }
   direct_conv2d(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, residual, output);
 }
 

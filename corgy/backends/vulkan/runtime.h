@@ -36,10 +36,13 @@ struct Runtime {
   bool half_precision() const { return context.features().storage_16bit; }
 
   /// The scratch tensors one operation may use at the same time.
-  static constexpr int scratch_slots = 4;
+  static constexpr int scratch_slots = 5;
   /// The slot of squeeze_excite_conv2d's scaled tensor, which the block's own scratch tensors (slots 0 to 2) and a
   /// convolution's (slot 0) must not share.
   static constexpr int excited_slot = 3;
+  /// The slot of an inverted residual block's depthwise output when a squeeze-and-excitation (squeeze_excite_conv2d,
+  /// slots 0 to 3) reads it.
+  static constexpr int excite_input_slot = 4;
   /// A device-only tensor of `shape` for an intermediate that no layer owns (a fused convolution's output, the
   /// means and gates of a squeeze-and-excitation). One storage per slot serves every use of that slot; the recorder
   /// puts barriers between the dispatches that share it. Operations that need several at once use distinct slots.

@@ -258,8 +258,14 @@ void VulkanBackend::inverted_residual(const InvertedResidualDesc& desc, const Va
     }
     const Variable& expanded = desc.expand.weights ? expansion : input;  // no expansion: the depthwise reads the input
     if (!desc.project.weights) return conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, output);
-    Variable filtered = runtime.scratch_tensor({in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)}, 1);
+    const bool excites = desc.excite.channels > 0;
+    Variable filtered = runtime.scratch_tensor({in.n, d.out_channels, d.output_size(in.h), d.output_size(in.w)},
+                                               excites ? vulkan::Runtime::excite_input_slot : 1);
     conv2d(d, expanded, *desc.depthwise.weights, desc.depthwise.bias, filtered);
+    if (excites) {
+      return squeeze_excite_conv2d(desc.excite, desc.excite_weights, desc.project.desc, filtered, *desc.project.weights,
+                                   desc.project.bias, residual, output);
+    }
     if (residual) {
       conv2d_add(desc.project.desc, filtered, *desc.project.weights, desc.project.bias, *residual, output);
     } else {
