@@ -27,7 +27,7 @@ void CpuProfiler::begin_layer(int index) {
 }
 
 void CpuProfiler::note(std::string_view algorithm) {
-  if (!enabled_ || muted_) return;
+  if (!enabled_ || muted_ > 0) return;
   if (!open_) {
     // An operation called outside a model's forward: an entry of its own, timed from here.
     current_ = OpProfile{-1, {}, 0.0};

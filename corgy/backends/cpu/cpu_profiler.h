@@ -22,7 +22,8 @@ class CpuProfiler {
   /// muted.
   void note(std::string_view algorithm);
   /// While muted, notes are dropped: a backend's own trial runs (plan-time tuning) leave no trace in the profile.
-  void set_muted(bool muted) { muted_ = muted; }
+  /// Calls nest (a block's tuning runs its parts, which tune their own): each true needs its false.
+  void set_muted(bool muted) { muted_ += muted ? 1 : -1; }
   /// The entries recorded since the last call (an open entry is closed first).
   std::vector<OpProfile> take();
 
@@ -31,7 +32,7 @@ class CpuProfiler {
   void close_open_entry();
 
   bool enabled_ = false;
-  bool muted_ = false;
+  int muted_ = 0;
   bool open_ = false;
   Clock::time_point started_{};
   OpProfile current_;
