@@ -1,8 +1,9 @@
 // The blas backend's inverted residual block in channel blocks (corgy/backends/blas/channel_block_residual.h) against
 // the naive backend's three convolutions, with the kernels of every instruction set this CPU has (the layer harness
-// runs the widest only): odd maps, strides 1 and 2, 3x3, 5x5 and 7x7 windows, channel counts that are not multiples
-// of a register or of a GEMM panel, a residual, every activation the blocks use; whole images, and an image's
-// panels split between two members' sums as the backend splits them at batch 1.
+// runs the widest only), with and without a squeeze-and-excitation before the projection: odd maps, strides 1 and 2,
+// 3x3, 5x5 and 7x7 windows, channel counts that are not multiples of a register or of a GEMM panel, a residual, every
+// activation the blocks use; whole images, and an image's panels split between two members' sums as the backend splits
+// them at batch 1.
 #include "corgy/backends/blas/channel_block_residual.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@ struct BlockCase {
   int expanded, kernel, stride, out;
   Activation activation;
   bool residual;
+  int squeeze = 0;  // a squeeze-and-excitation of this many channels before the projection; 0: none
 };
 
 Variable random_variable(const Shape& shape, std::mt19937& random) {
@@ -50,6 +52,9 @@ TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
       {{1, 10, 11, 9}, 30, 7, 2, 17, Activation::none(), false},
       {{1, 5, 1, 1}, 21, 3, 1, 5, Activation::hard_swish(), true},
       {{1, 7, 2, 3}, 50, 3, 2, 9, Activation::relu6(), false},
+      {{1, 16, 14, 14}, 96, 5, 1, 16, Activation::swish(), true, 4},
+      {{1, 24, 13, 9}, 120, 3, 2, 40, Activation::hard_swish(), false, 30},
+      {{1, 20, 7, 7}, 100, 7, 1, 20, Activation::relu(), true, 25},
   };
   std::mt19937 random(11);
   NaiveBackend naive;
@@ -78,6 +83,12 @@ TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
     const Variable project_weights = random_variable({c.out, c.expanded, 1, 1}, random);
     const Variable project_bias = random_variable({1, 1, 1, c.out}, random);
     const Variable input = random_variable(c.input, random);
+    const int squeeze = std::max(c.squeeze, 1);
+    const SqueezeExciteDesc excite{c.squeeze > 0 ? c.expanded : 0, squeeze, Activation::relu(), Activation::sigmoid()};
+    const Variable reduce_weights = random_variable({squeeze, c.expanded, 1, 1}, random);
+    const Variable reduce_bias = random_variable({1, 1, 1, squeeze}, random);
+    const Variable excite_weights = random_variable({c.expanded, squeeze, 1, 1}, random);
+    const Variable excite_bias = random_variable({1, 1, 1, c.expanded}, random);
     // The reference: the three convolutions, then the residual added before the projection's activation.
     Variable expanded({1, c.expanded, c.input.h, c.input.w});
     naive.conv2d(expand, input, expand_weights, &expand_bias, expanded);
@@ -85,6 +96,11 @@ TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
     const int out_w = depthwise.output_size(c.input.w);
     Variable filtered({1, c.expanded, out_h, out_w});
     naive.conv2d(depthwise, expanded, depthwise_weights, &depthwise_bias, filtered);
+    if (c.squeeze > 0) {
+      Variable excited(filtered.shape());
+      naive.squeeze_excite(excite, filtered, reduce_weights, &reduce_bias, excite_weights, &excite_bias, excited);
+      filtered = std::move(excited);
+    }
     Conv2dDesc sums_only = project;
     sums_only.activation = Activation::none();
     Variable want({1, c.out, out_h, out_w});
@@ -95,9 +111,13 @@ TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
       want.data()[i] = apply_activation(project.activation, sum);
     }
 
-    const InvertedResidualDesc block{{expand, &expand_weights, &expand_bias},
-                                     {depthwise, &depthwise_weights, &depthwise_bias},
-                                     {project, &project_weights, &project_bias}};
+    InvertedResidualDesc block{{expand, &expand_weights, &expand_bias},
+                               {depthwise, &depthwise_weights, &depthwise_bias},
+                               {project, &project_weights, &project_bias}};
+    if (c.squeeze > 0) {
+      block.excite = excite;
+      block.excite_weights = {&reduce_weights, &reduce_bias, &excite_weights, &excite_bias};
+    }
     for (const CpuIsa isa : isas_of_this_cpu()) {
       ASSERT_TRUE(blas::channel_block_residual_applies(block, c.input, std::size_t{1} << 30));
       const blas::ChannelBlockResidualPlan plan = blas::plan_channel_block_residual(block, c.input, isa);
@@ -106,13 +126,32 @@ TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
         std::vector<float> got(want.count() + 1, 12345.0f);
         const float* added = c.residual ? residual.data() : nullptr;
         const int panels = plan.expand.panels();
+        const int groups = blas::channel_block_output_groups(plan);
         if (!split || panels < 2) {
           blas::channel_block_residual_image(plan, input.data(), added, got.data(), first);
+        } else if (c.squeeze > 0) {
+          // As the backend splits an excited image: shared depthwise output, channel sums and projection sums
+          // (first's), each member's own gates and share of the projection's panels.
+          first.excited.assign(blas::channel_block_excited_floats(plan), 0.0f);
+          first.sums.assign(static_cast<std::size_t>(c.expanded), 0.0f);
+          first.projected.assign(blas::channel_block_projected_floats(plan), 0.0f);
+          const blas::ExcitedTargets targets{first.excited.data(), first.sums.data()};
+          blas::channel_block_residual_panels(plan, input.data(), 0, panels / 2, first, &targets);
+          blas::channel_block_residual_panels(plan, input.data(), panels / 2, panels, second, &targets);
+          blas::channel_block_excited_gates(plan, first.sums.data(), first);
+          blas::channel_block_excited_gates(plan, first.sums.data(), second);
+          const int projection = plan.project.panels();
+          blas::channel_block_excited_projection(plan, first.excited.data(), first.gates.data(), 0, projection / 2,
+                                                 first, first.projected.data());
+          blas::channel_block_excited_projection(plan, first.excited.data(), second.gates.data(), projection / 2,
+                                                 projection, second, first.projected.data());
+          blas::ChannelBlockBuffers* const sums[] = {&first};
+          blas::channel_block_residual_output(plan, sums, groups / 2, groups, added, got.data(), second.staging);
+          blas::channel_block_residual_output(plan, sums, 0, groups / 2, added, got.data(), first.staging);
         } else {
           blas::channel_block_residual_panels(plan, input.data(), 0, panels / 2, first);
           blas::channel_block_residual_panels(plan, input.data(), panels / 2, panels, second);
           blas::ChannelBlockBuffers* const sums[] = {&first, &second};
-          const int groups = blas::channel_block_output_groups(plan);
           blas::channel_block_residual_output(plan, sums, groups / 2, groups, added, got.data(), second.staging);
           blas::channel_block_residual_output(plan, sums, 0, groups / 2, added, got.data(), first.staging);
         }

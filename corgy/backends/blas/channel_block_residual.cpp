@@ -1,5 +1,6 @@
 #include "corgy/backends/blas/channel_block_residual.h"
 
+#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,9 +61,13 @@ bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shap
   const GemmMicroKernel& expand = lanes_kernel(e, expanded_output);
   const GemmMicroKernel& project = lanes_kernel(p, output);
   if (!expand.run_taps[0] || !project.run_blocked) return false;
-  const PanelFloats floats =
-      panel_floats(input, geometry, expand.mr, expand.nr, project.mr, channel_block_kernels().lanes);
-  return (floats.rows + floats.tiles + floats.filtered) * sizeof(float) <= budget_bytes;
+  const int lanes = channel_block_kernels().lanes;
+  const PanelFloats floats = panel_floats(input, geometry, expand.mr, expand.nr, project.mr, lanes);
+  if ((floats.rows + floats.tiles + floats.filtered) * sizeof(float) > budget_bytes) return false;
+  if (desc.excite.channels == 0) return true;
+  const std::size_t excited = static_cast<std::size_t>((d.in_channels + lanes - 1) / lanes) * geometry.out_h *
+                              geometry.out_w * lanes * sizeof(float);
+  return desc.excite.channels == d.out_channels && excited <= 2 * budget_bytes;
 }
 
 std::vector<std::span<const float>> ChannelBlockResidualPlan::weight_buffers() const {
@@ -100,8 +105,16 @@ ChannelBlockResidualPlan plan_channel_block_residual(const InvertedResidualDesc&
     plan.tail_offsets.push_back(k * plan.expand_kernel->mr);
   }
   const std::size_t out_plane = plan.output.plane_count();
-  for (int k = 0; k < plan.expand_kernel->nr; ++k) {
-    plan.filtered_offsets.push_back(static_cast<std::int32_t>(k / lanes * out_plane * lanes + k % lanes));
+  const auto block_offset = [&](int k) { return static_cast<std::int32_t>(k / lanes * out_plane * lanes + k % lanes); };
+  for (int k = 0; k < plan.expand_kernel->nr; ++k) plan.filtered_offsets.push_back(block_offset(k));
+  if (desc.excite.channels > 0) {
+    const SqueezeExciteWeights& w = desc.excite_weights;
+    plan.excite = desc.excite;
+    plan.reduce_weights = w.reduce_weights->data();
+    plan.reduce_bias = w.reduce_bias ? w.reduce_bias->data() : nullptr;
+    plan.expand_weights = w.expand_weights->data();
+    plan.expand_bias = w.expand_bias ? w.expand_bias->data() : nullptr;
+    for (int k = 0; k < plan.expanded; ++k) plan.excited_offsets.push_back(block_offset(k));
   }
   return plan;
 }
@@ -122,8 +135,18 @@ int channel_block_output_groups(const ChannelBlockResidualPlan& plan) {
   return (plan.output.c + plan.kernels.lanes - 1) / plan.kernels.lanes;
 }
 
+std::size_t channel_block_excited_floats(const ChannelBlockResidualPlan& plan) {
+  const int lanes = plan.kernels.lanes;
+  const std::size_t blocks = static_cast<std::size_t>((plan.expanded + lanes - 1) / lanes);
+  return (blocks * plan.output.h * plan.output.w + plan.project_kernel->mr) * lanes;
+}
+
+std::size_t channel_block_projected_floats(const ChannelBlockResidualPlan& plan) {
+  return static_cast<std::size_t>(plan.project.panels()) * projected_rows(plan) * plan.project_kernel->nr;
+}
+
 void channel_block_residual_panels(const ChannelBlockResidualPlan& plan, const float* input, int first, int end,
-                                   ChannelBlockBuffers& buffers) {
+                                   ChannelBlockBuffers& buffers, const ExcitedTargets* excited) {
   const ChannelBlockKernels& kernels = plan.kernels;
   const int lanes = kernels.lanes;
   const DepthwiseGeometry& g = plan.depthwise;
@@ -188,10 +211,21 @@ void channel_block_residual_panels(const ChannelBlockResidualPlan& plan, const f
             static_cast<std::size_t>(expand_nr), g.in_w, bias, plan.expand_activation,
             tile + ((y + g.pad_top) * padded_w + g.padding) * lanes);
       }
+      float* filtered = excited ? excited->excited + static_cast<std::size_t>(c0 / lanes + b) * out_pixels * lanes
+                                : buffers.filtered.data() + static_cast<std::size_t>(b) * out_pixels * lanes;
       kernels.depthwise(g, tile, plan.depthwise_packed.data() + c0 + b * lanes, weight_stride,
-                        plan.depthwise_activation,
-                        buffers.filtered.data() + static_cast<std::size_t>(b) * out_pixels * lanes);
+                        plan.depthwise_activation, filtered);
+      if (excited) {
+        // Each channel's sum over the pixels, for the gates (the block's last lanes past the channels dropped).
+        float* sums = excited->sums + c0 + b * lanes;
+        const int count = std::min(lanes, plan.expanded - (c0 + b * lanes));
+        for (int l = 0; l < count; ++l) sums[l] = 0.0f;
+        for (int p = 0; p < out_pixels; ++p) {
+          for (int l = 0; l < count; ++l) sums[l] += filtered[static_cast<std::size_t>(p) * lanes + l];
+        }
+      }
     }
+    if (excited) continue;  // the projection waits for the gates
     // 3. The projection's share of the depth: these channels, read in place from the depthwise output.
     for (int q = 0; q < plan.project.panels(); ++q) {
       const float* sub_panel = plan.project.panel(q) + static_cast<std::size_t>(c0) * project.nr;
@@ -236,8 +270,83 @@ void channel_block_residual_output(const ChannelBlockResidualPlan& plan, std::sp
   }
 }
 
+void channel_block_excited_gates(const ChannelBlockResidualPlan& plan, const float* sums,
+                                 ChannelBlockBuffers& buffers) {
+  const SqueezeExciteDesc& e = plan.excite;
+  const int channels = e.channels;
+  const int squeeze = e.squeeze_channels;
+  buffers.means.resize(static_cast<std::size_t>(channels));
+  buffers.squeezed.resize(static_cast<std::size_t>(squeeze));
+  buffers.gates.resize(static_cast<std::size_t>(channels));
+  const float pixels = static_cast<float>(plan.output.h * plan.output.w);
+  for (int c = 0; c < channels; ++c) buffers.means[c] = sums[c] / pixels;
+  // Two matrix-vector products of a few thousand multiply-adds: the backend keeps OpenBLAS on one thread.
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, squeeze, channels, 1.0f, plan.reduce_weights, channels, buffers.means.data(),
+              1, 0.0f, buffers.squeezed.data(), 1);
+  for (int s = 0; s < squeeze; ++s) {
+    buffers.squeezed[s] =
+        apply_activation(e.reduce_activation, buffers.squeezed[s] + (plan.reduce_bias ? plan.reduce_bias[s] : 0.0f));
+  }
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, channels, squeeze, 1.0f, plan.expand_weights, squeeze,
+              buffers.squeezed.data(), 1, 0.0f, buffers.gates.data(), 1);
+  for (int c = 0; c < channels; ++c) {
+    buffers.gates[c] =
+        apply_activation(e.expand_activation, buffers.gates[c] + (plan.expand_bias ? plan.expand_bias[c] : 0.0f));
+  }
+}
+
+void channel_block_excited_projection(const ChannelBlockResidualPlan& plan, const float* excited, const float* gates,
+                                      int first, int end, ChannelBlockBuffers& buffers, float* projected) {
+  const GemmMicroKernel& project = *plan.project_kernel;
+  const int lanes = plan.kernels.lanes;
+  const int nr = project.nr;
+  const int depth = plan.expanded;
+  const int out_pixels = plan.output.h * plan.output.w;
+  const int tiles = (out_pixels + project.mr - 1) / project.mr;
+  const std::size_t rows = projected_rows(plan);
+  if (buffers.gated.size() < static_cast<std::size_t>(depth) * nr) {
+    buffers.gated.resize(static_cast<std::size_t>(depth) * nr);
+  }
+  // Depth in blocks whose panel rows stay in L1 while every tile of pixels reads them.
+  constexpr int kDepthBlock = 128;
+  for (int q = first; q < end; ++q) {
+    // The gates scale the weights (depth x nr values), not the depthwise output (depth x pixels).
+    const float* panel = plan.project.panel(q);
+    for (int k = 0; k < depth; ++k) {
+      const float gate = gates[k];
+      for (int j = 0; j < nr; ++j) {
+        buffers.gated[static_cast<std::size_t>(k) * nr + j] = panel[static_cast<std::size_t>(k) * nr + j] * gate;
+      }
+    }
+    float* sums = projected + static_cast<std::size_t>(q) * rows * nr;
+    for (int k0 = 0; k0 < depth; k0 += kDepthBlock) {
+      const int kc = std::min(kDepthBlock, depth - k0);
+      for (int t = 0; t < tiles; ++t) {
+        project.run_blocked(static_cast<std::size_t>(kc), excited + static_cast<std::size_t>(t) * project.mr * lanes,
+                            plan.excited_offsets.data() + k0, buffers.gated.data() + static_cast<std::size_t>(k0) * nr,
+                            sums + static_cast<std::size_t>(t) * project.mr * nr, static_cast<std::size_t>(nr), k0 > 0);
+      }
+    }
+  }
+}
+
 void channel_block_residual_image(const ChannelBlockResidualPlan& plan, const float* input, const float* residual,
                                   float* output, ChannelBlockBuffers& buffers) {
+  if (plan.excites()) {
+    const std::size_t excited_floats = channel_block_excited_floats(plan);
+    if (buffers.excited.size() < excited_floats) buffers.excited.resize(excited_floats);
+    if (buffers.sums.size() < static_cast<std::size_t>(plan.expanded)) buffers.sums.resize(plan.expanded);
+    const ExcitedTargets targets{buffers.excited.data(), buffers.sums.data()};
+    channel_block_residual_panels(plan, input, 0, plan.expand.panels(), buffers, &targets);
+    channel_block_excited_gates(plan, buffers.sums.data(), buffers);
+    const std::size_t projected_floats = channel_block_projected_floats(plan);
+    if (buffers.projected.size() < projected_floats) buffers.projected.resize(projected_floats);
+    channel_block_excited_projection(plan, buffers.excited.data(), buffers.gates.data(), 0, plan.project.panels(),
+                                     buffers, buffers.projected.data());
+    ChannelBlockBuffers* const all[] = {&buffers};
+    return channel_block_residual_output(plan, all, 0, channel_block_output_groups(plan), residual, output,
+                                         buffers.staging);
+  }
   channel_block_residual_panels(plan, input, 0, plan.expand.panels(), buffers);
   ChannelBlockBuffers* const sums[] = {&buffers};
   channel_block_residual_output(plan, sums, 0, channel_block_output_groups(plan), residual, output, buffers.staging);

@@ -29,7 +29,9 @@ namespace corgy::blas {
 
 /// True where channel_block_residual_image computes `desc` at one image's `input` (C, H, W): an expansion and a
 /// projection, square windows, a depthwise kernel of 3, 5 or 7 at stride 1 or 2 and dilation 1, and a panel's
-/// working set (its expanded rows, blocks and depthwise output) within `budget_bytes`.
+/// working set (its expanded rows, blocks and depthwise output) within `budget_bytes`; with a squeeze-and-excitation,
+/// also the whole image's depthwise output within twice that (the gates need every channel's mean before the
+/// projection can start, so the depthwise output waits, in channel blocks, for all of them).
 bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shape& input, std::size_t budget_bytes);
 
 /// The block's weights packed for its GEMMs and depthwise kernel, at one image's input and output shapes.
@@ -50,6 +52,15 @@ struct ChannelBlockResidualPlan {
   std::vector<std::int32_t> tail_offsets;      // ... and in the copy of the last, partial tile: k * expand mr
   std::vector<std::int32_t> filtered_offsets;  // the projection's A in place: depth k of an expansion panel
   int expanded = 0;                            // channels
+  /// The squeeze-and-excitation between the depthwise convolution and the projection (excite.channels 0: none), and
+  /// its parameters (OIHW weights; biases null when absent).
+  SqueezeExciteDesc excite{};
+  const float* reduce_weights = nullptr;
+  const float* reduce_bias = nullptr;
+  const float* expand_weights = nullptr;
+  const float* expand_bias = nullptr;
+  std::vector<std::int32_t> excited_offsets;  // the projection's A in place over the whole depth: the image's blocks
+  bool excites() const { return excite.channels > 0; }
 
   /// The packed weights, for the tuner (conv_tuner.h's evict_from_caches).
   std::vector<std::span<const float>> weight_buffers() const;
@@ -67,12 +78,39 @@ struct ChannelBlockBuffers {
   std::vector<float> projected;      // the projection's sums, rows of output pixels
   std::vector<float> staging;        // rows_to_planes's
   std::vector<float> tail;           // the input's last, partial tile of pixels
+  // With a squeeze-and-excitation:
+  std::vector<float> excited;  // the whole image's depthwise output, in channel blocks
+  std::vector<float> sums;     // per channel: its sum over the pixels
+  std::vector<float> means;
+  std::vector<float> squeezed;
+  std::vector<float> gates;
+  std::vector<float> gated;  // one panel of the projection's weights, each row scaled by its channel's gate
 };
+
+/// Where panels of a block with a squeeze-and-excitation leave their depthwise output: the whole image's, channel
+/// block c / lanes at excited + c / lanes * out_pixels * lanes, and each channel's sum over the pixels at sums + c.
+struct ExcitedTargets {
+  float* excited = nullptr;
+  float* sums = nullptr;
+};
+/// Floats of ExcitedTargets::excited: every channel block, and the projection's reads past the last.
+std::size_t channel_block_excited_floats(const ChannelBlockResidualPlan& plan);
 
 /// Expansion panels [first, end) of one image (input (in_c, in_h, in_w)): their share of the projection's sums, into
 /// buffers.projected (overwritten). One member's share of an image's work where the team splits it.
+/// With a squeeze-and-excitation (plan.excites()) their depthwise output and channel sums go to `excited` instead,
+/// and the projection waits for channel_block_excited_projection.
 void channel_block_residual_panels(const ChannelBlockResidualPlan& plan, const float* input, int first, int end,
-                                   ChannelBlockBuffers& buffers);
+                                   ChannelBlockBuffers& buffers, const ExcitedTargets* excited = nullptr);
+/// A block with a squeeze-and-excitation: buffers.gates from every channel's sum over one image's pixels.
+void channel_block_excited_gates(const ChannelBlockResidualPlan& plan, const float* sums, ChannelBlockBuffers& buffers);
+/// ... then projection panels [first, end) of that image (of plan.project.panels()) from its depthwise output in
+/// channel blocks (ExcitedTargets::excited), `gates` folded into the weights (buffers.gated), into `projected`
+/// (laid out as ChannelBlockBuffers::projected, which channel_block_residual_output reads).
+void channel_block_excited_projection(const ChannelBlockResidualPlan& plan, const float* excited, const float* gates,
+                                      int first, int end, ChannelBlockBuffers& buffers, float* projected);
+/// Floats of ChannelBlockBuffers::projected.
+std::size_t channel_block_projected_floats(const ChannelBlockResidualPlan& plan);
 /// Register-wide groups of output channels (the last may be partial): what channel_block_residual_output splits.
 int channel_block_output_groups(const ChannelBlockResidualPlan& plan);
 /// Output channel groups [first_group, end_group) of one image: the sums of every buffers' projected (the first's

@@ -228,11 +228,48 @@ void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, co
   first.project = {};
   first.excite = {};
   first.excite_weights = {};
+  const Shape& in = input.shape();
   const Shape& out = output.shape();
-  Variable filtered = scratch_of(block_excite_input_, {out.n, desc.depthwise.desc.out_channels, out.h, out.w});
-  inverted_residual(first, input, nullptr, filtered);
-  squeeze_excite_conv2d(desc.excite, desc.excite_weights, desc.project.desc, filtered, *desc.project.weights,
-                        desc.project.bias, residual, output);
+  const auto apart = [&] {
+    Variable filtered = scratch_of(block_excite_input_, {out.n, desc.depthwise.desc.out_channels, out.h, out.w});
+    inverted_residual(first, input, nullptr, filtered);
+    squeeze_excite_conv2d(desc.excite, desc.excite_weights, desc.project.desc, filtered, *desc.project.weights,
+                          desc.project.bias, residual, output);
+  };
+  // Or the whole block in channel blocks (channel_block_residual.h), where the expansion and projection are
+  // constants: timed against the two operations apart at the first forward (each of those times its own ways
+  // then), or forced by blas:channel_blocks (tests).
+  const Shape image_input{1, in.c, in.h, in.w};
+  const bool blocks_apply =
+      plans_->is_constant(*desc.expand.weights) && plans_->is_constant(*desc.project.weights) &&
+      (convolution_ == BlasConvolution::automatic || convolution_ == BlasConvolution::channel_blocks) &&
+      blas::channel_block_residual_applies(desc, image_input, kBandBytes);
+  if (!blocks_apply) return apart();
+  const auto in_channel_blocks = [&] {
+    run_channel_block_residual(channel_block_plan(desc, image_input), input, residual, output);
+  };
+  if (convolution_ == BlasConvolution::channel_blocks) return in_channel_blocks();
+  const std::string key = block_key(desc, in, residual != nullptr, threads_) + " + excite";
+  blas::TuningTable& table = blas::TuningTable::instance();
+  std::optional<std::size_t> choice = table.find(key);
+  if (!choice) {
+    // A first run of each outside the timing: the two operations apart tune their own ways at their first call.
+    profiler_.set_muted(true);
+    apart();
+    in_channel_blocks();
+    std::vector<std::span<const float>> weight_buffers = channel_block_plan(desc, image_input).weight_buffers();
+    weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
+    choice = blas::fastest_candidate(2, [&](std::size_t i) {
+      blas::evict_from_caches(weight_buffers);
+      const auto start = std::chrono::steady_clock::now();
+      i == 0 ? apart() : in_channel_blocks();
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    });
+    profiler_.set_muted(false);
+    table.record(key, *choice);
+    if (*choice == 0) plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
+  }
+  *choice == 0 ? apart() : in_channel_blocks();
 }
 
 const blas::ChannelBlockResidualPlan& BlasBackend::channel_block_plan(const InvertedResidualDesc& desc,
@@ -248,9 +285,11 @@ void BlasBackend::run_channel_block_residual(const blas::ChannelBlockResidualPla
                                              const Variable* residual, Variable& output) {
   const Shape& in = input.shape();
   const Shape& out = output.shape();
-  profiler_.note(fmt::format("inverted residual in channel blocks: {} + depthwise {} + {}", plan.expand_kernel->name,
-                             isa_name(widest_cpu_isa()), plan.project_kernel->name));
+  profiler_.note(fmt::format("inverted residual in channel blocks: {} + depthwise {}{} + {}", plan.expand_kernel->name,
+                             isa_name(widest_cpu_isa()), plan.excites() ? " + squeeze-excite" : "",
+                             plan.project_kernel->name));
   const int panels = plan.expand.panels();
+  if (plan.excites()) keep_openblas_single_threaded();  // the gates' two matrix-vector products
   if (in.n >= threads_ || panels < 2) {
     // Whole images, one member's each.
     const int team = std::min(in.n, threads_);
@@ -274,6 +313,43 @@ void BlasBackend::run_channel_block_residual(const blas::ChannelBlockResidualPla
   std::vector<blas::ChannelBlockBuffers*> sums;
   for (int m = 0; m < team; ++m) sums.push_back(&plans_->band_buffers[m].channel_blocks);
   const std::size_t groups = static_cast<std::size_t>(blas::channel_block_output_groups(plan));
+  if (plan.excites()) {
+    // With a squeeze-and-excitation the members' panels write the image's depthwise output and channel sums into
+    // shared buffers (member 0's); after a wait each member computes the gates and a share of the projection's
+    // panels over the whole depth, into shared sums; after another, a share of the output channels.
+    blas::ChannelBlockBuffers& shared = *sums[0];
+    const auto grow = [](std::vector<float>& buffer, std::size_t size) {
+      if (buffer.size() < size) buffer.resize(size);
+    };
+    grow(shared.excited, blas::channel_block_excited_floats(plan));
+    grow(shared.sums, static_cast<std::size_t>(plan.expanded));
+    grow(shared.projected, blas::channel_block_projected_floats(plan));
+    const blas::ExcitedTargets targets{shared.excited.data(), shared.sums.data()};
+    blas::ChannelBlockBuffers* const summed[] = {&shared};
+    team_->run(team, [&](const blas::TeamMember& member) {
+      blas::ChannelBlockBuffers& mine = *sums[member.index()];
+      for (std::size_t n = 0; n < static_cast<std::size_t>(in.n); ++n) {
+        const blas::TeamMember::Range panel_share = member.share(static_cast<std::size_t>(panels));
+        blas::channel_block_residual_panels(plan, input.data() + n * in.image_count(),
+                                            static_cast<int>(panel_share.begin), static_cast<int>(panel_share.end),
+                                            mine, &targets);
+        member.sync();
+        blas::channel_block_excited_gates(plan, shared.sums.data(), mine);
+        const blas::TeamMember::Range projection_share = member.share(static_cast<std::size_t>(plan.project.panels()));
+        blas::channel_block_excited_projection(plan, shared.excited.data(), mine.gates.data(),
+                                               static_cast<int>(projection_share.begin),
+                                               static_cast<int>(projection_share.end), mine, shared.projected.data());
+        member.sync();
+        const blas::TeamMember::Range group_share = member.share(groups);
+        blas::channel_block_residual_output(plan, summed, static_cast<int>(group_share.begin),
+                                            static_cast<int>(group_share.end),
+                                            residual ? residual->data() + n * out.image_count() : nullptr,
+                                            output.data() + n * out.image_count(), mine.staging);
+        member.sync();
+      }
+    });
+    return;
+  }
   team_->run(team, [&](const blas::TeamMember& member) {
     blas::ChannelBlockBuffers& mine = *sums[member.index()];
     for (std::size_t n = 0; n < static_cast<std::size_t>(in.n); ++n) {
