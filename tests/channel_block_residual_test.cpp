@@ -15,6 +15,7 @@
 
 #include "corgy/backends/naive/naive_backend.h"
 #include "corgy/variable.h"
+#include "test_util.h"
 
 namespace corgy::testing {
 namespace {
@@ -26,21 +27,6 @@ struct BlockCase {
   bool residual;
   int squeeze = 0;  // a squeeze-and-excitation of this many channels before the projection; 0: none
 };
-
-Variable random_variable(const Shape& shape, std::mt19937& random) {
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  Variable v(shape);
-  for (std::size_t i = 0; i < v.count(); ++i) v.data()[i] = value(random);
-  return v;
-}
-
-std::vector<CpuIsa> isas_of_this_cpu() {
-  std::vector<CpuIsa> isas;
-  for (const CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512}) {
-    if (cpu_has(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
 
 TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
   const std::vector<BlockCase> cases = {

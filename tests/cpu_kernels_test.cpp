@@ -15,17 +15,10 @@
 #include "corgy/backends/blas/unary_kernels.h"
 #include "corgy/backends/cpu/cpu_features.h"
 #include "corgy/tensor_math.h"
+#include "test_util.h"
 
 namespace corgy::testing {
 namespace {
-
-std::vector<CpuIsa> isas_of_this_cpu() {
-  std::vector<CpuIsa> isas;
-  for (const CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512}) {
-    if (cpu_has(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
 
 std::vector<Activation> every_activation() {
   return {Activation::none(),

@@ -12,6 +12,14 @@ void fill_random(Variable& tensor, std::mt19937& rng, float scale) {
   for (float& value : tensor.values()) value = uniform(rng);
 }
 
+std::vector<CpuIsa> isas_of_this_cpu() {
+  std::vector<CpuIsa> isas;
+  for (const CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512}) {
+    if (cpu_has(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
 Variable random_variable(Shape shape, std::mt19937& rng, float scale) {
   Variable tensor(shape);
   fill_random(tensor, rng, scale);

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "corgy/backends/cpu/cpu_features.h"
 #include "corgy/backends/naive/naive_backend.h"
 #include "corgy/corgy.h"
 
@@ -38,6 +39,9 @@ double max_relative_error(const Variable& actual, const Variable& expected);
 
 /// Passes when shapes match and max_relative_error <= tolerance; otherwise says where the worst element is.
 ::testing::AssertionResult outputs_match(const Variable& actual, const Variable& expected, double tolerance = 1e-4);
+
+/// The instruction sets this CPU runs, narrowest first: the kernel tests run each set's kernels.
+std::vector<CpuIsa> isas_of_this_cpu();
 
 /// Every backend built in, naive included.
 std::vector<std::string> all_backends();
