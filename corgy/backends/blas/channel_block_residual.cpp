@@ -164,8 +164,10 @@ void channel_block_residual_panels(const ChannelBlockResidualPlan& plan, const f
   };
   grow(buffers.expanded_rows, floats.rows);
   grow(buffers.tiles, floats.tiles);
-  grow(buffers.filtered, floats.filtered);
-  grow(buffers.projected, static_cast<std::size_t>(plan.project.panels()) * project_rows * project.nr);
+  if (!excited) {  // else the depthwise output and the projection's sums go elsewhere
+    grow(buffers.filtered, floats.filtered);
+    grow(buffers.projected, channel_block_projected_floats(plan));
+  }
   grow(buffers.tail, static_cast<std::size_t>(in_channels) * expand.mr);
   // The blocks' zero borders (the depthwise convolution's padding): each panel writes their interiors only.
   std::fill_n(buffers.tiles.begin(), floats.tiles, 0.0f);

@@ -307,58 +307,45 @@ void BlasBackend::run_channel_block_residual(const blas::ChannelBlockResidualPla
   }
   // Fewer images than members: each image's expanded channels split among them, each member's panels adding their
   // share of the projection's depth into its own sums, which the members then add up a group of output channels
-  // each.
+  // each. With a squeeze-and-excitation the panels write the image's depthwise output and channel sums into shared
+  // buffers (member 0's) instead; after a wait each member computes the gates and a share of the projection's
+  // panels over the whole depth, into shared sums, which the output step then reads alone.
   const int team = std::min(threads_, panels);
   if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
   std::vector<blas::ChannelBlockBuffers*> sums;
   for (int m = 0; m < team; ++m) sums.push_back(&plans_->band_buffers[m].channel_blocks);
   const std::size_t groups = static_cast<std::size_t>(blas::channel_block_output_groups(plan));
+  blas::ChannelBlockBuffers& shared = *sums[0];
+  std::optional<blas::ExcitedTargets> targets;
   if (plan.excites()) {
-    // With a squeeze-and-excitation the members' panels write the image's depthwise output and channel sums into
-    // shared buffers (member 0's); after a wait each member computes the gates and a share of the projection's
-    // panels over the whole depth, into shared sums; after another, a share of the output channels.
-    blas::ChannelBlockBuffers& shared = *sums[0];
     const auto grow = [](std::vector<float>& buffer, std::size_t size) {
       if (buffer.size() < size) buffer.resize(size);
     };
     grow(shared.excited, blas::channel_block_excited_floats(plan));
     grow(shared.sums, static_cast<std::size_t>(plan.expanded));
     grow(shared.projected, blas::channel_block_projected_floats(plan));
-    const blas::ExcitedTargets targets{shared.excited.data(), shared.sums.data()};
-    blas::ChannelBlockBuffers* const summed[] = {&shared};
-    team_->run(team, [&](const blas::TeamMember& member) {
-      blas::ChannelBlockBuffers& mine = *sums[member.index()];
-      for (std::size_t n = 0; n < static_cast<std::size_t>(in.n); ++n) {
-        const blas::TeamMember::Range panel_share = member.share(static_cast<std::size_t>(panels));
-        blas::channel_block_residual_panels(plan, input.data() + n * in.image_count(),
-                                            static_cast<int>(panel_share.begin), static_cast<int>(panel_share.end),
-                                            mine, &targets);
-        member.sync();
+    targets = blas::ExcitedTargets{shared.excited.data(), shared.sums.data()};
+  }
+  const std::span<blas::ChannelBlockBuffers* const> summed =
+      plan.excites() ? std::span<blas::ChannelBlockBuffers* const>(sums.data(), 1) : std::span(sums);
+  team_->run(team, [&](const blas::TeamMember& member) {
+    blas::ChannelBlockBuffers& mine = *sums[member.index()];
+    for (std::size_t n = 0; n < static_cast<std::size_t>(in.n); ++n) {
+      const blas::TeamMember::Range panel_share = member.share(static_cast<std::size_t>(panels));
+      blas::channel_block_residual_panels(plan, input.data() + n * in.image_count(),
+                                          static_cast<int>(panel_share.begin), static_cast<int>(panel_share.end), mine,
+                                          targets ? &*targets : nullptr);
+      member.sync();
+      if (targets) {
         blas::channel_block_excited_gates(plan, shared.sums.data(), mine);
         const blas::TeamMember::Range projection_share = member.share(static_cast<std::size_t>(plan.project.panels()));
         blas::channel_block_excited_projection(plan, shared.excited.data(), mine.gates.data(),
                                                static_cast<int>(projection_share.begin),
                                                static_cast<int>(projection_share.end), mine, shared.projected.data());
         member.sync();
-        const blas::TeamMember::Range group_share = member.share(groups);
-        blas::channel_block_residual_output(plan, summed, static_cast<int>(group_share.begin),
-                                            static_cast<int>(group_share.end),
-                                            residual ? residual->data() + n * out.image_count() : nullptr,
-                                            output.data() + n * out.image_count(), mine.staging);
-        member.sync();
       }
-    });
-    return;
-  }
-  team_->run(team, [&](const blas::TeamMember& member) {
-    blas::ChannelBlockBuffers& mine = *sums[member.index()];
-    for (std::size_t n = 0; n < static_cast<std::size_t>(in.n); ++n) {
-      const blas::TeamMember::Range panel_share = member.share(static_cast<std::size_t>(panels));
-      blas::channel_block_residual_panels(plan, input.data() + n * in.image_count(),
-                                          static_cast<int>(panel_share.begin), static_cast<int>(panel_share.end), mine);
-      member.sync();
       const blas::TeamMember::Range group_share = member.share(groups);
-      blas::channel_block_residual_output(plan, sums, static_cast<int>(group_share.begin),
+      blas::channel_block_residual_output(plan, summed, static_cast<int>(group_share.begin),
                                           static_cast<int>(group_share.end),
                                           residual ? residual->data() + n * out.image_count() : nullptr,
                                           output.data() + n * out.image_count(), mine.staging);
