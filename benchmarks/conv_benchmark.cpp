@@ -58,9 +58,11 @@ constexpr ConvShape kMobileNetV2Pointwise[] = {
 };
 
 /// The ImageNet networks' strided layers at batch 1 (224 x 224 input): MobileNetV2's (and EfficientNet's) stem,
-/// whose 3 input channels make a GEMM of depth 27, and ResNet-50's 3x3 / 2 convolutions at the start of stages 2-4.
+/// whose 3 input channels make a GEMM of depth 27, ResNet's 7x7 / 2 stem, and ResNet-50's 3x3 / 2 convolutions at the
+/// start of stages 2-4.
 constexpr ConvShape kImageNetStridedShapes[] = {
     {224, 3, 32, 3, 2},
+    {224, 3, 64, 7, 2},
     {56, 128, 128, 3, 2},
     {28, 256, 256, 3, 2},
 };

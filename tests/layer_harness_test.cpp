@@ -323,6 +323,18 @@ void add_conv_maxpool_cases(std::vector<LayerCase>& cases) {
        {.in_channels = 8, .out_channels = 6, .kernel = 3, .padding = 1, .groups = 2},
        MaxPool2d::darknet(2, 2)},
       {{1, 4, 9, 9}, {.in_channels = 4, .out_channels = 5, .kernel = 3, .dilation = 2}, MaxPool2d({.global = true})},
+      // Stems that the direct few-channel kernel pools in bands of pooled rows (few_channels_conv_pooled): several
+      // bands at batch 1, a window taller than its stride (rows computed by two bands), padding above the second
+      // band's first window (5x5/1 pad 2), darknet's padding below only, output channels not a multiple of 8.
+      {{1, 3, 61, 57},
+       {.in_channels = 3, .out_channels = 10, .kernel = 7, .stride = 2, .padding = 3, .activation = Activation::relu()},
+       MaxPool2d({.kernel = 3, .stride = 2, .padding = 1})},
+      {{2, 2, 23, 19},
+       {.in_channels = 2, .out_channels = 9, .kernel = 3, .padding = 1, .activation = leaky},
+       MaxPool2d({.kernel = 5, .stride = 1, .padding = 2})},
+      {{1, 3, 40, 33},
+       {.in_channels = 3, .out_channels = 16, .kernel = 5, .stride = 2, .padding = 2},
+       MaxPool2d::darknet(2, 1)},
   };
   for (const FusedShape& s : shapes) {
     const Conv2d conv(s.conv);

@@ -427,27 +427,18 @@ void BlasBackend::run_few_channels(const blas::ConvPlan& plan, const Variable& i
   });
 }
 
-void BlasBackend::run_few_channels_pooled_by_image(const blas::ConvPlan& plan, const Pool2dDesc& pool,
-                                                   const Variable& input, const Shape& conv_output, Variable& output) {
-  const Shape& in = input.shape();
-  const Shape& out = output.shape();
-  const Shape image_input{1, in.c, in.h, in.w};
-  const Shape image_conv{1, conv_output.c, conv_output.h, conv_output.w};
-  const Shape image_output{1, out.c, out.h, out.w};
-  // A view cannot start at an offset: each image goes through copies of its input (a few channels: small) and of its
-  // pooled output.
-  if (stem_image_input_.capacity() < image_input.count()) stem_image_input_ = Variable(image_input);
-  if (stem_image_output_.capacity() < image_output.count()) stem_image_output_ = Variable(image_output);
-  if (conv_output_scratch_.capacity() < image_conv.count()) conv_output_scratch_ = Variable(image_conv);
-  Variable x = stem_image_input_.view(image_input);
-  Variable y = stem_image_output_.view(image_output);
-  Variable convolved = conv_output_scratch_.view(image_conv);
-  for (std::size_t n = 0; n < static_cast<std::size_t>(in.n); ++n) {
-    std::copy_n(input.data() + n * in.image_count(), in.image_count(), x.data());
-    run_few_channels(plan, x, convolved);
-    pool2d(pool, convolved, y);
-    std::copy_n(y.data(), out.image_count(), output.data() + n * out.image_count());
-  }
+void BlasBackend::run_few_channels_pooled(const blas::ConvPlan& plan, const Pool2dDesc& pool, const Variable& input,
+                                          const Shape& conv_output, Variable& output) {
+  profiler_.note(plan.describe() + " + fused max pool, bands of pooled rows");
+  const int bands = blas::few_channels_pooled_bands(pool, conv_output, output.shape(), threads_);
+  const std::size_t items = static_cast<std::size_t>(output.shape().n) * bands;
+  const int team = static_cast<int>(std::min<std::size_t>(items, static_cast<std::size_t>(threads_)));
+  if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+  blas::WorkQueue queue(items, team);
+  team_->run(team, [&](const TeamMember& member) {
+    blas::few_channels_conv_pooled(member, queue, bands, plan.desc, pool, plan.few_channels_packed, input, conv_output,
+                                   output, plans_->band_buffers[member.index()].few_channels_pool);
+  });
 }
 
 void BlasBackend::run_pointwise_batch(const blas::ConvPlan& plan, std::span<const Variable* const> inputs,
@@ -497,7 +488,7 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
     pool2d(*pool, conv_result, output);
   };
   if (plan.algorithm == blas::ConvAlgorithm::few_channels) {
-    if (pool && conv_output.n > 1) return run_few_channels_pooled_by_image(plan, *pool, input, conv_output, output);
+    if (pool) return run_few_channels_pooled(plan, *pool, input, conv_output, output);
     return then_pool([&](Variable& result) { run_few_channels(plan, input, result); });
   }
   if (plan.algorithm == blas::ConvAlgorithm::channels_in_lanes) {
@@ -639,8 +630,7 @@ void BlasBackend::conv2d_maxpool(const Conv2dDesc& conv, const Pool2dDesc& pool,
   const Shape conv_shape{in.n, conv.out_channels, conv.output_h(in.h), conv.output_w(in.w)};
   const blas::ConvPlan* plan =
       conv.is_square() ? plan_for(conv, input.shape(), &input, weights, bias, nullptr, &pool) : nullptr;
-  // The packed GEMM and Winograd fuse the pool into their bands; the stem's direct kernel pools each image's output
-  // after it (run_few_channels_pooled_by_image).
+  // The packed GEMM, Winograd and the stem's direct kernel fuse the pool into their bands.
   if (plan &&
       (plan->algorithm == blas::ConvAlgorithm::packed_gemm || plan->algorithm == blas::ConvAlgorithm::winograd ||
        plan->algorithm == blas::ConvAlgorithm::few_channels)) {

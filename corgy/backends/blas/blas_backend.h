@@ -217,11 +217,10 @@ class BlasBackend final : public Backend {
   const Variable& subsampled_input(const Conv2dDesc& desc, const Variable& input);
   /// A depthwise plan: the planes shared among the team by a queue.
   void run_few_channels(const blas::ConvPlan& plan, const Variable& input, Variable& output);
-  /// The same followed by `pool`, one image at a time where the batch has several: one image's unpooled output
-  /// (ResNet's stem: 64 x 112 x 112, 3.2 MB) is pooled from the caches, and the scratch that holds it is one image's
-  /// (the batch's took 26 MB at batch 8, ResNet-18's peak RSS above ONNX Runtime's).
-  void run_few_channels_pooled_by_image(const blas::ConvPlan& plan, const Pool2dDesc& pool, const Variable& input,
-                                        const Shape& conv_output, Variable& output);
+  /// The same followed by `pool`, in bands of pooled rows that pool their convolution rows from the cache
+  /// (few_channels_conv_pooled): ResNet's stem output, 64 x 112 x 112 (3.2 MB an image), never goes through memory.
+  void run_few_channels_pooled(const blas::ConvPlan& plan, const Pool2dDesc& pool, const Variable& input,
+                               const Shape& conv_output, Variable& output);
   void run_depthwise(const blas::ConvPlan& plan, const Variable& input, const Variable& weights, const Variable* bias,
                      Variable& output);
 
@@ -269,8 +268,6 @@ class BlasBackend final : public Backend {
   Variable block_excite_input_;  // an excited block's depthwise output, when it runs as the block and the excitation
   Variable block_image_input_;   // ... and one image's input and output, when it runs them image by image
   Variable block_image_output_;
-  Variable stem_image_input_;  // run_few_channels_pooled_by_image's one image of input and of pooled output
-  Variable stem_image_output_;
   Variable subsampled_input_;  // strided_pointwise.cpp's scratch, and the view of it in use
   Variable subsampled_view_;
   std::unique_ptr<blas::ConvPlanCache> plans_;

@@ -73,12 +73,13 @@ struct BandBuffers {
   std::vector<float> conv_rows;
   GemmRowsBuffers gemm;
   WinogradBandBuffers winograd;
-  std::vector<float> depthwise;        // depthwise_kernels.h's phase planes and output block
-  std::vector<float> pool_row;         // a fused max pool's maxima down one row of windows
-  std::vector<float> block_expanded;   // an inverted residual block's band: its expanded rows ...
-  std::vector<float> block_filtered;   // ... and their depthwise output
-  PackedA gated_weights;               // a projection's weights with one image's squeeze-excite gates folded in
-  ChannelBlockBuffers channel_blocks;  // an inverted residual block's image in channel blocks
+  std::vector<float> depthwise;              // depthwise_kernels.h's phase planes and output block
+  std::vector<float> pool_row;               // a fused max pool's maxima down one row of windows
+  FewChannelsPoolBuffers few_channels_pool;  // a stem's band of convolution rows and its pool
+  std::vector<float> block_expanded;         // an inverted residual block's band: its expanded rows ...
+  std::vector<float> block_filtered;         // ... and their depthwise output
+  PackedA gated_weights;                     // a projection's weights with one image's squeeze-excite gates folded in
+  ChannelBlockBuffers channel_blocks;        // an inverted residual block's image in channel blocks
 };
 
 /// The plans of one backend, keyed by the weights' storage (then by description, input shape and bias). Only weights

@@ -32,4 +32,23 @@ void few_channels_conv(const TeamMember& member, WorkQueue& queue, int bands, co
                        const std::vector<float>& packed, const Variable& input, Variable& output,
                        std::vector<float>& buffer);
 
+/// One thread's buffers for few_channels_conv_pooled.
+struct FewChannelsPoolBuffers {
+  std::vector<float> kernel;     // the kernel's phase planes and output block
+  std::vector<float> convolved;  // a band's convolution output, every channel
+  std::vector<float> pool_line;  // pool_plane's reduced line
+};
+
+/// Bands of pooled output rows per image for few_channels_conv_pooled: each band's convolution rows (every channel)
+/// inside an L2-sized budget, and `threads` with several bands each.
+int few_channels_pooled_bands(const Pool2dDesc& pool, const Shape& conv_output, const Shape& output, int threads);
+
+/// output = pool(activation(conv(input) + bias)) (`conv_output`: the convolution's shape) for the items (image, band
+/// of pooled rows) of `queue` (images x `bands`): each band convolves the rows its windows read (a window's rows
+/// past the band's stride, kernel_h - stride_h of them, are computed by both bands that read them) into a buffer
+/// and pools them from there, so the convolution's output never goes through memory.
+void few_channels_conv_pooled(const TeamMember& member, WorkQueue& queue, int bands, const Conv2dDesc& desc,
+                              const Pool2dDesc& pool, const std::vector<float>& packed, const Variable& input,
+                              const Shape& conv_output, Variable& output, FewChannelsPoolBuffers& buffers);
+
 }  // namespace corgy::blas
