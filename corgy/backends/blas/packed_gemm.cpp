@@ -112,16 +112,24 @@ void run_tile(const GemmMicroKernel& kernel, std::size_t kc, const float* a_pane
   }
 }
 
+/// The depth a product covers: [begin, end) of A's columns and B's rows (end < 0: to A's depth). A partial one (a
+/// share of the depth that other products add to) gets no epilogue: no bias, residual or activation.
+struct DepthRange {
+  int begin = 0;
+  int end = -1;
+  bool partial = false;
+};
+
 /// Multiplies A's panels [panel_begin, panel_end) by one packed block of B (columns [n0, n0 + nc)) over the depth
 /// [k0, k0 + kc).
 void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, const PackedA& a, int panel_begin,
                     int panel_end, const PackedBlock& block, int k0, int kc, int n0, int nc, float* c, int c_origin,
                     std::size_t ldc, Activation activation, bool padded_columns = false,
-                    const ImageColumns* images = nullptr) {
+                    const ImageColumns* images = nullptr, const DepthRange& depth = {}) {
   const int mr = kernel.mr;
   const int nr = kernel.nr;
-  const bool accumulate = k0 > 0;
-  const bool last = k0 + kc == a.depth();
+  const bool accumulate = k0 > depth.begin;
+  const bool last = !depth.partial && k0 + kc == a.depth();
   const int b_panels = (nc + nr - 1) / nr;
   const auto tile = [&](int ip, int jp) {
     const int col = n0 + jp * nr;
@@ -154,19 +162,20 @@ void multiply_block(const GemmMicroKernel& kernel, const Blocking& blocking, con
 void gemm_panel_columns(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
                         const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
                         Activation activation, std::vector<float>& scratch, bool padded_columns,
-                        const ImageColumns* images = nullptr) {
-  const Blocking blocking = blocking_for(kernel, a.depth(), column_end - column_begin);
+                        const ImageColumns* images = nullptr, const DepthRange& depth = {}) {
+  const int depth_end = depth.end < 0 ? a.depth() : depth.end;
+  const Blocking blocking = blocking_for(kernel, depth_end - depth.begin, column_end - column_begin);
   const int nr = kernel.nr;
   const int panels = (column_end - column_begin + nr - 1) / nr;
   const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * std::min(kPanelsPerBlock, panels);
   if (!b.prepacked() && scratch.size() < needed) scratch.resize(needed);
   for (int n0 = column_begin; n0 < column_end; n0 += kPanelsPerBlock * nr) {
     const int nc = std::min(kPanelsPerBlock * nr, column_end - n0);
-    for (int k0 = 0; k0 < a.depth(); k0 += blocking.kc) {
-      const int kc = std::min(blocking.kc, a.depth() - k0);
+    for (int k0 = depth.begin; k0 < depth_end; k0 += blocking.kc) {
+      const int kc = std::min(blocking.kc, depth_end - k0);
       const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
       multiply_block(kernel, blocking, a, panel_begin, panel_end, block, k0, kc, n0, nc, c, column_begin, ldc,
-                     activation, padded_columns, images);
+                     activation, padded_columns, images, depth);
     }
   }
 }
@@ -326,6 +335,13 @@ void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int pan
                         Activation activation, std::vector<float>& scratch) {
   gemm_panel_columns(kernel, a, panel_begin, panel_end, b, column_begin, column_end, c, ldc, activation, scratch,
                      false);
+}
+
+void packed_gemm_partial_depth(const GemmMicroKernel& kernel, const PackedA& a, int depth_begin, int depth_end,
+                               const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
+                               std::vector<float>& scratch) {
+  gemm_panel_columns(kernel, a, 0, a.panels(), b, column_begin, column_end, c, ldc, Activation::none(), scratch, false,
+                     nullptr, {depth_begin, depth_end, true});
 }
 
 void packed_gemm_image_columns(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,

@@ -139,6 +139,13 @@ void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int pan
                         const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
                         Activation activation, std::vector<float>& scratch);
 
+/// C = the part of that product over the depth [depth_begin, depth_end) alone (A's columns and B's rows there), every
+/// row panel of A, no bias nor activation: a share of the depth whose partial sums are added up elsewhere. By the
+/// calling thread alone; the blocks of B that pack() returns hold rows depth_begin on.
+void packed_gemm_partial_depth(const GemmMicroKernel& kernel, const PackedA& a, int depth_begin, int depth_end,
+                               const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
+                               std::vector<float>& scratch);
+
 /// C's columns spread over the images of an NCHW tensor whose channels are C's rows: column j is pixel j % pixels of
 /// image j / pixels, images image_stride floats apart, rows (channels) `pixels` floats apart. One GEMM then covers
 /// every image of a batch, so the last column panel of a small map is padded once, not once per image.
