@@ -122,6 +122,9 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
       // channels between threads (a channel count that is no multiple of a panel, groups, batch 3).
       {{3, 64, 14, 13}, {.in_channels = 64, .out_channels = 100, .kernel = 1, .activation = Activation::relu()}},
       {{2, 96, 7, 7}, {.in_channels = 96, .out_channels = 120, .kernel = 1, .groups = 2}},
+      // A reduction (ResNet's 1024 -> 256): the team splits its depth, each member's sums added up by channel (210
+      // pixels: whole column panels and a tail).
+      {{3, 200, 15, 14}, {.in_channels = 200, .out_channels = 44, .kernel = 1, .activation = Activation::relu6()}},
       // Depthwise convolutions (the blas backend's SIMD kernels): 3x3, 5x5 and 7x7, strides 1 and 2, dilation,
       // odd plane sizes and channel counts, batch 3, planes smaller than a register, every exponential activation.
       {{3, 13, 11, 9},

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "corgy/backends/blas/activation_kernels.h"
+
 namespace corgy::blas {
 
 Im2colB::Im2colB(const Conv2dDesc& desc, const float* image, int channels, int height, int width, int out_h, int out_w,
@@ -226,6 +228,58 @@ void conv_pointwise_by_channels(const TeamMember& member, const GemmMicroKernel&
     }
   }
   member.sync();
+}
+
+void conv_pointwise_by_depth(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                             const PackedConvWeights& weights, const Variable& input, Variable& output,
+                             std::vector<float>& partial_sums, GemmRowsBuffers& buffers) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const PackedA& a = weights.groups[0];
+  const std::size_t pixels = out.plane_count();
+  const std::size_t image_floats = out.image_count();
+  // Member 0's sums go straight into the output, the others' into their slice of partial_sums.
+  if (member.index() == 0 && partial_sums.size() < (member.count() - 1) * image_floats) {
+    partial_sums.resize((member.count() - 1) * image_floats);
+  }
+  member.sync();
+  const TeamMember::Range depth = member.share(static_cast<std::size_t>(in.c));
+  const int count = static_cast<int>(pixels);
+  const int whole = count / kernel.nr * kernel.nr;
+  buffers.row_offsets.resize(static_cast<std::size_t>(in.c));
+  for (int c = 0; c < in.c; ++c) buffers.row_offsets[c] = static_cast<std::int32_t>(c * pixels);
+  for (int n = 0; n < out.n; ++n) {
+    const float* rows = input.data() + static_cast<std::size_t>(n) * in.image_count();
+    float* sums = member.index() == 0 ? output.data() + n * image_floats
+                                      : partial_sums.data() + (member.index() - 1) * image_floats;
+    if (depth.begin == depth.end) {
+      std::fill(sums, sums + image_floats, 0.0f);
+    } else {
+      const int d0 = static_cast<int>(depth.begin);
+      const int d1 = static_cast<int>(depth.end);
+      if (whole > 0) {
+        packed_gemm_partial_depth(kernel, a, d0, d1, PaddedRowsB(rows, whole, buffers.row_offsets), 0, whole, sums,
+                                  pixels, buffers.packed_b);
+      }
+      if (whole < count) {
+        packed_gemm_partial_depth(kernel, a, d0, d1, MatrixB(rows, in.c, count, pixels), whole, count, sums + whole,
+                                  pixels, buffers.packed_b);
+      }
+    }
+    member.sync();
+    // Each member adds up its share of the output channels: the other members' sums, the bias, the activation.
+    const TeamMember::Range channels = member.share(static_cast<std::size_t>(out.c));
+    float* target = output.data() + n * image_floats;
+    for (std::size_t c = channels.begin; c < channels.end; ++c) {
+      float* plane = target + c * pixels;
+      for (int m = 1; m < member.count(); ++m) {
+        const float* other = partial_sums.data() + (m - 1) * image_floats + c * pixels;
+        for (std::size_t i = 0; i < pixels; ++i) plane[i] += other[i];
+      }
+      bias_activate(plane, plane, pixels, a.bias() ? a.bias()[c] : 0.0f, desc.activation);
+    }
+    member.sync();
+  }
 }
 
 PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights, const float* bias,

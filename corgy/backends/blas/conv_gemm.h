@@ -105,6 +105,16 @@ void conv_pointwise_by_channels(const TeamMember& member, const GemmMicroKernel&
                                 const PackedConvWeights& weights, const Variable& input, Variable& output,
                                 GemmRowsBuffers& buffers);
 
+/// A pointwise convolution of one group (reads_planes_in_place) by the whole team split over the depth: each member
+/// multiplies its share of the input channels into sums for every output channel and pixel, then adds up a share of
+/// the output channels from every member's sums, with the bias and activation (each member calls it; it returns
+/// after the team's barrier). After a layer split over output channels each member's input planes are the ones its
+/// own core wrote, where a split over output channels would read half of the input from the other core's caches.
+/// `partial_sums`: the team's, grown to (members - 1) images of output.
+void conv_pointwise_by_depth(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                             const PackedConvWeights& weights, const Variable& input, Variable& output,
+                             std::vector<float>& partial_sums, GemmRowsBuffers& buffers);
+
 /// output = activation(conv(input) + bias) for every image and group, by the whole team (each member calls it).
 void conv_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
                const PackedConvWeights& weights, const Variable& input, Variable& output, GemmWorkspace& workspace);

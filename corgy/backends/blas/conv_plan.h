@@ -104,6 +104,8 @@ class ConvPlanCache {
   ChannelsInLanesBuffers channels_in_lanes;
   /// conv_bands.h's buffers, one per team member.
   std::vector<BandBuffers> band_buffers;
+  /// conv_pointwise_by_depth's sums of the members after the first.
+  std::vector<float> pointwise_partial_sums;
   /// Inverted residual blocks planned in channel blocks (channel_block_residual.h), by their expansion's weights
   /// and input shape; dropped with the convolutions' plans when a constant changes.
   std::unordered_map<std::string, ChannelBlockResidualPlan> channel_block_plans;
