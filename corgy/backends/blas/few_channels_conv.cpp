@@ -87,6 +87,20 @@ PooledBand pooled_band(const Pool2dDesc& pool, int conv_h, int first, int rows) 
   return band;
 }
 
+// Takes the queue's items, each one band of `bands` per image, and calls visit(image, first row, rows) for each band
+// that has rows of the output (of `out_h` rows).
+template <typename Visit>
+void for_each_band(const TeamMember& member, WorkQueue& queue, int bands, int out_h, Visit&& visit) {
+  const int rows_per_band = (out_h + bands - 1) / bands;
+  std::size_t item = 0;
+  while (queue.next(member, item)) {
+    const int image = static_cast<int>(item / static_cast<std::size_t>(bands));
+    const int first = static_cast<int>(item % static_cast<std::size_t>(bands)) * rows_per_band;
+    if (first >= out_h) continue;
+    visit(image, first, std::min(rows_per_band, out_h - first));
+  }
+}
+
 }  // namespace
 
 std::vector<float> pack_few_channels_weights(const float* weights, const float* bias, int out_channels, int in_channels,
@@ -153,17 +167,11 @@ void few_channels_conv(const TeamMember& member, WorkQueue& queue, int bands, co
                        std::vector<float>& buffer) {
   const FewChannelsKernel kernel = few_channels_kernel();
   const Shape& out = output.shape();
-  const int rows_per_band = (out.h + bands - 1) / bands;
-  std::size_t item = 0;
-  while (queue.next(member, item)) {
-    const int image = static_cast<int>(item / static_cast<std::size_t>(bands));
-    const int first = static_cast<int>(item % static_cast<std::size_t>(bands)) * rows_per_band;
-    if (first >= out.h) continue;
-    const int rows = std::min(rows_per_band, out.h - first);
+  for_each_band(member, queue, bands, out.h, [&](int image, int first, int rows) {
     float* target =
         output.data() + static_cast<std::size_t>(image) * out.image_count() + static_cast<std::size_t>(first) * out.w;
     convolve_band(kernel, desc, packed, input, out.c, image, first, rows, target, out.plane_count(), buffer);
-  }
+  });
 }
 
 void few_channels_conv_pooled(const TeamMember& member, WorkQueue& queue, int bands, const Conv2dDesc& desc,
@@ -171,13 +179,7 @@ void few_channels_conv_pooled(const TeamMember& member, WorkQueue& queue, int ba
                               const Shape& conv_output, Variable& output, FewChannelsPoolBuffers& buffers) {
   const FewChannelsKernel kernel = few_channels_kernel();
   const Shape& out = output.shape();
-  const int rows_per_band = (out.h + bands - 1) / bands;
-  std::size_t item = 0;
-  while (queue.next(member, item)) {
-    const int image = static_cast<int>(item / static_cast<std::size_t>(bands));
-    const int first = static_cast<int>(item % static_cast<std::size_t>(bands)) * rows_per_band;
-    if (first >= out.h) continue;
-    const int rows = std::min(rows_per_band, out.h - first);
+  for_each_band(member, queue, bands, out.h, [&](int image, int first, int rows) {
     const PooledBand band = pooled_band(pool, conv_output.h, first, rows);
     const Shape band_shape{1, 1, band.end - band.begin, conv_output.w};
     const std::size_t band_plane = band_shape.plane_count();
@@ -193,7 +195,7 @@ void few_channels_conv_pooled(const TeamMember& member, WorkQueue& queue, int ba
       pool_plane(band.pool, buffers.convolved.data() + c * band_plane, band_shape, target + c * out.plane_count(),
                  pooled_shape, buffers.pool_line);
     }
-  }
+  });
 }
 
 }  // namespace corgy::blas
