@@ -1,9 +1,9 @@
-// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes and ResNet-50's: naive,
-// the blas backend's baseline (im2col + OpenBLAS) and its own algorithms, with warm caches, (the *_cold configs)
-// with the weights streaming from memory as in a model's forward, and (blas_2t_foreign) with the input and output
-// last written by other cores, as the layers before leave them at two threads; the raw sgemm of the 13x13x1024->1024
-// layer (OpenBLAS) and the micro-kernels alone on cache-resident panels, for context. Results and commands:
-// docs/benchmarks.md.
+// conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes, ResNet-18's and ResNet-50's:
+// naive, the blas backend's baseline (im2col + OpenBLAS) and its own algorithms, with warm caches, (the *_cold
+// configs) with the weights streaming from memory as in a model's forward, (blas_2t_foreign) with the input and
+// output last written by other cores, as the layers before leave them at two threads, and (blas_2t_forward) both;
+// the raw sgemm of the 13x13x1024->1024 layer (OpenBLAS) and the micro-kernels alone on cache-resident panels, for
+// context. Results and commands: docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <pthread.h>
@@ -45,6 +45,13 @@ constexpr ConvShape kResNet50LastStage[] = {
     {7, 512, 2048, 1}, {7, 2048, 512, 1}, {7, 1024, 2048, 1}, {7, 512, 512, 3}, {14, 512, 512, 3, 2},
 };
 
+/// ResNet-18's 3x3 convolutions at batch 1: the Winograd layers of stages 1-3 and the strided ones that start stages
+/// 2-4, whose second thread gained least in a forward.
+constexpr ConvShape kResNet18ThreeByThree[] = {
+    {56, 64, 64, 3},     {28, 128, 128, 3},    {14, 256, 256, 3},
+    {56, 64, 128, 3, 2}, {28, 128, 256, 3, 2}, {14, 256, 512, 3, 2},
+};
+
 /// ResNet-50's 1x1 convolutions of stages 1-3 at batch 1 (its bottlenecks' reductions and expansions): most of its
 /// layers, at 56x56, 28x28 and 14x14.
 constexpr ConvShape kResNet50Pointwise[] = {
@@ -75,8 +82,9 @@ struct BackendConfig {
   /// Evict the caches before each call (untimed), so that the weights stream from memory as in a model's forward,
   /// where each layer's weights were last read a whole forward ago.
   bool cold = false;
-  /// Before each call (untimed), threads on CPUs 1 and 0 write the first and second halves of the input and the
-  /// output, as a network's earlier layers leave them: modified in the caches of whichever core wrote them last.
+  /// Before each call (untimed, after the eviction), threads on CPUs 1 and 0 write the first and second halves of the
+  /// input and the output, as a network's earlier layers leave them: modified in the caches of whichever core wrote
+  /// them last.
   bool foreign_buffers = false;
 };
 
@@ -86,6 +94,8 @@ constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
                                       {"blas_1t", "blas", 1},
                                       {"winograd_1t", "blas:winograd", 1},
                                       {"winograd2_1t", "blas:winograd2x2", 1},
+                                      {"winograd_2t", "blas:winograd", 2},
+                                      {"winograd2_2t", "blas:winograd2x2", 2},
                                       {"packed_1t", "blas:packed", 1},
                                       {"blas_2t", "blas", 2},
                                       {"lanes_1t", "blas:channels_in_lanes", 1},
@@ -97,7 +107,8 @@ constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
                                       {"packed_1t_cold", "blas:packed", 1, true},
                                       {"blas_1t_cold", "blas", 1, true},
                                       {"blas_2t_cold", "blas", 2, true},
-                                      {"blas_2t_foreign", "blas", 2, false, true}};
+                                      {"blas_2t_foreign", "blas", 2, false, true},
+                                      {"blas_2t_forward", "blas", 2, true, true}};
 
 /// Writes (adds zero to) one float per cache line of [data, data + count) from a thread pinned to `cpu` (left
 /// unpinned where the process may not run there), so that the lines end modified in that core's caches.
@@ -156,6 +167,12 @@ void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
   backend->conv2d(desc, input, weights, &bias, output);
   std::vector<float> evictor(config.cold ? std::size_t{16} << 20 : 0);  // 64 MB: more than an L3
   for (auto _ : state) {
+    if (config.cold) {
+      state.PauseTiming();
+      for (std::size_t i = 0; i < evictor.size(); i += 16) evictor[i] += 1.0f;
+      benchmark::DoNotOptimize(evictor.data());
+      state.ResumeTiming();
+    }
     if (config.foreign_buffers) {
       state.PauseTiming();
       for (corgy::Variable* buffer : {&input, &output}) {
@@ -163,12 +180,6 @@ void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
         write_from_cpu(1, buffer->data(), half);
         write_from_cpu(0, buffer->data() + half, buffer->count() - half);
       }
-      state.ResumeTiming();
-    }
-    if (config.cold) {
-      state.PauseTiming();
-      for (std::size_t i = 0; i < evictor.size(); i += 16) evictor[i] += 1.0f;
-      benchmark::DoNotOptimize(evictor.data());
       state.ResumeTiming();
     }
     backend->conv2d(desc, input, weights, &bias, output);
@@ -233,8 +244,8 @@ void configure(benchmark::internal::Benchmark* benchmark) {
 int main(int argc, char** argv) {
   for (const auto& shapes :
        {std::span<const ConvShape>(kTinyYoloShapes), std::span<const ConvShape>(kResNet50LastStage),
-        std::span<const ConvShape>(kResNet50Pointwise), std::span<const ConvShape>(kMobileNetV2Pointwise),
-        std::span<const ConvShape>(kImageNetStridedShapes)}) {
+        std::span<const ConvShape>(kResNet18ThreeByThree), std::span<const ConvShape>(kResNet50Pointwise),
+        std::span<const ConvShape>(kMobileNetV2Pointwise), std::span<const ConvShape>(kImageNetStridedShapes)}) {
     for (const ConvShape& shape : shapes) {
       for (const BackendConfig& config : kConfigs) {
         const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;
