@@ -141,6 +141,35 @@ Bands bands_for(const ConvPlan& plan, const Shape& output, int members) {
       }
     }
     if (slowest(best) * 20 <= slowest(bands) * 19) bands = best;
+    // Bands of up to twice the budget too, where they alone share an image's rows evenly: a 56x56 map in tile rows
+    // of 4 (Winograd F(4x4)) comes in 14 of them, which bands of up to 20 rows leave as 16 + 16 against 16 + 8 at
+    // batch 1; two bands of 28 rows took ResNet-18's four 64 -> 64 layers from 2.84 to 2.09 ms at two threads
+    // (the tuner's choice, per-layer medians of eight processes each, AMD EPYC, load 0.9; 2.84 -> 2.67 at load 2),
+    // the tiles of a band spilling from L2 either way. Counted here as the rows each member's contiguous share of the
+    // bands holds (the count above takes every band as full, which at batch 8 preferred them to 16-row bands that share
+    // 4 images each evenly, and the larger bands were 6% slower there).
+    if (bands.rows < all_rows) {
+      const auto rows_of_slowest = [&](const Bands& b) {
+        const int per_image = (output.h + b.rows - 1) / b.rows;
+        const std::size_t items = static_cast<std::size_t>(output.n) * per_image;
+        long most = 0;
+        for (int m = 0; m < members; ++m) {
+          const TeamMember::Range share = TeamMember(m, members, nullptr).share(items);
+          long rows = 0;
+          for (std::size_t item = share.begin; item < share.end; ++item) {
+            const int first = static_cast<int>(item % per_image) * b.rows;
+            rows += std::min(b.rows, output.h - first);
+          }
+          most = std::max(most, rows);
+        }
+        return most;
+      };
+      Bands larger = bands;
+      for (Bands b{std::min(all_rows, 2 * bands.rows), 1}; b.rows > bands.rows; b.rows -= align) {
+        if (rows_of_slowest(b) < rows_of_slowest(larger)) larger = b;
+      }
+      if (rows_of_slowest(larger) * 20 <= rows_of_slowest(bands) * 19) bands = larger;
+    }
   }
   // Few enough bands that members share them evenly: when there are fewer than four per member, a multiple of the
   // member count, cutting images into rows only when there are fewer images than members.
