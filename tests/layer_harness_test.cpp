@@ -122,10 +122,6 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
       // channels between threads (a channel count that is no multiple of a panel, groups, batch 3).
       {{3, 64, 14, 13}, {.in_channels = 64, .out_channels = 100, .kernel = 1, .activation = Activation::relu()}},
       {{2, 96, 7, 7}, {.in_channels = 96, .out_channels = 120, .kernel = 1, .groups = 2}},
-      // Weights larger than the image's columns and than L2's share for bands (ResNet's 3x3 / 2 layers on 14x14 maps):
-      // the team splits the weights' panels, each member packing all of B (49 pixels: a column panel and a tail).
-      {{1, 64, 13, 13},
-       {.in_channels = 64, .out_channels = 250, .kernel = 3, .stride = 2, .padding = 1, .activation = leaky}},
       // A reduction (ResNet's 1024 -> 256): the team splits its depth, each member's sums added up by channel (210
       // pixels: whole column panels and a tail).
       {{3, 200, 15, 14}, {.in_channels = 200, .out_channels = 44, .kernel = 1, .activation = Activation::relu6()}},

@@ -275,42 +275,28 @@ void packed_gemm(const TeamMember& member, const GemmMicroKernel& kernel, const 
   const int depth = a.depth();
   const int b_panels = (b.columns() + nr - 1) / nr;
   const int members = member.count();
-  // Each member packs B's panels [panel_begin, panel_end) into its own scratch, block by block, and multiplies A's
-  // panels [a_begin, a_end) with them.
-  const auto multiply_own_copy = [&](int panel_begin, int panel_end, int a_begin, int a_end) {
+  if (b_panels >= members) {
+    // Enough columns for everyone: each member packs and multiplies its own share of B's panels.
+    const TeamMember::Range mine = member.share(static_cast<std::size_t>(b_panels));
     if (workspace.per_member.size() < static_cast<std::size_t>(members)) {
       member.sync();  // grown by member 0 only, while nobody uses it
       if (member.index() == 0) workspace.per_member.resize(members);
       member.sync();
     }
     std::vector<float>& scratch = workspace.per_member[member.index()];
-    const std::size_t needed =
-        static_cast<std::size_t>(blocking.kc) * nr * std::min(kPanelsPerBlock, std::max(panel_end - panel_begin, 1));
+    const std::size_t needed = static_cast<std::size_t>(blocking.kc) * nr * std::min(kPanelsPerBlock, b_panels);
     if (scratch.size() < needed) scratch.resize(needed);
-    for (int p0 = panel_begin; p0 < panel_end; p0 += kPanelsPerBlock) {
+    for (int p0 = static_cast<int>(mine.begin); p0 < static_cast<int>(mine.end); p0 += kPanelsPerBlock) {
       const int n0 = p0 * nr;
-      const int nc = std::min(std::min(panel_end - p0, kPanelsPerBlock) * nr, b.columns() - n0);
+      const int nc = std::min(std::min(static_cast<int>(mine.end) - p0, kPanelsPerBlock) * nr, b.columns() - n0);
       for (int k0 = 0; k0 < depth; k0 += blocking.kc) {
         const int kc = std::min(blocking.kc, depth - k0);
         const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
-        multiply_block(kernel, blocking, a, a_begin, a_end, block, k0, kc, n0, nc, c, 0, ldc, activation);
+        multiply_block(kernel, blocking, a, 0, a.panels(), block, k0, kc, n0, nc, c, 0, ldc, activation);
       }
     }
     member.sync();
-  };
-  // Weights larger than all of B (ResNet's 3x3 / 2 layers on 14x14 and 7x7 maps: 4.7 MB of weights, B 0.45 MB):
-  // a split of B's panels made every member stream all of A from memory, and left the last panel partly empty
-  // (49 columns in two panels of 32). Each member packs all of B instead, a copy of its own, and multiplies its share
-  // of A's panels: A is read once in all, B packed once per member.
-  const std::size_t b_bytes = static_cast<std::size_t>(b_panels) * depth * nr * sizeof(float);
-  if (members > 1 && !b.prepacked() && a.bytes() > b_bytes && a.panels() >= 2 * members) {
-    const TeamMember::Range mine = member.share(static_cast<std::size_t>(a.panels()));
-    return multiply_own_copy(0, b_panels, static_cast<int>(mine.begin), static_cast<int>(mine.end));
-  }
-  if (b_panels >= members) {
-    // Enough columns for everyone: each member packs and multiplies its own share of B's panels.
-    const TeamMember::Range mine = member.share(static_cast<std::size_t>(b_panels));
-    return multiply_own_copy(static_cast<int>(mine.begin), static_cast<int>(mine.end), 0, a.panels());
+    return;
   }
   // Fewer column panels than members: all share one packed block of B (packed by member 0 unless B comes packed)
   // and split A's panels.
