@@ -161,6 +161,20 @@ void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, con
   }
 }
 
+/// Hands `count` columns of `depth` rows, row c at rows + c * plane_stride (the same pixels of consecutive channel
+/// planes), to product(b, column_begin, column_end) in two parts: the whole column panels read in place
+/// (PaddedRowsB over row_offsets, filled here) and the tail of fewer than nr columns from MatrixB, which the GEMM
+/// packs, so nothing past a row's `count` values is read.
+template <class Product>
+void for_each_planes_source(const GemmMicroKernel& kernel, const float* rows, int depth, std::size_t plane_stride,
+                            int count, std::vector<std::int32_t>& row_offsets, const Product& product) {
+  const int whole = count / kernel.nr * kernel.nr;
+  row_offsets.resize(static_cast<std::size_t>(depth));
+  for (int c = 0; c < depth; ++c) row_offsets[c] = static_cast<std::int32_t>(c * plane_stride);
+  if (whole > 0) product(PaddedRowsB(rows, whole, row_offsets), 0, whole);
+  if (whole < count) product(MatrixB(rows, depth, count, plane_stride), whole, count);
+}
+
 /// Output rows [y0, y1) of image n, group g, A's panels [panel_begin, panel_end) (panel_end -1: all) of a pointwise
 /// convolution (reads_planes_in_place), into target (the group's first channel). Packing B cost as much as the
 /// arithmetic where few output channels share each packed value (MobileNet's 144 -> 24): see planes_gemm.
@@ -191,17 +205,11 @@ void conv_pointwise_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, 
 void planes_gemm(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end, const float* rows,
                  std::size_t plane_stride, int count, float* target, std::size_t ldc, Activation activation,
                  GemmRowsBuffers& buffers) {
-  const int whole = count / kernel.nr * kernel.nr;
-  buffers.row_offsets.resize(static_cast<std::size_t>(a.depth()));
-  for (int c = 0; c < a.depth(); ++c) buffers.row_offsets[c] = static_cast<std::int32_t>(c * plane_stride);
-  if (whole > 0) {
-    packed_gemm_panels(kernel, a, panel_begin, panel_end, PaddedRowsB(rows, whole, buffers.row_offsets), 0, whole,
-                       target, ldc, activation, buffers.packed_b);
-  }
-  if (whole < count) {
-    packed_gemm_panels(kernel, a, panel_begin, panel_end, MatrixB(rows, a.depth(), count, plane_stride), whole, count,
-                       target + whole, ldc, activation, buffers.packed_b);
-  }
+  for_each_planes_source(kernel, rows, a.depth(), plane_stride, count, buffers.row_offsets,
+                         [&](const BSource& b, int column_begin, int column_end) {
+                           packed_gemm_panels(kernel, a, panel_begin, panel_end, b, column_begin, column_end,
+                                              target + column_begin, ldc, activation, buffers.packed_b);
+                         });
 }
 
 bool reads_planes_in_place(const Conv2dDesc& desc) {
@@ -244,10 +252,6 @@ void conv_pointwise_by_depth(const TeamMember& member, const GemmMicroKernel& ke
   }
   member.sync();
   const TeamMember::Range depth = member.share(static_cast<std::size_t>(in.c));
-  const int count = static_cast<int>(pixels);
-  const int whole = count / kernel.nr * kernel.nr;
-  buffers.row_offsets.resize(static_cast<std::size_t>(in.c));
-  for (int c = 0; c < in.c; ++c) buffers.row_offsets[c] = static_cast<std::int32_t>(c * pixels);
   for (int n = 0; n < out.n; ++n) {
     const float* rows = input.data() + static_cast<std::size_t>(n) * in.image_count();
     float* sums = member.index() == 0 ? output.data() + n * image_floats
@@ -257,14 +261,11 @@ void conv_pointwise_by_depth(const TeamMember& member, const GemmMicroKernel& ke
     } else {
       const int d0 = static_cast<int>(depth.begin);
       const int d1 = static_cast<int>(depth.end);
-      if (whole > 0) {
-        packed_gemm_partial_depth(kernel, a, d0, d1, PaddedRowsB(rows, whole, buffers.row_offsets), 0, whole, sums,
-                                  pixels, buffers.packed_b);
-      }
-      if (whole < count) {
-        packed_gemm_partial_depth(kernel, a, d0, d1, MatrixB(rows, in.c, count, pixels), whole, count, sums + whole,
-                                  pixels, buffers.packed_b);
-      }
+      for_each_planes_source(kernel, rows, in.c, pixels, static_cast<int>(pixels), buffers.row_offsets,
+                             [&](const BSource& b, int column_begin, int column_end) {
+                               packed_gemm_partial_depth(kernel, a, d0, d1, b, column_begin, column_end,
+                                                         sums + column_begin, pixels, buffers.packed_b);
+                             });
     }
     member.sync();
     // Each member adds up its share of the output channels: the other members' sums, the bias, the activation.
