@@ -215,8 +215,7 @@ void BM_Sgemm(benchmark::State& state, int threads) {
 }
 
 /// A micro-kernel alone, on panels that stay in L1: the ceiling of the packed GEMM on this CPU.
-void BM_MicroKernel(benchmark::State& state, corgy::blas::GemmMicroKernel kernel) {
-  constexpr std::size_t kDepth = 128;
+void BM_MicroKernel(benchmark::State& state, corgy::blas::GemmMicroKernel kernel, std::size_t kDepth) {
   std::mt19937 generator(7);
   const corgy::Variable a = random_variable(corgy::Shape::vector(static_cast<int>(kDepth) * kernel.mr), generator);
   const corgy::Variable b = random_variable(corgy::Shape::vector(static_cast<int>(kDepth) * kernel.nr), generator);
@@ -227,8 +226,9 @@ void BM_MicroKernel(benchmark::State& state, corgy::blas::GemmMicroKernel kernel
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kernel.mr * kernel.nr * kDepth * kCalls * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kernel.mr * kernel.nr * static_cast<double>(kDepth) * kCalls * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 /// Median of 5 repetitions of wall-clock time (OpenBLAS's worker threads are invisible to the CPU timer).
@@ -267,8 +267,10 @@ int main(int argc, char** argv) {
     if (kernels.seven_rows.run) all.push_back(kernels.seven_rows);
     if (kernels.fourteen_rows.run) all.push_back(kernels.fourteen_rows);
     for (const corgy::blas::GemmMicroKernel& kernel : all) {
-      const std::string name = std::string("micro_kernel/") + kernel.name;
-      configure(benchmark::RegisterBenchmark(name.c_str(), BM_MicroKernel, kernel));
+      for (const std::size_t depth : {16, 32, 64, 128}) {
+        const std::string name = std::string("micro_kernel/") + kernel.name + "/k" + std::to_string(depth);
+        configure(benchmark::RegisterBenchmark(name.c_str(), BM_MicroKernel, kernel, depth));
+      }
     }
   }
   benchmark::Initialize(&argc, argv);
