@@ -1,9 +1,12 @@
 #include "corgy/backends/blas/channels_in_lanes_gemm.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 
 #include "corgy/backends/blas/activation_kernels.h"
+#include "corgy/error.h"
 
 namespace corgy::blas {
 
@@ -16,6 +19,9 @@ constexpr int kDepthBlock = 128;
 /// The same where the tiles read the taps in place: the padded input's lines share L1 with the sub-panel (ResNet-50's
 /// 7x7 512 -> 512 layer with its weights from memory 2.34 -> 2.25 ms against blocks of 128).
 constexpr int kTapsDepthBlock = 64;
+/// The work of a tile one register wide, per element, against a wider tile's: its rate on L1 panels is 0.73x (one
+/// broadcast per FMA; conv_benchmark micro_kernel).
+constexpr double kOneRegisterTileCost = 1.0 / 0.73;
 
 /// Where C^T's rows are: one run of rows over the whole batch (row r is pixel r % pixels of image r / pixels) when
 /// the input's channel planes are B^T's columns as they are (a pointwise convolution), else `panels_per_image` row
@@ -214,7 +220,14 @@ void write_tap_channels(const float* block, int nr, int mr, const PaddedTaps& ta
 
 }  // namespace
 
-bool channels_in_lanes_applies(const Conv2dDesc& desc) { return desc.groups == 1 && desc.is_square(); }
+bool channels_in_lanes_applies(const Conv2dDesc& desc) {
+  if (!desc.is_square()) return false;
+  if (desc.groups == 1) return true;
+  // A group's panels hold its channels only: groups of fewer than 8 (or of 8 on AVX-512, half a register) would
+  // leave most lanes empty; a grouped layer's pixels are never packed, only its taps read in place.
+  const bool depthwise = desc.groups == desc.in_channels && desc.groups == desc.out_channels;
+  return !depthwise && desc.out_channels / desc.groups % 8 == 0 && channels_in_lanes_reads_taps(desc);
+}
 
 bool channels_in_lanes_reads_taps(const Conv2dDesc& desc) {
   return reads_taps_in_place(desc, gemm_kernels().kernels[0]);
@@ -222,21 +235,25 @@ bool channels_in_lanes_reads_taps(const Conv2dDesc& desc) {
 
 const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members,
                                                 const GemmKernelSet& set) {
-  const int out_channels = desc.out_channels;
+  const int group_channels = desc.out_channels / desc.groups;
   const GemmMicroKernel* best = nullptr;
   double best_work = 0.0;
   const auto consider = [&](const GemmMicroKernel& kernel) {
     // Tiles one register wide (avx512 28x16) broadcast a pixel for every FMA: 0.73x the 8x48 tile's rate on L1
     // panels (conv_benchmark micro_kernel), and ResNet-50's 14x14 layers, which they padded least, ran no faster.
+    // A grouped layer may take them where wider tiles would pad its groups, their work counted at that rate.
     const int lanes = kernel.isa == CpuIsa::avx512 ? 16 : kernel.isa == CpuIsa::avx2 ? 8 : 4;
-    if (kernel.nr < 2 * lanes) return;
+    const bool one_register = kernel.nr < 2 * lanes;
+    if (one_register && desc.groups == 1) return;
+    if (desc.groups > 1 && !reads_taps_in_place(desc, kernel)) return;
     // The taps path rounds each output row up to whole tiles; the others the batch's pixels as one run.
     const double padded_rows =
         reads_taps_in_place(desc, kernel)
             ? static_cast<double>(output.n) * output.h * ((output.w + kernel.mr - 1) / kernel.mr * kernel.mr)
             : static_cast<double>((output.count() / output.c + kernel.mr - 1) / kernel.mr * kernel.mr);
-    const int panels = (out_channels + kernel.nr - 1) / kernel.nr;
-    const double work = static_cast<double>((panels + members - 1) / members) * kernel.nr * padded_rows;
+    const int panels = desc.groups * ((group_channels + kernel.nr - 1) / kernel.nr);
+    const double work = static_cast<double>((panels + members - 1) / members) * kernel.nr * padded_rows *
+                        (one_register ? kOneRegisterTileCost : 1.0);
     if (!best || work < best_work) {
       best = &kernel;
       best_work = work;
@@ -244,6 +261,7 @@ const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Sh
   };
   if (set.seven_rows.run) consider(set.seven_rows);
   if (set.fourteen_rows.run && reads_taps_in_place(desc, set.fourteen_rows)) consider(set.fourteen_rows);
+  if (desc.groups > 1 && set.fourteen_rows_narrow.run) consider(set.fourteen_rows_narrow);
   for (const GemmMicroKernel& kernel : set.kernels) {
     if (kernel.run) consider(kernel);
   }
@@ -253,17 +271,20 @@ const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Sh
 ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, const float* bias,
                                   const GemmMicroKernel& kernel) {
   ChannelPanels packed;
-  packed.depth = desc.in_channels * desc.kernel * desc.kernel;
+  packed.depth = desc.in_channels / desc.groups * desc.kernel * desc.kernel;
   packed.channels = desc.out_channels;
   packed.nr = kernel.nr;
+  packed.groups = desc.groups;
+  packed.group_channels = desc.out_channels / desc.groups;
   const int nr = kernel.nr;
   packed.data = cpu::AlignedBuffer(static_cast<std::size_t>(packed.panels()) * packed.depth * nr);
   float* out = packed.data.data();
   for (int p = 0; p < packed.panels(); ++p) {
+    const int first = packed.first_channel(p);
+    const int count = packed.channel_count(p);
     for (int k = 0; k < packed.depth; ++k) {
       for (int j = 0; j < nr; ++j) {
-        const int channel = p * nr + j;
-        *out++ = channel < packed.channels ? weights[static_cast<std::size_t>(channel) * packed.depth + k] : 0.0f;
+        *out++ = j < count ? weights[static_cast<std::size_t>(first + j) * packed.depth + k] : 0.0f;
       }
     }
   }
@@ -275,8 +296,8 @@ ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, 
 namespace {
 
 /// The GEMM's sweep over `member`'s share of the weights' panels: each panel's depth in blocks of `depth_block`,
-/// each block multiplied into every one of `tiles` tiles of C^T by `multiply(tile, k0, kc, sub_panel)`, then
-/// `finish(panel)` once the panel's depth is done.
+/// each block multiplied into every one of `tiles` tiles of C^T by `multiply(panel, tile, k0, kc, sub_panel)`,
+/// then `finish(panel)` once the panel's depth is done.
 template <class Multiply, class Finish>
 void sweep_weight_panels(const TeamMember& member, const ChannelPanels& weights, int depth_block, int tiles,
                          Multiply&& multiply, Finish&& finish) {
@@ -300,7 +321,7 @@ void sweep_weight_panels(const TeamMember& member, const ChannelPanels& weights,
         for (std::size_t b = t * bytes_per_tile; b < std::min(next_bytes, (t + 1) * bytes_per_tile); b += 64) {
           __builtin_prefetch(next + b, 0, 2);
         }
-        multiply(t, k0, kc, sub_panel);
+        multiply(p, t, k0, kc, sub_panel);
       }
     }
     finish(p);
@@ -342,24 +363,26 @@ void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& ker
   const std::size_t block_size = static_cast<std::size_t>(rows) * nr;
   if (block.size() < block_size) block.resize(block_size);
   const MicroKernelTaps run = kernel.run_taps[desc.stride - 1];
+  const std::size_t group_floats =
+      static_cast<std::size_t>(in.c / desc.groups) * taps.padded_h * taps.padded_w;  // one group's padded planes
   const std::int32_t* offsets = buffers.tap_offsets.data();
   const int tiles = out.n * out.h * taps.tiles_per_row;
   sweep_weight_panels(
       member, weights, kTapsDepthBlock, tiles,
-      [&](int t, int k0, int kc, const float* sub_panel) {
+      [&](int p, int t, int k0, int kc, const float* sub_panel) {
         const int n = t / (out.h * taps.tiles_per_row);
         const int oy = t / taps.tiles_per_row % out.h;
         const int ox = t % taps.tiles_per_row * mr;
-        const float* corner = padded + n * taps.image_floats +
+        // The panel's group reads its own input channels: the offsets count from the group's first plane.
+        const float* corner = padded + n * taps.image_floats + weights.group_of(p) * group_floats +
                               static_cast<std::size_t>(oy) * desc.stride * taps.padded_w +
                               static_cast<std::size_t>(ox) * desc.stride;
         run(static_cast<std::size_t>(kc), corner, offsets + k0, sub_panel,
             block.data() + static_cast<std::size_t>(t) * mr * nr, static_cast<std::size_t>(nr), k0 > 0);
       },
       [&](int p) {
-        const int c0 = p * nr;
-        write_tap_channels(block.data(), nr, mr, taps, weights.bias.data(), c0, std::min(nr, weights.channels - c0),
-                           residual, activation, output);
+        write_tap_channels(block.data(), nr, mr, taps, weights.bias.data(), weights.first_channel(p),
+                           weights.channel_count(p), residual, activation, output);
       });
   member.sync();
 }
@@ -377,6 +400,13 @@ void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& ker
                                    (input.shape().w + 2 * desc.padding);
   if (reads_taps_in_place(desc, kernel) && padded_image <= static_cast<std::size_t>(INT32_MAX)) {
     return channels_in_lanes_taps(member, kernel, desc, weights, input, residual, activation, output, buffers);
+  }
+  // Packed pixel panels hold every input channel: one group's GEMM only (channels_in_lanes_applies).
+  if (desc.groups != 1) {
+    throw Error(
+        fmt::format("channels-in-lanes GEMM: a grouped convolution ({} groups) on an input of {} padded "
+                    "floats per image, more than its 32-bit tap offsets reach",
+                    desc.groups, padded_image));
   }
   const RowLayout layout = row_layout(desc, output.shape(), mr);
   const std::size_t panel_stride = static_cast<std::size_t>(depth) * mr;
@@ -397,7 +427,7 @@ void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& ker
   const float* pixels = buffers.pixel_panels.data();
   sweep_weight_panels(
       member, weights, kDepthBlock, layout.panels(),
-      [&](int ip, int k0, int kc, const float* sub_panel) {
+      [&](int, int ip, int k0, int kc, const float* sub_panel) {
         kernel.run(static_cast<std::size_t>(kc), pixels + ip * panel_stride + static_cast<std::size_t>(k0) * mr,
                    sub_panel, block.data() + static_cast<std::size_t>(ip) * mr * nr, static_cast<std::size_t>(nr),
                    k0 > 0, nullptr);

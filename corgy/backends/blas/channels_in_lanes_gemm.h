@@ -7,8 +7,13 @@
 // row broadcasts its taps from where they lie, which also pays on large maps at stride 2); the weights are
 // transposed and packed once, when the layer is planned (its vector operand). Each block of C^T goes back to NCHW
 // with the bias, the residual and the activation applied on the way.
+//
+// A grouped convolution (ResNeXt's 32 groups, RegNet's) is the same GEMM over each group's block of W^T: a panel
+// holds the output channels of one group only, and its tiles read that group's input channels, the taps in place,
+// so no group is packed at the call and every (group panel, pixel tile) pair is one more tile of the same sweep.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -20,7 +25,8 @@
 
 namespace corgy::blas {
 
-/// True where channels_in_lanes_conv computes `desc`: one group (square windows, as every planned algorithm).
+/// True where channels_in_lanes_conv computes `desc` (square windows, as every planned algorithm): one group, or
+/// groups of a multiple of 8 output channels whose taps it reads in place (not depthwise: its own kernels do that).
 bool channels_in_lanes_applies(const Conv2dDesc& desc);
 /// True where it reads `desc`'s taps in place from a zero-padded copy of the input (strides 1 and 2, a window
 /// larger than 1x1 or padded) rather than packing im2col panels of pixels.
@@ -33,16 +39,24 @@ bool channels_in_lanes_reads_taps(const Conv2dDesc& desc);
 const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members,
                                                 const GemmKernelSet& set = gemm_kernels());
 
-/// A convolution's weights (out_channels, in_channels, k, k) as the depth x out_channels matrix W^T (depth =
-/// in_channels * k * k), packed in panels of nr output channels: panel p's row k holds channels [p * nr, p * nr +
-/// nr) at panel(p) + k * nr, channels past the end zero.
+/// A convolution's weights (out_channels, in_channels / groups, k, k) as each group's depth x group_channels block
+/// of W^T (depth = in_channels / groups * k * k), packed in panels of nr output channels of one group: group g's
+/// panels are panels_per_group() from g * panels_per_group(), and its panel q's row k holds channels
+/// [g * group_channels + q * nr, + nr) at panel(p) + k * nr, channels past the group's end zero.
 struct ChannelPanels {
   cpu::AlignedBuffer data;
-  std::vector<float> bias;  // out_channels values rounded up to nr, zeros where the layer has none
+  std::vector<float> bias;  // out_channels values rounded up to the panels' nr, zeros where the layer has none
   int depth = 0;
   int channels = 0;
   int nr = 0;
-  int panels() const { return (channels + nr - 1) / nr; }
+  int groups = 1;
+  int group_channels = 0;  // channels / groups
+  int panels_per_group() const { return (group_channels + nr - 1) / nr; }
+  int panels() const { return groups * panels_per_group(); }
+  int group_of(int panel) const { return panel / panels_per_group(); }
+  /// The first output channel of a panel, and how many of its nr columns are channels.
+  int first_channel(int panel) const { return group_of(panel) * group_channels + panel % panels_per_group() * nr; }
+  int channel_count(int panel) const { return std::min(nr, group_channels - panel % panels_per_group() * nr); }
   const float* panel(int index) const { return data.data() + static_cast<std::size_t>(index) * depth * nr; }
 };
 /// `bias` (out_channels values) may be null.

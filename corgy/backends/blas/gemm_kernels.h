@@ -108,6 +108,11 @@ struct GemmKernelSet {
   /// 48 does not (128, 256: ResNet-50's 3x3 / 2 layers of 128 and 256 channels 2.47 -> 2.25 and 2.40 -> 2.19 ms
   /// against 7 x 48, whose last panel is a third empty). `run` is null where the set has none.
   GemmMicroKernel fourteen_rows{};
+  /// A tile of 14 rows one register wide, for the same GEMMs of grouped convolutions: a group of one register's
+  /// output channels (ResNeXt's 512 and 1024 in 32 groups of 16 and 32 on AVX-512) fills its lanes, which wider tiles
+  /// pad, on the short output rows (14, 7) that the one-register tiles' 24 and 28 rows pad. `run` is null where the
+  /// set has none (AVX2's two-register tiles are 16 channels wide).
+  GemmMicroKernel fourteen_rows_narrow{};
 };
 GemmKernelSet generic_gemm_kernels();
 GemmKernelSet avx2_gemm_kernels();
