@@ -30,6 +30,7 @@ struct ConvShape {
   int out_channels;
   int kernel;
   int stride = 1;
+  int groups = 1;
   int output_size() const { return (size + 2 * (kernel / 2) - kernel) / stride + 1; }
 };
 
@@ -62,6 +63,15 @@ constexpr ConvShape kResNet50Pointwise[] = {
 /// its blocks lost 10-20% against ONNX Runtime's convolutions.
 constexpr ConvShape kMobileNetV2Pointwise[] = {
     {14, 64, 384, 1}, {14, 384, 64, 1}, {14, 96, 576, 1}, {14, 576, 96, 1}, {7, 160, 960, 1}, {7, 960, 160, 1},
+};
+
+/// ResNeXt-50 32x4d's grouped 3x3 convolutions of stages 3 and 4 at batch 1: 32 groups of 16 and 32 channels, each
+/// group a GEMM too small to pack for.
+constexpr ConvShape kResNeXtGrouped[] = {
+    {28, 512, 512, 3, 2, 32},
+    {14, 512, 512, 3, 1, 32},
+    {14, 1024, 1024, 3, 2, 32},
+    {7, 1024, 1024, 3, 1, 32},
 };
 
 /// The ImageNet networks' strided layers at batch 1 (224 x 224 input): MobileNetV2's (and EfficientNet's) stem,
@@ -125,14 +135,15 @@ void write_from_cpu(int cpu, float* data, std::size_t count) {
 
 /// Multiply-adds count twice: 2 * Cout * Cin * k * k * Ho * Wo.
 double conv_flops(const ConvShape& shape) {
-  return 2.0 * shape.out_channels * shape.in_channels * shape.kernel * shape.kernel * shape.output_size() *
-         shape.output_size();
+  return 2.0 * shape.out_channels * (shape.in_channels / shape.groups) * shape.kernel * shape.kernel *
+         shape.output_size() * shape.output_size();
 }
 
 std::string shape_label(const ConvShape& shape) {
   const std::string size = std::to_string(shape.size);
   return size + "x" + size + "x" + std::to_string(shape.in_channels) + "->" + std::to_string(shape.out_channels) +
-         (shape.kernel == 1 ? "_1x1" : "") + (shape.stride > 1 ? "_s" + std::to_string(shape.stride) : "");
+         (shape.kernel == 1 ? "_1x1" : "") + (shape.stride > 1 ? "_s" + std::to_string(shape.stride) : "") +
+         (shape.groups > 1 ? "_g" + std::to_string(shape.groups) : "");
 }
 
 /// Uniform values in [-1, 1]; convolution speed does not depend on them, but zeros or denormals could.
@@ -151,12 +162,13 @@ void BM_Conv2d(benchmark::State& state, BackendConfig config, ConvShape shape) {
   desc.kernel = shape.kernel;
   desc.padding = shape.kernel / 2;
   desc.stride = shape.stride;
+  desc.groups = shape.groups;
   // Tiny YOLO's layers: folded batch norm as a bias, then leaky ReLU; the 1x1 detection layer is linear.
   desc.activation = shape.kernel == 1 ? corgy::Activation::none() : corgy::Activation::leaky_relu();
   std::mt19937 generator(2024);
   corgy::Variable input = random_variable({1, shape.in_channels, shape.size, shape.size}, generator);
   const corgy::Variable weights =
-      random_variable({shape.out_channels, shape.in_channels, shape.kernel, shape.kernel}, generator);
+      random_variable({shape.out_channels, shape.in_channels / shape.groups, shape.kernel, shape.kernel}, generator);
   const corgy::Variable bias = random_variable(corgy::Shape::vector(shape.out_channels), generator);
   corgy::Variable output({1, shape.out_channels, shape.output_size(), shape.output_size()});
 
@@ -245,7 +257,8 @@ int main(int argc, char** argv) {
   for (const auto& shapes :
        {std::span<const ConvShape>(kTinyYoloShapes), std::span<const ConvShape>(kResNet50LastStage),
         std::span<const ConvShape>(kResNet18ThreeByThree), std::span<const ConvShape>(kResNet50Pointwise),
-        std::span<const ConvShape>(kMobileNetV2Pointwise), std::span<const ConvShape>(kImageNetStridedShapes)}) {
+        std::span<const ConvShape>(kMobileNetV2Pointwise), std::span<const ConvShape>(kImageNetStridedShapes),
+        std::span<const ConvShape>(kResNeXtGrouped)}) {
     for (const ConvShape& shape : shapes) {
       for (const BackendConfig& config : kConfigs) {
         const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;
