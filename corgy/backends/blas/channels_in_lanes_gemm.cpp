@@ -19,6 +19,15 @@ constexpr int kDepthBlock = 128;
 /// The same where the tiles read the taps in place: the padded input's lines share L1 with the sub-panel (ResNet-50's
 /// 7x7 512 -> 512 layer with its weights from memory 2.34 -> 2.25 ms against blocks of 128).
 constexpr int kTapsDepthBlock = 64;
+/// A grouped layer's whole depth where its sub-panel is within this (a group's 144 or 288 taps): each block after the
+/// first loads and stores every tile of C^T once more.
+constexpr std::size_t kGroupSubPanelBytes = 24 << 10;
+
+int taps_depth_block(const ChannelPanels& weights) {
+  if (weights.groups == 1) return kTapsDepthBlock;
+  const int fits = static_cast<int>(kGroupSubPanelBytes / (sizeof(float) * weights.nr));
+  return std::min(weights.depth, std::max(kTapsDepthBlock, fits));
+}
 /// The work of a tile one register wide, per element, against a wider tile's: its rate on L1 panels is 0.73x (one
 /// broadcast per FMA; conv_benchmark micro_kernel).
 constexpr double kOneRegisterTileCost = 1.0 / 0.73;
@@ -368,7 +377,7 @@ void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& ker
   const std::int32_t* offsets = buffers.tap_offsets.data();
   const int tiles = out.n * out.h * taps.tiles_per_row;
   sweep_weight_panels(
-      member, weights, kTapsDepthBlock, tiles,
+      member, weights, taps_depth_block(weights), tiles,
       [&](int p, int t, int k0, int kc, const float* sub_panel) {
         const int n = t / (out.h * taps.tiles_per_row);
         const int oy = t / taps.tiles_per_row % out.h;
