@@ -499,10 +499,11 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
     return then_pool(
         [&](Variable& result) { run_pointwise_batch(plan, inputs, nullptr, nullptr, desc.activation, result); });
   }
-  const int team =
-      std::max(threads_for(conv_output.count()),
-               gemm_threads(threads_, desc.out_channels / desc.groups, static_cast<int>(conv_output.plane_count()),
-                            desc.in_channels / desc.groups * desc.taps()));
+  // The work of every group: a grouped layer's per-group GEMMs are each too small for a second thread (RegNet's 26
+  // groups of 8 channels on 14x14), all of them together are not.
+  const int team = std::max(threads_for(conv_output.count()),
+                            gemm_threads(threads_, desc.out_channels, static_cast<int>(conv_output.plane_count()),
+                                         desc.in_channels / desc.groups * desc.taps()));
   // Pointwise on a small image: members split the output channels, each over the whole image (bands of rows of a
   // 7x7 or 14x14 image come in too few, uneven pieces to share). On larger images bands were faster (MobileNetV2's
   // 56x56 layers: each member's output stays in few contiguous rows).
