@@ -106,6 +106,20 @@ TEST(BlasTuning, CandidatesStartWithTheTablesChoice) {
   const std::vector<blas::ConvChoice> strided_small = blas::candidate_algorithms(strided, {1, 64, 14, 14});
   ASSERT_EQ(strided_small.size(), 2u);
   EXPECT_EQ(strided_small[1].algorithm, blas::ConvAlgorithm::channels_in_lanes);
+  // Grouped (ResNeXt's 32 groups of 16 channels): the transposed GEMM, a panel per group, on a small map; not for
+  // groups of fewer than 8 channels, nor where its 32-bit tap offsets would not reach across the padded image.
+  const Conv2dDesc grouped{.in_channels = 512, .out_channels = 512, .kernel = 3, .padding = 1, .groups = 32};
+  const std::vector<blas::ConvChoice> grouped_small = blas::candidate_algorithms(grouped, {1, 512, 14, 14});
+  ASSERT_EQ(grouped_small.size(), 2u);
+  EXPECT_EQ(grouped_small[0].algorithm, blas::ConvAlgorithm::packed_gemm);
+  EXPECT_EQ(grouped_small[1].algorithm, blas::ConvAlgorithm::channels_in_lanes);
+  Conv2dDesc narrow_groups = grouped;
+  narrow_groups.in_channels = narrow_groups.out_channels = 128;
+  EXPECT_EQ(blas::candidate_algorithms(narrow_groups, {1, 128, 14, 14}).size(), 1u);
+  Conv2dDesc huge_strided = grouped;
+  huge_strided.stride = 2;
+  EXPECT_EQ(blas::candidate_algorithms(huge_strided, {1, 512, 2048, 2048}).size(), 1u);
+  EXPECT_EQ(blas::candidate_algorithms(huge_strided, {1, 512, 56, 56}).size(), 2u);
   const Conv2dDesc depthwise{.in_channels = 8, .out_channels = 8, .kernel = 3, .padding = 1, .groups = 8};
   // Depthwise: the channel blocks first on small planes, the plane kernel first on large ones; each times the other.
   const std::vector<blas::ConvChoice> small = blas::candidate_algorithms(depthwise, {1, 8, 9, 9});

@@ -173,7 +173,7 @@ TEST(CpuKernels, TapsMicroKernelsAgreeWithTheDefinition) {
     for (const blas::GemmMicroKernel& extra : set.kernels) {
       if (extra.run) tiles.push_back(extra);
     }
-    for (const blas::GemmMicroKernel& extra : {set.seven_rows, set.fourteen_rows}) {
+    for (const blas::GemmMicroKernel& extra : {set.seven_rows, set.fourteen_rows, set.fourteen_rows_narrow}) {
       if (extra.run) tiles.push_back(extra);
     }
     for (const blas::GemmMicroKernel& tile : tiles) {

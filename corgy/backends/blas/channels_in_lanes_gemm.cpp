@@ -1,12 +1,9 @@
 #include "corgy/backends/blas/channels_in_lanes_gemm.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <climits>
 
 #include "corgy/backends/blas/activation_kernels.h"
-#include "corgy/error.h"
 
 namespace corgy::blas {
 
@@ -229,13 +226,17 @@ void write_tap_channels(const float* block, int nr, int mr, const PaddedTaps& ta
 
 }  // namespace
 
-bool channels_in_lanes_applies(const Conv2dDesc& desc) {
+bool channels_in_lanes_applies(const Conv2dDesc& desc, const Shape& input) {
   if (!desc.is_square()) return false;
   if (desc.groups == 1) return true;
   // A group's panels hold its channels only: groups of fewer than 8 (or of 8 on AVX-512, half a register) would
-  // leave most lanes empty; a grouped layer's pixels are never packed, only its taps read in place.
+  // leave most lanes empty; a grouped layer's pixels are never packed, only its taps read in place, so its padded
+  // image must be one the 32-bit tap offsets reach (channels_in_lanes_conv packs the others, every channel at once).
   const bool depthwise = desc.groups == desc.in_channels && desc.groups == desc.out_channels;
-  return !depthwise && desc.out_channels / desc.groups % 8 == 0 && channels_in_lanes_reads_taps(desc);
+  const std::size_t padded_image =
+      static_cast<std::size_t>(input.c) * (input.h + 2 * desc.padding) * (input.w + 2 * desc.padding);
+  return !depthwise && desc.out_channels / desc.groups % 8 == 0 && channels_in_lanes_reads_taps(desc) &&
+         padded_image <= static_cast<std::size_t>(INT32_MAX);
 }
 
 bool channels_in_lanes_reads_taps(const Conv2dDesc& desc) {
@@ -410,13 +411,7 @@ void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& ker
   if (reads_taps_in_place(desc, kernel) && padded_image <= static_cast<std::size_t>(INT32_MAX)) {
     return channels_in_lanes_taps(member, kernel, desc, weights, input, residual, activation, output, buffers);
   }
-  // Packed pixel panels hold every input channel: one group's GEMM only (channels_in_lanes_applies).
-  if (desc.groups != 1) {
-    throw Error(
-        fmt::format("channels-in-lanes GEMM: a grouped convolution ({} groups) on an input of {} padded "
-                    "floats per image, more than its 32-bit tap offsets reach",
-                    desc.groups, padded_image));
-  }
+  // Packed pixel panels hold every input channel: a grouped layer never comes here (channels_in_lanes_applies).
   const RowLayout layout = row_layout(desc, output.shape(), mr);
   const std::size_t panel_stride = static_cast<std::size_t>(depth) * mr;
   // Member 0 grows the buffers while nobody uses them; then every member packs its share of the depth.

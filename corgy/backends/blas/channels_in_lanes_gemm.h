@@ -25,9 +25,10 @@
 
 namespace corgy::blas {
 
-/// True where channels_in_lanes_conv computes `desc` (square windows, as every planned algorithm): one group, or
-/// groups of a multiple of 8 output channels whose taps it reads in place (not depthwise: its own kernels do that).
-bool channels_in_lanes_applies(const Conv2dDesc& desc);
+/// True where channels_in_lanes_conv computes `desc` on `input` (square windows, as every planned algorithm): one
+/// group, or groups of a multiple of 8 output channels whose taps it reads in place (not depthwise: its own kernels
+/// do that).
+bool channels_in_lanes_applies(const Conv2dDesc& desc, const Shape& input);
 /// True where it reads `desc`'s taps in place from a zero-padded copy of the input (strides 1 and 2, a window
 /// larger than 1x1 or padded) rather than packing im2col panels of pixels.
 bool channels_in_lanes_reads_taps(const Conv2dDesc& desc);

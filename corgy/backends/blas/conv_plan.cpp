@@ -135,7 +135,7 @@ ConvPlan plan_convolution(const Conv2dDesc& desc, const Shape& input, const Vari
                                                                                 : WinogradVariant::f4x4};
   } else if (choice == BlasConvolution::batch && reads_planes_in_place(desc) && desc.groups == 1) {
     chosen = {ConvAlgorithm::pointwise_batch};
-  } else if (choice == BlasConvolution::channels_in_lanes && channels_in_lanes_applies(desc)) {
+  } else if (choice == BlasConvolution::channels_in_lanes && channels_in_lanes_applies(desc, input)) {
     chosen = {ConvAlgorithm::channels_in_lanes};
   } else if (choice == BlasConvolution::packed) {
     chosen = {ConvAlgorithm::packed_gemm};

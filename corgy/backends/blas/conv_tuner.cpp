@@ -64,7 +64,7 @@ std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape
   // reads its taps in place (no im2col panels, 2.25x the input at 3x3 / 2): ResNet-50's 56x56 128 -> 128 layer
   // 2.69 ms by the packed GEMM, 2.43 so (conv_benchmark, AMD EPYC, one thread).
   const int output_pixels = desc.output_size(input.h) * desc.output_size(input.w);
-  if (channels_in_lanes_applies(desc) &&
+  if (channels_in_lanes_applies(desc, input) &&
       (output_pixels <= kMostChannelsInLanesPixels || (desc.stride == 2 && channels_in_lanes_reads_taps(desc)))) {
     candidates.push_back({ConvAlgorithm::channels_in_lanes});
   }
