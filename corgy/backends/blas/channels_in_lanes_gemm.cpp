@@ -252,8 +252,7 @@ const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Sh
     // Tiles one register wide (avx512 28x16) broadcast a pixel for every FMA: 0.73x the 8x48 tile's rate on L1
     // panels (conv_benchmark micro_kernel), and ResNet-50's 14x14 layers, which they padded least, ran no faster.
     // A grouped layer may take them where wider tiles would pad its groups, their work counted at that rate.
-    const int lanes = kernel.isa == CpuIsa::avx512 ? 16 : kernel.isa == CpuIsa::avx2 ? 8 : 4;
-    const bool one_register = kernel.nr < 2 * lanes;
+    const bool one_register = one_register_wide(kernel);
     if (one_register && desc.groups == 1) return;
     if (desc.groups > 1 && !reads_taps_in_place(desc, kernel)) return;
     // The taps path rounds each output row up to whole tiles; the others the batch's pixels as one run.

@@ -13,8 +13,8 @@ namespace {
 /// it broadcasts an A value for every register of FMAs, and runs at 0.88-0.90x the 8x48 tile's rate on L1 panels
 /// (conv_benchmark micro_kernel, depths 64 and 128, AMD EPYC; AVX2's 0.84x). Enough to tip only near ties, where
 /// the narrow tile pads a few percent less: ResNeXt-50's 28x28 512 -> 256 pointwise layers (24x16: 1% less padding
-/// than 8x48) ran 8% slower on it at two threads. Where it pads much less (196-pixel maps: 208 columns against 224)
-/// it is still the choice.
+/// than 8x48) took 2.33 ms on it against 2.23 on 8x48 at two threads (noisy: 1.9-2.5). Where it pads much less
+/// (196-pixel maps: 208 columns against 224) it is still the choice.
 constexpr double kNarrowTileCost = 1.05;
 
 }  // namespace
@@ -45,6 +45,11 @@ const WinogradKernelSet& winograd_kernels(CpuIsa isa) {
   return generic;
 }
 
+bool one_register_wide(const GemmMicroKernel& kernel) {
+  const int lanes = kernel.isa == CpuIsa::avx512 ? 16 : kernel.isa == CpuIsa::avx2 ? 8 : 4;
+  return kernel.nr < 2 * lanes;
+}
+
 const GemmMicroKernel& kernel_for(const GemmKernelSet& set, int rows, int columns) {
   const GemmMicroKernel* best = &set.kernels[0];
   double best_area = 0.0;
@@ -52,8 +57,7 @@ const GemmMicroKernel& kernel_for(const GemmKernelSet& set, int rows, int column
     if (!kernel.run) continue;
     const double padded_rows = (rows + kernel.mr - 1) / kernel.mr * kernel.mr;
     const double padded_columns = (columns + kernel.nr - 1) / kernel.nr * kernel.nr;
-    const int lanes = kernel.isa == CpuIsa::avx512 ? 16 : kernel.isa == CpuIsa::avx2 ? 8 : 4;
-    const double area = padded_rows * padded_columns * (kernel.nr < 2 * lanes ? kNarrowTileCost : 1.0);
+    const double area = padded_rows * padded_columns * (one_register_wide(kernel) ? kNarrowTileCost : 1.0);
     if (best_area == 0.0 || area < best_area) {
       best = &kernel;
       best_area = area;

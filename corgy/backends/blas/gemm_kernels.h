@@ -122,6 +122,10 @@ GemmKernelSet avx512_gemm_kernels();
 const GemmKernelSet& gemm_kernels();
 const GemmKernelSet& gemm_kernels(CpuIsa isa);
 
+/// True for a tile one SIMD register wide (AVX-512's 28x16, 24x16, 14x16; AVX2's 12x8; SSE2's 8x4): it broadcasts an
+/// A value for every register of FMAs, and runs slower than the wider tiles.
+bool one_register_wide(const GemmMicroKernel& kernel);
+
 /// The kernel of `set` that computes the fewest padded elements for a GEMM of `rows` x `columns` (its tiles cover
 /// ceil(rows / mr) * mr by ceil(columns / nr) * nr); the first such kernel on a tie.
 const GemmMicroKernel& kernel_for(const GemmKernelSet& set, int rows, int columns);
