@@ -16,6 +16,7 @@
 #include "corgy/backends/vulkan/embedded_kernels.h"
 #include "corgy/backends/vulkan/pipeline_compiler.h"
 #include "corgy/backends/vulkan/tuning_cache.h"
+#include "corgy/io/cache_file.h"
 #include "test_util.h"
 #include "vulkan_test_options.h"
 
@@ -472,7 +473,7 @@ TEST(VulkanTuning, DefaultFileFollowsXdgCacheHome) {
     // Made before XDG_CACHE_HOME changes: Mesa keeps its shader cache there too, and a cold one costs seconds.
     VulkanBackend backend(options);
     ::setenv("XDG_CACHE_HOME", (folder.path() / "xdg").c_str(), 1);
-    EXPECT_EQ(vulkan::default_tuning_cache_folder(), folder.path() / "xdg" / "corgy");
+    EXPECT_EQ(default_tuning_cache_folder(), folder.path() / "xdg" / "corgy");
     run_layers(backend, operands(), 1);
   }
   int files = 0;
@@ -484,7 +485,7 @@ TEST(VulkanTuning, DefaultFileFollowsXdgCacheHome) {
   // A relative XDG_CACHE_HOME is not used (the XDG rule): ~/.cache.
   ::setenv("XDG_CACHE_HOME", "relative", 1);
   ::setenv("HOME", folder.path().c_str(), 1);
-  EXPECT_EQ(vulkan::default_tuning_cache_folder(), folder.path() / ".cache" / "corgy");
+  EXPECT_EQ(default_tuning_cache_folder(), folder.path() / ".cache" / "corgy");
   if (saved_xdg.empty()) {
     ::unsetenv("XDG_CACHE_HOME");
   } else {

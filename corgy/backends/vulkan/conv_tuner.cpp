@@ -17,6 +17,7 @@
 #include "corgy/backends/vulkan/runtime.h"
 #include "corgy/backends/vulkan/winograd_conv.h"
 #include "corgy/error.h"
+#include "corgy/io/cache_file.h"
 
 #ifndef CORGY_VERSION
 #error "CORGY_VERSION comes from corgy/CMakeLists.txt"

@@ -8,9 +8,9 @@
 #include <system_error>
 #include <utility>
 
-#include "corgy/backends/vulkan/cache_file.h"
 #include "corgy/backends/vulkan/embedded_kernels.h"
 #include "corgy/error.h"
+#include "corgy/io/cache_file.h"
 
 namespace corgy::vulkan {
 

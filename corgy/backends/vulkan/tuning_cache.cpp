@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
 
-#include "corgy/backends/vulkan/cache_file.h"
+#include "corgy/io/cache_file.h"
 
 namespace corgy::vulkan {
 
@@ -99,14 +98,6 @@ std::optional<std::pair<std::string, TunedChoice>> parse_entry(const json& line)
 }
 
 }  // namespace
-
-std::filesystem::path default_tuning_cache_folder() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && std::filesystem::path(xdg).is_absolute()) return std::filesystem::path(xdg) / "corgy";
-  const char* home = std::getenv("HOME");
-  if (home && *home) return std::filesystem::path(home) / ".cache" / "corgy";
-  return {};
-}
 
 std::string tuning_cache_file_name(const TuningIdentity& identity) {
   return fmt::format("vulkan-tuning-{:04x}-{:04x}.jsonl", identity.vendor_id, identity.device_id);

@@ -43,10 +43,6 @@ struct TunedChoice {
   double ms = 0.0;  // measured, for a person reading the file
 };
 
-/// The folder of the cache files when VulkanOptions::tuning_cache is empty: $XDG_CACHE_HOME/corgy where that is
-/// an absolute path (the XDG Base Directory rule), else $HOME/.cache/corgy; empty when neither is set.
-std::filesystem::path default_tuning_cache_folder();
-
 /// "vulkan-tuning-<vendor id>-<device id>.jsonl" (hexadecimal ids): one file per device model.
 std::string tuning_cache_file_name(const TuningIdentity& identity);
 

@@ -1,4 +1,4 @@
-#include "corgy/backends/vulkan/cache_file.h"
+#include "corgy/io/cache_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -8,10 +8,19 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
-namespace corgy::vulkan {
+namespace corgy {
+
+std::filesystem::path default_tuning_cache_folder() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && std::filesystem::path(xdg).is_absolute()) return std::filesystem::path(xdg) / "corgy";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::filesystem::path(home) / ".cache" / "corgy";
+  return {};
+}
 
 // O_NONBLOCK: a FIFO put in the file's place must not block the process (fstat then rejects it).
 std::optional<std::string> read_cache_file(const std::filesystem::path& file, std::size_t most_bytes) {
@@ -60,4 +69,4 @@ std::optional<std::string> replace_cache_file(const std::filesystem::path& file,
   return std::nullopt;
 }
 
-}  // namespace corgy::vulkan
+}  // namespace corgy
