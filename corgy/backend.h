@@ -483,7 +483,8 @@ struct BackendOptions {
   /// the fastest, remembered in a cache file (VulkanConvolutionOptions::tuning, docs/vulkan.md#tuning); false: the
   /// static tables. The blas backend times its candidates whatever this says (blas/conv_tuner.h).
   bool tuning = true;
-  /// Vulkan: the tuning cache file (VulkanOptions::tuning_cache); empty: the default under $XDG_CACHE_HOME.
+  /// The tuning cache file (VulkanOptions::tuning_cache, BlasOptions::tuning_cache: one file per backend kind);
+  /// empty: the backend's default file under $XDG_CACHE_HOME/corgy (or ~/.cache/corgy).
   std::string tuning_cache{};
 };
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options);

@@ -64,7 +64,7 @@ std::unique_ptr<Backend> make_auto_backend(const BackendOptions& options) {
   }
 #endif
   fmt::print(stderr, "corgy: backend auto: blas, since {}\n", reason);
-  return std::make_unique<BlasBackend>(options.threads);
+  return std::make_unique<BlasBackend>(BlasOptions{.threads = options.threads, .tuning_cache = options.tuning_cache});
 }
 
 }  // namespace
@@ -73,7 +73,8 @@ std::unique_ptr<Backend> make_backend(const std::string& full_name, const Backen
   BackendOptions options = given;
   const std::string name = strip_precision(full_name, options);
   if (name == "naive") return std::make_unique<NaiveBackend>();
-  if (name == "blas") return std::make_unique<BlasBackend>(options.threads);
+  if (name == "blas")
+    return std::make_unique<BlasBackend>(BlasOptions{.threads = options.threads, .tuning_cache = options.tuning_cache});
   for (const auto& [suffix, convolution] :
        {std::pair{"im2col", BlasConvolution::im2col}, std::pair{"packed", BlasConvolution::packed},
         std::pair{"winograd", BlasConvolution::winograd}, std::pair{"winograd2x2", BlasConvolution::winograd2x2},
@@ -81,7 +82,8 @@ std::unique_ptr<Backend> make_backend(const std::string& full_name, const Backen
         std::pair{"batch", BlasConvolution::batch}, std::pair{"channels_in_lanes", BlasConvolution::channels_in_lanes},
         std::pair{"few_channels", BlasConvolution::few_channels}}) {
     if (name == std::string("blas:") + suffix)
-      return std::make_unique<BlasBackend>(BlasOptions{options.threads, convolution});
+      return std::make_unique<BlasBackend>(
+          BlasOptions{.threads = options.threads, .convolution = convolution, .tuning_cache = options.tuning_cache});
   }
   if (name == "auto") return make_auto_backend(options);
   if (name == "vulkan" || name.starts_with(vulkan_prefix)) {

@@ -1,22 +1,34 @@
 // Plan-time tuning of the blas backend's convolutions (corgy/backends/blas/conv_tuner.h): which layers are timed,
-// that a choice is remembered for the process, and that forced algorithms are left alone. The results of every
-// choice are checked against the naive backend by the layer harness.
+// that a choice is remembered for the process and in the tuning cache file (tuning_cache.h), and that forced
+// algorithms are left alone. The results of every choice are checked against the naive backend by the layer harness.
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
+#include "corgy/backends/blas/blas_backend.h"
 #include "corgy/backends/blas/conv_plan.h"
 #include "corgy/backends/blas/conv_tuner.h"
+#include "corgy/backends/blas/tuning_cache.h"
 #include "test_util.h"
 
 namespace corgy::testing {
 namespace {
 
+/// A one-thread blas backend whose choices are kept in this process only: what another test process wrote to the
+/// default tuning cache file must not decide what these tests see timed.
+std::unique_ptr<Backend> blas_in_memory(BlasConvolution convolution = BlasConvolution::automatic) {
+  return std::make_unique<BlasBackend>(
+      BlasOptions{.threads = 1, .convolution = convolution, .use_tuning_cache = false});
+}
+
 /// The algorithm text the profile gives for each layer of one forward of `model` on `backend`.
-std::vector<std::string> profiled_algorithms(Sequential& model, const std::string& backend, const Shape& input) {
+std::vector<std::string> profiled_algorithms(Sequential& model, std::unique_ptr<Backend> backend, const Shape& input) {
   std::mt19937 rng(9);
   randomize_parameters(model, rng);
-  model.set_backend(backend, 1);
+  model.set_backend(std::move(backend));
   model.backend().set_profiling(true);
   model.forward(random_variable(input, rng));
   std::vector<std::string> algorithms;
@@ -34,7 +46,7 @@ TEST(BlasTuning, TimesTheCandidatesOnceAndRemembersTheChoice) {
   first.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
   first.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
   first.add(Conv2d({.in_channels = 24, .out_channels = 16, .kernel = 1}));
-  const std::vector<std::string> algorithms = profiled_algorithms(first, "blas", input);
+  const std::vector<std::string> algorithms = profiled_algorithms(first, blas_in_memory(), input);
   ASSERT_EQ(algorithms.size(), 3u);
   EXPECT_TRUE(contains(algorithms[0], "[measured of 3]")) << algorithms[0];
   EXPECT_TRUE(contains(algorithms[1], "[measured before]")) << algorithms[1];  // the same shape: not timed again
@@ -43,11 +55,12 @@ TEST(BlasTuning, TimesTheCandidatesOnceAndRemembersTheChoice) {
 
   Sequential second;  // another model with the same layer shape: the process remembers
   second.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
-  EXPECT_TRUE(contains(profiled_algorithms(second, "blas", input).at(0), "[measured before]"));
+  EXPECT_TRUE(contains(profiled_algorithms(second, blas_in_memory(), input).at(0), "[measured before]"));
 
   Sequential forced;
   forced.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
-  const std::string forced_algorithm = profiled_algorithms(forced, "blas:winograd2x2", input).at(0);
+  const std::string forced_algorithm =
+      profiled_algorithms(forced, blas_in_memory(BlasConvolution::winograd2x2), input).at(0);
   EXPECT_TRUE(contains(forced_algorithm, "F(2x2,3x3)")) << forced_algorithm;
   EXPECT_TRUE(contains(forced_algorithm, "[forced]")) << forced_algorithm;
 }
@@ -67,7 +80,7 @@ TEST(BlasTuning, KeptPlansAreFoundAgainAfterAnotherShape) {
     model.add(Conv2d({.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1}));
     std::mt19937 rng(9);
     randomize_parameters(model, rng);
-    model.set_backend("blas", 1);
+    model.set_backend(blas_in_memory());
     model.set_kept_plans(kept);
     model.backend().set_profiling(true);
     EXPECT_TRUE(contains(algorithm_at(model, one), "[measured of 3]"));
@@ -220,6 +233,131 @@ TEST(BlasTuning, EveryPlanNamesThePackedWeightsItReads) {
       }
     }
   }
+}
+
+blas::CpuTuningIdentity test_identity() {
+  return {.cpu = "Test CPU 9000", .isa = "avx512", .corgy_version = "0.1.0", .library = "5f2c01", .format = 1};
+}
+
+// The file's text: what is written is read back; a file of another identity, and malformed lines, are not used.
+TEST(BlasTuningCache, ReadsBackWhatItWritesAndIgnoresForeignOrBrokenText) {
+  const blas::CpuTuningIdentity id = test_identity();
+  const std::string text =
+      blas::format_blas_tuning_cache({{"64->64 k3 s1 p1 d1 g1 in (1, 64, 56, 56) t1 avx512", {"winograd f2x2", 0.25}},
+                                      {"key b", {"packed_gemm", 1.5}}},
+                                     id);
+  const std::map<std::string, blas::TunedEntry> read = blas::parse_blas_tuning_cache(text, id);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read.at("64->64 k3 s1 p1 d1 g1 in (1, 64, 56, 56) t1 avx512").choice, "winograd f2x2");
+  EXPECT_EQ(read.at("key b").choice, "packed_gemm");
+  EXPECT_DOUBLE_EQ(read.at("key b").ms, 1.5);
+  std::vector<blas::CpuTuningIdentity> others(5, id);
+  others[0].cpu = "Other CPU";
+  others[1].isa = "avx2";
+  others[2].corgy_version = "0.2.0";
+  others[3].library = "5f2c02";  // another build of corgy
+  others[4].format = 2;
+  for (const blas::CpuTuningIdentity& other : others) EXPECT_TRUE(blas::parse_blas_tuning_cache(text, other).empty());
+  const std::string header = text.substr(0, text.find('\n') + 1);
+  const std::string broken = header + "not json\n" + R"({"key":"no ms","choice":"packed_gemm"})" + "\n" +
+                             R"({"key":1,"choice":"packed_gemm","ms":1})" + "\n" +
+                             R"({"key":"long choice","choice":")" + std::string(65, 'x') + R"(","ms":1})" + "\n" +
+                             R"({"key":"long line","choice":"packed_gemm","ms":1,"pad":")" + std::string(2000, 'x') +
+                             "\"}\n[1,2]\n\n" + R"({"key":"good","choice":"packed_gemm","ms":0.5})" + "\n";
+  const std::map<std::string, blas::TunedEntry> only_good = blas::parse_blas_tuning_cache(broken, id);
+  ASSERT_EQ(only_good.size(), 1u);
+  EXPECT_EQ(only_good.begin()->first, "good");
+  for (const std::string& junk : {std::string(), std::string("\0\xff{", 3), header.substr(0, 20), std::string("{}\n")})
+    EXPECT_TRUE(blas::parse_blas_tuning_cache(junk, id).empty());
+}
+
+TEST(BlasTuningCache, AChoiceIsUsedOnlyWhereItIsStillACandidate) {
+  const TempFolder folder;
+  const std::filesystem::path file = folder.path() / "tuning.jsonl";
+  write_text(file, blas::format_blas_tuning_cache({{"layer", {"winograd f4x4", 1.0}}}, test_identity()));
+  blas::TuningTable table(file, test_identity());
+  const std::string with[] = {"packed_gemm", "winograd f4x4"};
+  const std::string without[] = {"packed_gemm", "pointwise_batch"};
+  EXPECT_EQ(table.find("layer", with), 1u);
+  EXPECT_FALSE(table.find("layer", without));  // e.g. a candidate a later corgy no longer times for that shape
+  EXPECT_FALSE(table.find("another layer", with));
+}
+
+TEST(BlasTuningCache, SavesMergedWithWhatAnotherProcessWrote) {
+  const TempFolder folder;
+  const std::filesystem::path file = folder.path() / "new folder" / "tuning.jsonl";  // the folder is made
+  blas::TuningTable first(file, test_identity()), second(file, test_identity());
+  first.record("a", {"packed_gemm", 1.0});
+  second.record("b", {"winograd f2x2", 2.0});
+  first.save();
+  second.save();  // keeps what the first wrote
+  blas::TuningTable later(file, test_identity());
+  const std::string names[] = {"packed_gemm", "winograd f2x2"};
+  EXPECT_EQ(later.find("a", names), 0u);
+  EXPECT_EQ(later.find("b", names), 1u);
+  // A file of another identity is replaced, not merged.
+  blas::CpuTuningIdentity other = test_identity();
+  other.library = "rebuilt";
+  blas::TuningTable rebuilt(file, other);
+  rebuilt.record("c", {"packed_gemm", 3.0});
+  rebuilt.save();
+  EXPECT_EQ(blas::parse_blas_tuning_cache(read_text(file), other).size(), 1u);
+}
+
+TEST(BlasTuningCache, AnUnwritableFolderKeepsTheChoicesInMemoryAndSaysSoOnce) {
+  const TempFolder folder;
+  write_text(folder.path() / "a file", "x");  // where the cache's folder would be: nothing can be made there
+  blas::TuningTable table(folder.path() / "a file" / "tuning.jsonl", test_identity());
+  ::testing::internal::CaptureStderr();
+  table.record("a", {"packed_gemm", 1.0});
+  table.save();
+  table.record("b", {"packed_gemm", 1.0});
+  table.save();
+  const std::string note = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(note, "the blas tuning cache was not saved")) << note;
+  EXPECT_EQ(note.find("not saved"), note.rfind("not saved")) << note;  // once
+  const std::string names[] = {"packed_gemm"};
+  EXPECT_EQ(table.find("b", names), 0u);
+}
+
+TEST(BlasTuningCache, ABackendSavesItsChoicesAndALaterOneUsesThem) {
+  const TempFolder folder;
+  const std::filesystem::path file = folder.path() / "blas.jsonl";
+  const Conv2dOptions layer{.in_channels = 24, .out_channels = 24, .kernel = 3, .padding = 1};
+  const Shape input{1, 24, 25, 19};  // a shape no other test uses
+  const auto backend_of = [](const std::filesystem::path& cache) {
+    return std::make_unique<BlasBackend>(BlasOptions{.threads = 1, .tuning_cache = cache.string()});
+  };
+  Sequential first;
+  first.add(Conv2d(layer));
+  EXPECT_TRUE(contains(profiled_algorithms(first, backend_of(file), input).at(0), "[measured of 3]"));
+  // Saved at the end of the forward, under this process's identity.
+  std::map<std::string, blas::TunedEntry> saved =
+      blas::parse_blas_tuning_cache(read_text(file), blas::this_process_tuning_identity());
+  const std::string key = blas::tuning_key(dynamic_cast<const Conv2d&>(first.layer(0)).desc(), input, 1);
+  ASSERT_EQ(saved.count(key), 1u) << read_text(file);
+  // A later process reads it (here: a backend of another file, since a process keeps one table per file, holding
+  // the packed GEMM as the choice, which the static table would not pick) and plans the layer without timing it.
+  saved[key] = {"packed_gemm", 9.0};
+  const std::filesystem::path later_file = folder.path() / "later.jsonl";
+  write_text(later_file, blas::format_blas_tuning_cache(saved, blas::this_process_tuning_identity()));
+  Sequential later;
+  later.add(Conv2d(layer));
+  const std::string algorithm = profiled_algorithms(later, backend_of(later_file), input).at(0);
+  EXPECT_TRUE(contains(algorithm, "[measured before]")) << algorithm;
+  EXPECT_TRUE(contains(algorithm, "packed sgemm")) << algorithm;
+}
+
+TEST(BlasTuningCache, TheDefaultFileIsPerCpuModelUnderXdgCacheHome) {
+  const TempFolder folder;
+  const char* saved = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("XDG_CACHE_HOME", folder.path().c_str(), 1);
+  const std::filesystem::path file = blas::default_blas_tuning_cache_file();
+  saved ? ::setenv("XDG_CACHE_HOME", saved_value.c_str(), 1) : ::unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(file.parent_path(), folder.path() / "corgy");
+  EXPECT_TRUE(file.filename().string().starts_with("blas-tuning-")) << file;
+  EXPECT_EQ(blas::this_process_tuning_identity().cpu, cpu_model_name());
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 #include "test_util.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
+#include <system_error>
 
 namespace corgy::testing {
 
@@ -121,5 +125,30 @@ std::string error_of(const std::function<void()>& body) {
 }
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+TempFolder::TempFolder() {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name =
+      fmt::format("corgy-test-{}-{}-{}", test->test_suite_name(), test->name(), static_cast<long>(::getpid()));
+  std::ranges::replace(name, '/', '_');  // parameterised tests' names hold slashes
+  path_ = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempFolder::~TempFolder() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_text(const std::filesystem::path& file, const std::string& text) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << text;
+}
 
 }  // namespace corgy::testing

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
@@ -54,5 +55,23 @@ std::string error_of(const std::function<void()>& body);
 
 /// Whether `text` contains `part` (an error message its expected words).
 bool contains(std::string_view text, std::string_view part);
+
+/// A folder of its own for the running test (under the temporary folder, named after the test and the process),
+/// made empty at construction and removed with everything in it at destruction.
+class TempFolder {
+ public:
+  TempFolder();
+  ~TempFolder();
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// The bytes of `file` (empty when it cannot be read), and writing `text` as the whole of `file`.
+std::string read_text(const std::filesystem::path& file);
+void write_text(const std::filesystem::path& file, const std::string& text);
 
 }  // namespace corgy::testing

@@ -293,6 +293,39 @@ def write_onnx_seeds():
     for model in sorted([*fixtures.glob("op_*/model.onnx"), *fixtures.glob("torch_*/model.onnx")]):
         shutil.copyfile(model, folder / f"{model.parent.name}.onnx")
 
+# Lines of a blas tuning cache that corgy wrote (DenseNet-121, MobileNetV2 and MobileNetV3-Large on an AMD EPYC,
+# one and two threads): every kind of choice and key. The seeds carry the fuzz target's identity in their header.
+TUNING_CACHE_LINES = [
+    '{"choice":"packed_gemm","key":"1024->512 k1 s1 p0 d1 g1 in (1, 1024, 7, 7) t2 avx512","ms":0.28}',
+    '{"choice":"depthwise_channel_blocks","key":"120->120 k5 s1 p2 d1 g120 in (1, 120, 28, 28) t1 avx512","ms":0.06}',
+    '{"choice":"packed_gemm","key":"120->40 k1 s1 p0 d1 g1 in (1, 120, 28, 28) t1 avx512 + add","ms":0.042}',
+    '{"choice":"winograd f2x2","key":"128->32 k3 s1 p1 d1 g1 in (1, 128, 14, 14) t2 avx512","ms":0.067}',
+    '{"choice":"winograd f4x4","key":"128->32 k3 s1 p1 d1 g1 in (1, 128, 56, 56) t2 avx512","ms":0.716}',
+    '{"choice":"channels_in_lanes","key":"1280->1000 k1 s1 p0 d1 g1 in (8, 1280, 1, 1) t2 avx512","ms":0.332}',
+    '{"choice":"depthwise_channel_blocks","key":"144->144 k3 s1 p1 d1 g144 in (1, 144, 56, 56) t2 avx512","ms":0.128}',
+    '{"choice":"depthwise","key":"192->192 k3 s1 p1 d1 g192 in (1, 192, 28, 28) t2 avx512","ms":0.042}',
+    '{"choice":"few_channels","key":"3->16 k3 s2 p1 d1 g1 in (1, 3, 224, 224) t1 avx512","ms":0.103}',
+    '{"choice":"few_channels","key":"3->32 k3 s2 p1 d1 g1 in (8, 3, 224, 224) t2 avx512","ms":1.108}',
+    '{"choice":"few_channels","key":"3->64 k7 s2 p3 d1 g1 in (1, 3, 224, 224) t2 avx512 + max pool","ms":0.883}',
+    '{"choice":"pointwise_batch","key":"320->1280 k1 s1 p0 d1 g1 in (8, 320, 7, 7) t2 avx512","ms":1.248}',
+    '{"choice":"depthwise","key":"72->72 k3 s1 p1 d1 g72 in (1, 72, 56, 56) t1 avx512","ms":0.1}',
+    '{"choice":"channel_blocks","key":"inverted residual 112->672 k1 s1 p0 d1 g1 in (1, 112, 14, 14) t0 avx512 / 301 / 112 + add in (1, 112, 14, 14) t1 avx512 + excite","ms":0.429}',
+    '{"choice":"convolutions","key":"inverted residual 16->64 k1 s1 p0 d1 g1 in (1, 16, 112, 112) t0 avx512 / 302 / 24 in (1, 16, 112, 112) t1 avx512","ms":0.436}',
+    '{"choice":"whole_images","key":"inverted residual 16->96 k1 s1 p0 d1 g1 in (8, 16, 112, 112) t0 avx512 / 302 / 24 in (8, 16, 112, 112) t2 avx512","ms":2.948}',
+    '{"choice":"channel_blocks","key":"inverted residual 160->960 k1 s1 p0 d1 g1 in (8, 160, 7, 7) t0 avx512 / 301 / 160 + add in (8, 160, 7, 7) t2 avx512","ms":0.894}',
+    '{"choice":"apart","key":"inverted residual 40->120 k1 s1 p0 d1 g1 in (1, 40, 28, 28) t0 avx512 / 501 / 40 + add in (1, 40, 28, 28) t1 avx512 + excite","ms":0.155}',
+    '{"choice":"channel_blocks","key":"inverted residual 80->184 k1 s1 p0 d1 g1 in (1, 80, 14, 14) t0 avx512 / 301 / 80 + add in (1, 80, 14, 14) t1 avx512","ms":0.083}',
+]
+TUNING_CACHE_HEADER = ('{"corgy":"0.1.0","corgy_blas_tuning":1,"cpu":"Fuzz CPU","isa":"avx512",'
+                       '"library":"f00d"}')
+
+
+def write_tuning_cache_seeds():
+    folder = seed_folder("tuning_cache")
+    (folder / "all.jsonl").write_text(TUNING_CACHE_HEADER + "\n" + "\n".join(TUNING_CACHE_LINES) + "\n")
+    (folder / "one.jsonl").write_text(TUNING_CACHE_HEADER + "\n" + TUNING_CACHE_LINES[0] + "\n")
+    (folder / "header.jsonl").write_text(TUNING_CACHE_HEADER + "\n")
+
 
 def main():
     write_darknet_cfg_seeds()
@@ -303,6 +336,7 @@ def main():
     write_raw_weights_seeds()
     write_image_seeds()
     write_onnx_seeds()
+    write_tuning_cache_seeds()
     for folder in sorted(CORPUS.iterdir()):
         files = list(folder.iterdir())
         print(f"{folder.relative_to(ROOT)}: {len(files)} seeds, {sum(f.stat().st_size for f in files)} bytes")

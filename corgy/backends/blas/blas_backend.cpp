@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -16,11 +17,13 @@
 #include "corgy/backends/blas/activation_kernels.h"
 #include "corgy/backends/blas/conv_bands.h"
 #include "corgy/backends/blas/conv_plan.h"
+#include "corgy/backends/blas/conv_tuner.h"
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/im2col.h"
 #include "corgy/backends/blas/pointwise_batch_gemm.h"
 #include "corgy/backends/blas/separable_pool.h"
 #include "corgy/backends/blas/thread_team.h"
+#include "corgy/backends/blas/tuning_cache.h"
 #include "corgy/error.h"
 
 namespace corgy {
@@ -178,11 +181,18 @@ BlasBackend::BlasBackend(int threads) : BlasBackend(BlasOptions{.threads = threa
 BlasBackend::BlasBackend(const BlasOptions& options)
     : convolution_(options.convolution),
       pin_threads_(options.pin_threads),
-      plans_(std::make_unique<blas::ConvPlanCache>()) {
+      plans_(std::make_unique<blas::ConvPlanCache>()),
+      tuning_(blas::TuningTable::of_file(!options.use_tuning_cache ? std::filesystem::path()
+                                         : options.tuning_cache.empty()
+                                             ? blas::default_blas_tuning_cache_file()
+                                             : std::filesystem::path(options.tuning_cache))) {
   set_threads(options.threads);
 }
 
-BlasBackend::~BlasBackend() = default;
+// Choices measured outside a forward (operations called one by one) are saved here.
+BlasBackend::~BlasBackend() { tuning_->save(); }
+
+void BlasBackend::end_forward() { tuning_->save(); }
 
 void BlasBackend::upload_constant(const Variable& tensor) {
   if (!tensor.empty()) plans_->add_constant(tensor.storage()->id());
@@ -236,12 +246,13 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
     return &plans_->store(weights, blas::plan_convolution(desc, in, weights, bias, convolution_, *team_));
   }
   const std::vector<blas::ConvChoice> candidates = blas::candidate_algorithms(desc, in);
+  std::vector<std::string> names;
+  for (const blas::ConvChoice& candidate : candidates) names.push_back(blas::choice_name(candidate));
   // Measured with the residual add (conv2d_add) or the max pool (conv2d_maxpool) the choice can differ: only the
   // batch GEMM fuses the add, only the packed GEMM and Winograd the pool.
   const std::string key =
       blas::tuning_key(desc, in, threads_) + (residual ? " + add" : "") + (pool ? " + max pool" : "");
-  blas::TuningTable& table = blas::TuningTable::instance();
-  if (const std::optional<std::size_t> known = table.find(key); known && *known < candidates.size()) {
+  if (const std::optional<std::size_t> known = tuning_->find(key, names)) {
     blas::ConvPlan plan = blas::plan_convolution(desc, in, weights, bias, candidates[*known], *team_);
     plan.origin = "measured before";
     return &plans_->store(weights, std::move(plan));
@@ -290,7 +301,7 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   // With the pool: where run_plan does not fuse it, it keeps the convolution's output in conv_output_scratch_.
   Variable pooled = pool ? Variable(Shape{out.n, out.c, pool->output_h(out.h), pool->output_w(out.w)}) : Variable();
   profiler_.set_muted(true);
-  const std::size_t fastest = blas::fastest_candidate(candidates.size(), [&](std::size_t i) {
+  const blas::Fastest fastest = blas::fastest_candidate(candidates.size(), [&](std::size_t i) {
     const blas::ConvPlan& plan = plan_of(i);
     // The weights as a forward finds them (conv_tuner.h): the packed ones, and the layer's own where the plan reads
     // those (the depthwise plane kernel; the others' would be paged back in from their file: ConvPlanCache::store).
@@ -314,8 +325,8 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   });
   profiler_.set_muted(false);
-  table.record(key, fastest);
-  blas::ConvPlan& chosen = plan_of(fastest);
+  tuning_->record(key, {names[fastest.index], fastest.ms});
+  blas::ConvPlan& chosen = plan_of(fastest.index);
   if (chosen.algorithm != blas::ConvAlgorithm::channels_in_lanes) release_grown(lanes_before);
   conv_output_scratch_ = std::move(conv_output_before);
   chosen.origin = fmt::format("measured of {}", candidates.size());

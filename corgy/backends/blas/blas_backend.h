@@ -20,6 +20,7 @@ struct InputAffine;
 struct ConvPlan;
 struct ChannelBlockResidualPlan;
 struct BandBuffers;
+class TuningTable;
 }  // namespace blas
 
 /// How BlasBackend computes convolutions.
@@ -53,6 +54,11 @@ struct BlasOptions {
   /// Pin each worker thread to its own CPU (of those the process may use; see ThreadTeam). Off: the scheduler places
   /// them, which on a busy machine can put them on the calling thread's CPU.
   bool pin_threads = true;
+  /// The file that keeps the measured choices of automatic plans for later processes (blas/tuning_cache.h); empty:
+  /// blas-tuning-<CPU model hash>.jsonl in default_tuning_cache_folder() ($XDG_CACHE_HOME/corgy or ~/.cache/corgy).
+  std::string tuning_cache{};
+  /// False: the measured choices are kept in this process only (no file is read or written).
+  bool use_tuning_cache = true;
 };
 
 /// Not safe to call from several threads at once: the im2col buffer is per instance (use one backend per thread).
@@ -74,6 +80,8 @@ class BlasBackend final : public Backend {
   /// Each convolution keeps its plans (packed weights) for that many input shapes.
   void set_kept_plans(int count) override;
   void set_profiling(bool enabled) override { profiler_.set_enabled(enabled); }
+  /// Saves the choices measured in the forward to the tuning cache (BlasOptions::tuning_cache).
+  void end_forward() override;
   void begin_layer(int index) override { profiler_.begin_layer(index); }
   std::vector<OpProfile> take_profile() override { return profiler_.take(); }
 
@@ -271,6 +279,7 @@ class BlasBackend final : public Backend {
   Variable subsampled_input_;  // strided_pointwise.cpp's scratch, and the view of it in use
   Variable subsampled_view_;
   std::unique_ptr<blas::ConvPlanCache> plans_;
+  std::shared_ptr<blas::TuningTable> tuning_;  // the measured choices, shared by the backends of the same file
   cpu::CpuProfiler profiler_;
 };
 

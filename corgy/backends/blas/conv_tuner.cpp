@@ -28,6 +28,25 @@ constexpr int kMostChannelsInLanesPixels = 16 * 16;
 
 }  // namespace
 
+std::string choice_name(const ConvChoice& choice) {
+  switch (choice.algorithm) {
+    case ConvAlgorithm::im2col_openblas: return "im2col_openblas";
+    case ConvAlgorithm::depthwise: return "depthwise";
+    case ConvAlgorithm::depthwise_channel_blocks: return "depthwise_channel_blocks";
+    case ConvAlgorithm::packed_gemm: return "packed_gemm";
+    case ConvAlgorithm::pointwise_batch: return "pointwise_batch";
+    case ConvAlgorithm::channels_in_lanes: return "channels_in_lanes";
+    case ConvAlgorithm::few_channels: return "few_channels";
+    case ConvAlgorithm::winograd:
+      switch (choice.variant) {
+        case WinogradVariant::f4x4: return "winograd f4x4";
+        case WinogradVariant::f2x2: return "winograd f2x2";
+        case WinogradVariant::f2x2_5x5: return "winograd f2x2_5x5";
+      }
+  }
+  return "?";
+}
+
 std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape& input) {
   if (depthwise_kernel_applies(desc)) {
     // The channel blocks where their padded input tile stays in L2 (on a 112 x 112 plane, 832 KB, they ran at 0.7x
@@ -71,22 +90,6 @@ std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape
   return candidates;
 }
 
-TuningTable& TuningTable::instance() {
-  static TuningTable table;
-  return table;
-}
-
-std::optional<std::size_t> TuningTable::find(const std::string& key) {
-  const std::lock_guard lock(mutex_);
-  const auto found = choices_.find(key);
-  return found == choices_.end() ? std::nullopt : std::optional<std::size_t>(found->second);
-}
-
-void TuningTable::record(const std::string& key, std::size_t choice) {
-  const std::lock_guard lock(mutex_);
-  choices_.insert_or_assign(key, choice);
-}
-
 std::string tuning_key(const Conv2dDesc& desc, const Shape& input, int threads) {
   return fmt::format("{}->{} k{} s{} p{} d{} g{} in {} t{} {}", desc.in_channels, desc.out_channels, desc.kernel,
                      desc.stride, desc.padding, desc.dilation, desc.groups, input.str(), threads,
@@ -106,12 +109,13 @@ void evict_from_caches(std::span<const std::span<const float>> buffers) {
 #endif
 }
 
-std::size_t fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms) {
+Fastest fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms) {
   std::vector<double> best(candidates, std::numeric_limits<double>::infinity());
   for (int round = 0; round < 2; ++round) {
     for (std::size_t i = 0; i < candidates; ++i) best[i] = std::min(best[i], time_ms(i));
   }
-  return static_cast<std::size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+  const auto fastest = std::min_element(best.begin(), best.end());
+  return {static_cast<std::size_t>(fastest - best.begin()), fastest == best.end() ? 0.0 : *fastest};
 }
 
 }  // namespace corgy::blas

@@ -4,19 +4,18 @@
 // memory bandwidth) and on the shape: on a 7x7 map at batch 1, F(4x4, 3x3)'s transformed weights (4x the
 // direct ones) stream from memory for four tiles, and F(2x2, 3x3) ran 8x faster; at batch 8 the order reversed.
 //
-// Choices are kept for the process (TuningTable), so a shape repeated in a network or in another model on a
-// backend of the same thread count is timed once.
+// Choices are kept for the process and in a file (TuningTable, tuning_cache.h), so a shape repeated in a network,
+// in another model or in a later process on a backend of the same thread count is timed once.
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "corgy/backend.h"
+#include "corgy/backends/blas/tuning_cache.h"
 #include "corgy/backends/blas/winograd_kernels.h"
 
 namespace corgy::blas {
@@ -29,6 +28,9 @@ struct ConvChoice {
   WinogradVariant variant = WinogradVariant::f4x4;  // winograd only
 };
 
+/// The choice's name in the tuning cache: "packed_gemm", "winograd f2x2", ...
+std::string choice_name(const ConvChoice& choice);
+
 /// The algorithms that compute `desc`, in the order of the static table's preference (the first is what the table
 /// picks).
 std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape& input);
@@ -36,20 +38,6 @@ std::vector<ConvChoice> candidate_algorithms(const Conv2dDesc& desc, const Shape
 /// Layers larger than this many multiply-adds (per forward, direct) are not timed: a few runs of each candidate
 /// would cost seconds at the first forward (VGG's at batch 8). They take the static table's choice.
 constexpr double kMaxTunedMultiplyAdds = 2.5e9;
-
-/// Process-wide record of measured choices: for each key (an operation's geometry, input shape, thread count and
-/// instruction set), the index of the fastest of its candidates (a list the key determines).
-class TuningTable {
- public:
-  static TuningTable& instance();
-  /// The recorded choice for `key`, or none.
-  std::optional<std::size_t> find(const std::string& key);
-  void record(const std::string& key, std::size_t choice);
-
- private:
-  std::mutex mutex_;
-  std::unordered_map<std::string, std::size_t> choices_;
-};
 
 /// The table key of a layer: its geometry (activation excluded: it costs the same on every algorithm), input shape,
 /// thread count and instruction set.
@@ -63,8 +51,14 @@ std::string tuning_key(const Conv2dDesc& desc, const Shape& input, int threads);
 /// model). Does nothing on CPUs other than x86.
 void evict_from_caches(std::span<const std::span<const float>> buffers);
 
+/// The candidate that fastest_candidate picked, and its time.
+struct Fastest {
+  std::size_t index = 0;
+  double ms = 0.0;
+};
+
 /// The fastest of `candidates`: `time_ms(i)` runs candidate i once and returns its wall time. Each is run twice,
 /// the two rounds interleaved, and judged by its faster run (a run slowed down by another process counts less).
-std::size_t fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms);
+Fastest fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms);
 
 }  // namespace corgy::blas

@@ -26,6 +26,7 @@
 #include "corgy/backends/blas/conv_tuner.h"
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/thread_team.h"
+#include "corgy/backends/blas/tuning_cache.h"
 #include "corgy/backends/cpu/cpu_features.h"
 #include "corgy/error.h"
 
@@ -191,8 +192,14 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     }
   };
   const std::string key = block_key(desc, in, residual != nullptr, threads_);
-  blas::TuningTable& table = blas::TuningTable::instance();
-  std::optional<std::size_t> choice = table.find(key);
+  std::vector<std::string> names;
+  for (const Way way : ways) {
+    names.emplace_back(way == Way::convolutions   ? "convolutions"
+                       : way == Way::bands        ? "bands"
+                       : way == Way::whole_images ? "whole_images"
+                                                  : "channel_blocks");
+  }
+  std::optional<std::size_t> choice = tuning_->find(key, names);
   if (!choice) {
     // Each timed run finds the block's weights as a forward does, out of the caches (conv_tuner.h): the bands read
     // them once per band, the image-by-image convolutions once per image.
@@ -206,14 +213,15 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     // plans, and theirs are paged out (ConvPlanCache::store).
     weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
     profiler_.set_muted(true);
-    choice = blas::fastest_candidate(ways.size(), [&](std::size_t i) {
+    const blas::Fastest fastest = blas::fastest_candidate(ways.size(), [&](std::size_t i) {
       blas::evict_from_caches(weight_buffers);
       const auto start = std::chrono::steady_clock::now();
       run(ways[i]);
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     });
     profiler_.set_muted(false);
-    table.record(key, *choice);
+    choice = fastest.index;
+    tuning_->record(key, {names[fastest.index], fastest.ms});
     // A plan not chosen holds packed weights for nothing.
     if (blocks_apply && ways[*choice] != Way::channel_blocks)
       plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
@@ -250,8 +258,8 @@ void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, co
   };
   if (convolution_ == BlasConvolution::channel_blocks) return in_channel_blocks();
   const std::string key = block_key(desc, in, residual != nullptr, threads_) + " + excite";
-  blas::TuningTable& table = blas::TuningTable::instance();
-  std::optional<std::size_t> choice = table.find(key);
+  const std::string names[] = {"apart", "channel_blocks"};
+  std::optional<std::size_t> choice = tuning_->find(key, names);
   if (!choice) {
     // A first run of each outside the timing: the two operations apart tune their own ways at their first call.
     profiler_.set_muted(true);
@@ -259,14 +267,15 @@ void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, co
     in_channel_blocks();
     std::vector<std::span<const float>> weight_buffers = channel_block_plan(desc, image_input).weight_buffers();
     weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
-    choice = blas::fastest_candidate(2, [&](std::size_t i) {
+    const blas::Fastest fastest = blas::fastest_candidate(2, [&](std::size_t i) {
       blas::evict_from_caches(weight_buffers);
       const auto start = std::chrono::steady_clock::now();
       i == 0 ? apart() : in_channel_blocks();
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     });
     profiler_.set_muted(false);
-    table.record(key, *choice);
+    choice = fastest.index;
+    tuning_->record(key, {names[fastest.index], fastest.ms});
     if (*choice == 0) plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
   }
   *choice == 0 ? apart() : in_channel_blocks();

@@ -1,5 +1,12 @@
 #include "corgy/backends/cpu/cpu_features.h"
 
+#include <array>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace corgy {
 
 bool cpu_has(CpuIsa isa) {
@@ -27,6 +34,25 @@ std::string isa_name(CpuIsa isa) {
     case CpuIsa::avx512: return "avx512";
   }
   return "?";
+}
+
+std::string cpu_model_name() {
+  std::string name;
+#if defined(__x86_64__) || defined(__i386__)
+  // Leaves 0x80000002-4 hold the brand string, 16 bytes each, where the highest extended leaf reaches them.
+  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000004u) {
+    std::array<char, 49> brand{};
+    for (unsigned leaf = 0; leaf < 3; ++leaf) {
+      std::array<unsigned, 4> registers{};
+      __get_cpuid(0x80000002u + leaf, &registers[0], &registers[1], &registers[2], &registers[3]);
+      std::memcpy(brand.data() + 16 * leaf, registers.data(), 16);
+    }
+    name = brand.data();
+  }
+#endif
+  const std::size_t first = name.find_first_not_of(' ');
+  if (first == std::string::npos) return "unknown CPU";
+  return name.substr(first, name.find_last_not_of(' ') - first + 1);
 }
 
 }  // namespace corgy

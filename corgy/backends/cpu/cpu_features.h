@@ -19,5 +19,7 @@ bool cpu_has(CpuIsa isa);
 CpuIsa widest_cpu_isa();
 /// "generic", "avx2" or "avx512".
 std::string isa_name(CpuIsa isa);
+/// The CPU's model name as cpuid gives it ("AMD EPYC 9B45", spaces trimmed); "unknown CPU" where it has none.
+std::string cpu_model_name();
 
 }  // namespace corgy

@@ -1,0 +1,93 @@
+// The blas tuner's measured choices (conv_tuner.h), kept for the process and in a file, so that a later process on
+// the same CPU and the same build of corgy plans at once, and plans as the first one did: without the file each
+// process timed its layers again (0.2-1 s at a network's first forward) and decided near ties by that run's noise
+// (two processes planned DenseNet-121 differently in 76 of its ~120 layer lines).
+//
+// One file per CPU model, JSON Lines a person can read, in the folder of the Vulkan backend's tuning cache
+// (default_tuning_cache_folder). The first line says whose measurements it holds (CpuTuningIdentity); each next line
+// is one operation's choice, by name:
+//
+//   {"corgy_blas_tuning":1,"corgy":"0.1.0","cpu":"AMD EPYC 9B45","isa":"avx512","library":"5f2c..."}
+//   {"key":"64->64 k3 s1 p1 d1 g1 in 1x64x56x56 t2 avx512","choice":"winograd f2x2","ms":0.412}
+//
+// Nothing in it is trusted: a file of another identity (CPU, instruction set, corgy version or build, format), a
+// line that does not parse or holds values out of range, a file too large or not a regular file are ignored, and a
+// remembered choice is used only when it is one of the candidates the tuner would time for that operation now.
+// Writes go to a temporary file renamed over the old one, merged with what the file held then (cache_file.h).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace corgy::blas {
+
+/// Whose measurements a cache file holds; a file whose identity differs in any field is ignored (and replaced when
+/// new choices are saved).
+struct CpuTuningIdentity {
+  std::string cpu;            // cpu_model_name()
+  std::string isa;            // the widest instruction set corgy's kernels use on it
+  std::string corgy_version;  // CORGY_VERSION
+  std::string library;        // the GNU build id of the binary holding corgy's code: a rebuilt corgy starts afresh
+  int format = 0;             // the file's and the choice names' version
+
+  bool operator==(const CpuTuningIdentity&) const = default;
+};
+
+/// This process's identity.
+CpuTuningIdentity this_process_tuning_identity();
+
+/// default_tuning_cache_folder()/blas-tuning-<hash of the CPU's model name>.jsonl, or empty where there is no such
+/// folder (neither XDG_CACHE_HOME nor HOME set).
+std::filesystem::path default_blas_tuning_cache_file();
+
+/// One remembered choice: the candidate's name, and its time for a person reading the file.
+struct TunedEntry {
+  std::string choice;
+  double ms = 0.0;
+};
+
+/// Measured choices by key (an operation's geometry, input shape, thread count and instruction set). Thread-safe.
+class TuningTable {
+ public:
+  /// The table kept in `file` (empty: in this process only), one per file in the process: every backend that names
+  /// the file shares its choices, so a shape met again in another model is not timed again.
+  static std::shared_ptr<TuningTable> of_file(const std::filesystem::path& file);
+
+  /// A table of its own in `file` (none: in memory only) for `identity`. Reads nothing yet.
+  TuningTable(std::filesystem::path file, CpuTuningIdentity identity);
+
+  /// The index in `candidates` of the choice remembered for `key` (stored in this process, or read from the file at
+  /// the first call); none when there is none or it is not one of `candidates`.
+  std::optional<std::size_t> find(const std::string& key, std::span<const std::string> candidates);
+  void record(const std::string& key, const TunedEntry& entry);
+  /// Writes the choices recorded since the last save, merged with the file's current entries. Never throws: where
+  /// the file cannot be written, a note goes to stderr (once per table) and the choices stay in memory.
+  void save();
+
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  std::mutex mutex_;
+  std::filesystem::path file_;
+  CpuTuningIdentity identity_;
+  bool loaded_ = false;
+  bool unsaved_ = false;
+  bool noted_ = false;
+  std::map<std::string, TunedEntry> entries_;
+};
+
+// The parts the file is made of, public for the tests and the fuzz target.
+
+/// The entries of cache file text `text` whose first line is `identity`'s header; none for any other text.
+/// Malformed or out-of-range lines are skipped.
+std::map<std::string, TunedEntry> parse_blas_tuning_cache(const std::string& text, const CpuTuningIdentity& identity);
+/// The file text of `entries` for `identity`.
+std::string format_blas_tuning_cache(const std::map<std::string, TunedEntry>& entries,
+                                     const CpuTuningIdentity& identity);
+
+}  // namespace corgy::blas

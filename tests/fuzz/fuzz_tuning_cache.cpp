@@ -1,0 +1,25 @@
+// The blas backend's tuning cache file (corgy/backends/blas/tuning_cache.h): parsed for a fixed identity (the
+// seeds' header), then read from disk by a TuningTable, whose choices must be the parser's and among the candidates.
+#include <cstdlib>
+#include <string>
+
+#include "corgy/backends/blas/tuning_cache.h"
+#include "fuzz_target.h"
+
+CORGY_FUZZ_TARGET(tuning_cache) {
+  const corgy::blas::CpuTuningIdentity identity{
+      .cpu = "Fuzz CPU", .isa = "avx512", .corgy_version = "0.1.0", .library = "f00d", .format = 1};
+  const std::string text(reinterpret_cast<const char*>(input.data()), input.size());
+  const auto entries = corgy::blas::parse_blas_tuning_cache(text, identity);
+  // What the writer makes of the entries reads back the same.
+  if (corgy::blas::parse_blas_tuning_cache(corgy::blas::format_blas_tuning_cache(entries, identity), identity).size() !=
+      entries.size()) {
+    std::abort();
+  }
+  corgy::blas::TuningTable table(corgy::fuzz::write_scratch_file("tuning.jsonl", input), identity);
+  const std::string candidates[] = {"packed_gemm", "winograd f2x2", "bands"};
+  for (const auto& [key, entry] : entries) {
+    const auto found = table.find(key, candidates);
+    if (found && candidates[*found] != entry.choice) std::abort();  // the table reads what the parser reads
+  }
+}
