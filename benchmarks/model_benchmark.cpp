@@ -394,7 +394,8 @@ void define_options(CLI::App& app, Options& options) {
   app.add_flag("--no-tuning", options.no_tuning,
                "vulkan: the static tables' convolution plans, without timing candidates (BackendOptions::tuning)");
   app.add_option("--tuning-cache", options.tuning_cache,
-                 "vulkan: the tuning cache file (default: $XDG_CACHE_HOME/corgy/vulkan-tuning-<device>.jsonl)");
+                 "the tuning cache file (default: $XDG_CACHE_HOME/corgy/vulkan-tuning-<device>.jsonl on vulkan, "
+                 "blas-tuning-<CPU>.jsonl on blas)");
   app.add_flag("--list-devices", options.list_devices, "print the Vulkan devices as JSON and exit");
 }
 

@@ -295,7 +295,9 @@ def corgy_tables(m, gpu_machine=False):
     warmed = " (on this machine after one untimed forward per configuration had warmed the GPU driver's shader cache)"
     out = ["\n'first ms' is the first forward of the first process (memory planning, weight upload, Vulkan pipelines "
            f"and recording){warmed if gpu_machine else ''}, not "
-           "part of the statistics unless the runs say 'cold'; 'runs' is processes × timed forwards each."]
+           "part of the statistics unless the runs say 'cold'; 'runs' is processes × timed forwards each." +
+           ("" if gpu_machine else " The blas backend's tuning cache starts empty in each run: the first process of "
+            "a layer shape times its candidates (in its first forward), the later ones plan from the file.")]
     for case in m.cases:
         if case[0] in ZOO and case[0] not in FULL_TABLE_ZOO:
             continue  # the zoo table has these

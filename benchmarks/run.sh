@@ -106,6 +106,11 @@ if ((!gpu)); then
   install_packages
   build_programs
   export NODE_PATH=$build/node/node_modules
+  # The blas backend's tuning cache (and lavapipe's shader cache) start empty in each run, in its work folder: the
+  # first process of a layer shape times its candidates, the later ones plan from the file, as a deployed program's
+  # later runs do; no choice made by another build or an earlier run is timed.
+  rm -rf "$work/cache"
+  export XDG_CACHE_HOME=$work/cache
 fi
 
 # --- what runs -----------------------------------------------------------------------------------------------
