@@ -296,8 +296,9 @@ def corgy_tables(m, gpu_machine=False):
     out = ["\n'first ms' is the first forward of the first process (memory planning, weight upload, Vulkan pipelines "
            f"and recording){warmed if gpu_machine else ''}, not "
            "part of the statistics unless the runs say 'cold'; 'runs' is processes × timed forwards each." +
-           ("" if gpu_machine else " The blas backend's tuning cache starts empty in each run: the first process of "
-            "a layer shape times its candidates (in its first forward), the later ones plan from the file.")]
+           ("" if gpu_machine else " The blas backend's tuning cache starts empty in each run: the first two processes "
+            "of a layer shape time its candidates (in their first forward), the later ones plan from the file where "
+            "the two agreed.")]
     for case in m.cases:
         if case[0] in ZOO and case[0] not in FULL_TABLE_ZOO:
             continue  # the zoo table has these

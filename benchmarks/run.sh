@@ -107,8 +107,8 @@ if ((!gpu)); then
   build_programs
   export NODE_PATH=$build/node/node_modules
   # The blas backend's tuning cache (and lavapipe's shader cache) start empty in each run, in its work folder: the
-  # first process of a layer shape times its candidates, the later ones plan from the file, as a deployed program's
-  # later runs do; no choice made by another build or an earlier run is timed.
+  # first two processes of a layer shape time its candidates, the later ones plan from the file where the two agreed,
+  # as a deployed program's later runs do; no choice made by another build or an earlier run is timed.
   rm -rf "$work/cache"
   export XDG_CACHE_HOME=$work/cache
 fi

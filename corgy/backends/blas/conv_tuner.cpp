@@ -114,8 +114,17 @@ Fastest fastest_candidate(std::size_t candidates, const std::function<double(std
   for (int round = 0; round < 2; ++round) {
     for (std::size_t i = 0; i < candidates; ++i) best[i] = std::min(best[i], time_ms(i));
   }
+  if (candidates == 0) return {};
+  std::vector<std::size_t> order(candidates);
+  for (std::size_t i = 0; i < candidates; ++i) order[i] = i;
+  std::ranges::sort(order, [&](std::size_t x, std::size_t y) { return best[x] < best[y]; });
+  if (candidates > 1 && best[order[1]] <= best[order[0]] * (1.0 + kCloseCall)) {
+    for (int round = 0; round < kCloseCallRounds; ++round) {
+      for (const std::size_t i : {order[0], order[1]}) best[i] = std::min(best[i], time_ms(i));
+    }
+  }
   const auto fastest = std::min_element(best.begin(), best.end());
-  return {static_cast<std::size_t>(fastest - best.begin()), fastest == best.end() ? 0.0 : *fastest};
+  return {static_cast<std::size_t>(fastest - best.begin()), *fastest};
 }
 
 }  // namespace corgy::blas

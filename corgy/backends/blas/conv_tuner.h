@@ -58,7 +58,12 @@ struct Fastest {
 };
 
 /// The fastest of `candidates`: `time_ms(i)` runs candidate i once and returns its wall time. Each is run twice,
-/// the two rounds interleaved, and judged by its faster run (a run slowed down by another process counts less).
+/// the two rounds interleaved, and judged by its fastest run (a run slowed down by another process counts less).
+/// Where the runner-up is within kCloseCall of the leader, the two run kCloseCallRounds more rounds: the choice is
+/// kept in the tuning cache for every later process, so one noisy pair of runs must not decide it (the same
+/// layer's time moved by 5-10% between processes).
+inline constexpr double kCloseCall = 0.10;
+inline constexpr int kCloseCallRounds = 3;
 Fastest fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms);
 
 }  // namespace corgy::blas

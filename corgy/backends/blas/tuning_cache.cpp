@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +30,7 @@ constexpr std::size_t most_tuning_file_bytes = std::size_t{1} << 20;
 constexpr std::size_t most_line_bytes = 1024;
 constexpr std::size_t most_entries = 8192;
 constexpr std::size_t most_choice_bytes = 64;
+constexpr int most_agreed = 1000;  // counted no further
 
 json header(const CpuTuningIdentity& id) {
   return {{"corgy_blas_tuning", id.format},
@@ -48,7 +50,14 @@ std::optional<std::pair<std::string, TunedEntry>> parse_entry(const json& line) 
       !ms->is_number() || choice->get_ref<const std::string&>().size() > most_choice_bytes) {
     return std::nullopt;
   }
-  return std::pair{key->get<std::string>(), TunedEntry{choice->get<std::string>(), ms->get<double>()}};
+  // "agreed" is a count of processes from 1 to most_agreed.
+  const auto agreed = line.find("agreed");
+  if (agreed == line.end() || !agreed->is_number_unsigned() || agreed->get<std::uint64_t>() < 1 ||
+      agreed->get<std::uint64_t>() > most_agreed) {
+    return std::nullopt;
+  }
+  return std::pair{key->get<std::string>(), TunedEntry{choice->get<std::string>(), ms->get<double>(),
+                                                       static_cast<int>(agreed->get<std::uint64_t>())}};
 }
 
 // The GNU build id (hex) of the loaded object that holds `address`: the shared library, or the executable corgy is
@@ -139,16 +148,22 @@ std::optional<std::size_t> TuningTable::find(const std::string& key, std::span<c
     }
   }
   const auto found = entries_.find(key);
-  if (found == entries_.end()) return std::nullopt;
+  if (found == entries_.end() || (!recorded_.contains(key) && found->second.agreed < kAgreedToTrust)) {
+    return std::nullopt;
+  }
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i] == found->second.choice) return i;
   }
   return std::nullopt;
 }
 
-void TuningTable::record(const std::string& key, const TunedEntry& entry) {
+void TuningTable::record(const std::string& key, TunedEntry entry) {
   const std::lock_guard lock(mutex_);
-  entries_.insert_or_assign(key, entry);
+  const auto known = entries_.find(key);
+  const bool confirms = known != entries_.end() && !recorded_.contains(key) && known->second.choice == entry.choice;
+  entry.agreed = confirms ? std::min(known->second.agreed, most_agreed - 1) + 1 : 1;
+  entries_.insert_or_assign(key, std::move(entry));
+  recorded_.insert(key);
   unsaved_ = true;
 }
 
@@ -195,7 +210,12 @@ std::string format_blas_tuning_cache(const std::map<std::string, TunedEntry>& en
   std::string text = header(identity).dump() + "\n";
   for (const auto& [key, entry] : entries) {
     // Rounded to the microsecond: the time is for a person reading the file.
-    text += json{{"key", key}, {"choice", entry.choice}, {"ms", std::round(entry.ms * 1000.0) / 1000.0}}.dump() + "\n";
+    text += json{{"key", key},
+                 {"choice", entry.choice},
+                 {"ms", std::round(entry.ms * 1000.0) / 1000.0},
+                 {"agreed", std::clamp(entry.agreed, 1, most_agreed)}}
+                .dump() +
+            "\n";
   }
   return text;
 }

@@ -8,11 +8,14 @@
 // is one operation's choice, by name:
 //
 //   {"corgy_blas_tuning":1,"corgy":"0.1.0","cpu":"AMD EPYC 9B45","isa":"avx512","library":"5f2c..."}
-//   {"key":"64->64 k3 s1 p1 d1 g1 in 1x64x56x56 t2 avx512","choice":"winograd f2x2","ms":0.412}
+//   {"key":"64->64 k3 s1 p1 d1 g1 in (1, 64, 56, 56) t2 avx512","choice":"winograd f2x2","ms":0.412,"agreed":2}
 //
 // Nothing in it is trusted: a file of another identity (CPU, instruction set, corgy version or build, format), a
 // line that does not parse or holds values out of range, a file too large or not a regular file are ignored, and a
 // remembered choice is used only when it is one of the candidates the tuner would time for that operation now.
+// Nor is one process's measurement: a choice is planned from the file only once the measurements of two processes
+// in a row agreed on it ("agreed": 2). A process whose timings another tenant disturbed had kept F(2x2, 3x3) for
+// DenseNet-121's 56x56 layers at batch 8, 1.4x slower there than F(4x4, 3x3), and every later process planned it.
 // Writes go to a temporary file renamed over the old one, merged with what the file held then (cache_file.h).
 #pragma once
 
@@ -21,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 
@@ -49,7 +53,12 @@ std::filesystem::path default_blas_tuning_cache_file();
 struct TunedEntry {
   std::string choice;
   double ms = 0.0;
+  /// How many processes in a row measured this choice (1: this one, or only the one that wrote the file).
+  int agreed = 1;
 };
+
+/// The processes that must have measured the same choice before later ones plan from the file without timing.
+inline constexpr int kAgreedToTrust = 2;
 
 /// Measured choices by key (an operation's geometry, input shape, thread count and instruction set). Thread-safe.
 class TuningTable {
@@ -61,10 +70,13 @@ class TuningTable {
   /// A table of its own in `file` (none: in memory only) for `identity`. Reads nothing yet.
   TuningTable(std::filesystem::path file, CpuTuningIdentity identity);
 
-  /// The index in `candidates` of the choice remembered for `key` (stored in this process, or read from the file at
-  /// the first call); none when there is none or it is not one of `candidates`.
+  /// The index in `candidates` of the choice remembered for `key`: recorded in this process, or read from the file
+  /// (at the first call) where kAgreedToTrust processes agreed on it; none when there is none or it is not one of
+  /// `candidates`.
   std::optional<std::size_t> find(const std::string& key, std::span<const std::string> candidates);
-  void record(const std::string& key, const TunedEntry& entry);
+  /// Records this process's measurement for `key` (entry.agreed is set here: one more than the file's where the
+  /// file holds the same choice, else 1).
+  void record(const std::string& key, TunedEntry entry);
   /// Writes the choices recorded since the last save, merged with the file's current entries. Never throws: where
   /// the file cannot be written, a note goes to stderr (once per table) and the choices stay in memory.
   void save();
@@ -79,6 +91,7 @@ class TuningTable {
   bool unsaved_ = false;
   bool noted_ = false;
   std::map<std::string, TunedEntry> entries_;
+  std::set<std::string> recorded_;  // the keys this process measured (its choices, trusted here)
 };
 
 // The parts the file is made of, public for the tests and the fuzz target.
