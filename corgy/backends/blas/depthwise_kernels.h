@@ -73,9 +73,11 @@ void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<flo
 ///  - row_blocks: 3 x 3 and 5 x 5 at strides 1 and 2, dilation 1, outputs at least 12 wide: several output rows per
 ///    register column, each phase row loaded once per column offset for all of them, written straight into the
 ///    output (no extended rows to copy out);
-///  - direct_blocks: the same at stride 1 read straight from the input (no phase copy; masked loads at the edges);
+///  - direct_blocks: the same at strides 1 and 2 read straight from the input (no phase copy; masked loads at the
+///    edges; at stride 2 each pair of registers split into its even and odd columns in registers);
 ///  - automatic: what the backend uses: at stride 1 direct blocks on outputs at least 48 wide and row blocks on
-///    narrower ones (from 12), the extended rows otherwise (the measurements: kernels/depthwise_kernel.h).
+///    narrower ones (from 12), at stride 2 direct blocks from 12 wide, the extended rows otherwise (the
+///    measurements: kernels/depthwise_kernel.h).
 /// The SSE2 kernels (CPUs without AVX2) take the extended rows for every path.
 enum class DepthwisePath { automatic, extended_rows, row_blocks, direct_blocks };
 

@@ -277,6 +277,101 @@ void depthwise_plane_direct(const DepthwiseGeometry& g, const float* input, cons
   }
 }
 
+/// Output rows [oy, oy + R) at register column x of a K x K, stride 2, dilation 1 convolution, read straight from
+/// the input plane: each input row is loaded once per pair of column offsets, two registers of it split into their
+/// even and odd columns in registers (taps kx and kx + 1), and each tap row feeds every output row of the block
+/// that reads it (at stride 2, most input rows feed two). The phase copy this replaces took more than half of a
+/// plane's time (112 x 112 -> 56 x 56: masked loads and stores at every register of the copy). kEdge: some of the
+/// columns read lie outside the row (masked loads); otherwise none do and the loads are plain.
+template <class Simd, int K, int R, ActivationKind kind, bool kEdge>
+void depthwise_direct_block_s2(const float* input, int in_h, int in_w, const float* zero_row, int first_row,
+                               int first_column, const float* weights, typename Simd::Reg bias,
+                               typename Simd::Reg slope, float* output, int out_w, int count) {
+  using Reg = typename Simd::Reg;
+  constexpr int lanes = Simd::lanes;
+  constexpr int pairs = (K + 1) / 2;  // column offsets kx = 2p and 2p + 1 come from one split
+  Reg acc[R];
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) acc[j] = bias;
+#pragma GCC unroll 16
+  for (int i = 0; i < 2 * R + K - 2; ++i) {
+    // Rows above and below the input read zeros (no branch: the edge masks are then computed once, not per row).
+    const int y = first_row + i;
+    const float* row = y >= 0 && y < in_h ? input + static_cast<std::size_t>(y) * in_w : zero_row;
+#pragma GCC unroll 4
+    for (int p = 0; p < pairs; ++p) {
+      Reg split[2];
+      if constexpr (kEdge) {
+        Simd::deinterleave2_padded(row, first_column + 2 * p, in_w, split[0], split[1]);
+      } else {
+        Simd::deinterleave2(row + first_column + 2 * p, split[0], split[1]);
+      }
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        const int dx = 2 * p + half;
+        if (dx >= K) continue;
+#pragma GCC unroll 8
+        for (int j = 0; j < R; ++j) {
+          const int dy = i - 2 * j;
+          if (dy >= 0 && dy < K) acc[j] = Simd::fmadd(Simd::broadcast(weights + dy * K + dx), split[half], acc[j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) {
+    const Reg value = activate<Simd, kind>(acc[j], slope);
+    if (count >= lanes) {
+      Simd::store(output + static_cast<std::size_t>(j) * out_w, value);
+    } else {
+      Simd::store_first(output + static_cast<std::size_t>(j) * out_w, value, count);
+    }
+  }
+}
+
+/// Output rows [oy, oy + R) by stride-2 direct blocks, register column after register column: plain loads where a
+/// register's columns lie inside the input row, masked ones at its ends.
+template <class Simd, int K, int R, ActivationKind kind>
+void depthwise_rows_direct_s2(const DepthwiseGeometry& g, const float* input, const float* zero_row,
+                              const float* weights, typename Simd::Reg bias, typename Simd::Reg slope, int oy,
+                              float* output) {
+  constexpr int lanes = Simd::lanes;
+  constexpr int reach = 2 * ((K + 1) / 2 - 1) + 2 * lanes;  // columns a register's loads span from its first
+  const int in_w = g.in_w;
+  const int out_w = g.out_w;
+  const int first_row = 2 * oy - g.pad_top;
+  float* out_row = output + static_cast<std::size_t>(oy) * out_w;
+  for (int x = 0; x < out_w; x += lanes) {
+    const int first_column = 2 * x - g.padding;
+    if (first_column >= 0 && first_column + reach <= in_w) {
+      depthwise_direct_block_s2<Simd, K, R, kind, false>(input, g.in_h, in_w, zero_row, first_row, first_column,
+                                                         weights, bias, slope, out_row + x, out_w, out_w - x);
+    } else {
+      depthwise_direct_block_s2<Simd, K, R, kind, true>(input, g.in_h, in_w, zero_row, first_row, first_column, weights,
+                                                        bias, slope, out_row + x, out_w, out_w - x);
+    }
+  }
+}
+
+/// The plane by stride-2 direct blocks (depthwise_direct_block_s2): four output rows at a time, then one at a time.
+/// The start of `buffer` (the phase planes, unused here, at least an input row long) becomes the row of zeros that
+/// rows outside the input read.
+template <class Simd, int K, ActivationKind kind>
+void depthwise_plane_direct_s2(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
+                               float slope, float* output, float* buffer) {
+  constexpr int block = 4;
+  const typename Simd::Reg bias_reg = Simd::set1(bias);
+  const typename Simd::Reg slope_reg = Simd::set1(slope);
+  Simd::fill_zero(buffer, g.in_w);
+  int oy = 0;
+  for (; oy + block <= g.out_h; oy += block) {
+    depthwise_rows_direct_s2<Simd, K, block, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
+  }
+  for (; oy < g.out_h; ++oy) {
+    depthwise_rows_direct_s2<Simd, K, 1, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
+  }
+}
+
 /// The plane by row blocks (depthwise_row_block): four output rows at a time, the last one to three after them.
 template <class Simd, int K, int S, ActivationKind kind>
 void depthwise_plane_by_rows(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
@@ -335,17 +430,24 @@ void depthwise_plane_row_blocks(const DepthwiseGeometry& g, const float* input, 
   });
 }
 
-/// Direct blocks (depthwise_direct_block: no phase copy) where they apply: 3 x 3 and 5 x 5 at stride 1, dilation 1,
-/// outputs at least kMinRowBlockWidth wide; the phase row blocks otherwise.
+/// Direct blocks (depthwise_direct_block, depthwise_direct_block_s2: no phase copy) where they apply: 3 x 3 and
+/// 5 x 5 at strides 1 and 2, dilation 1, outputs at least kMinRowBlockWidth wide; the phase row blocks otherwise.
 template <class Simd>
 void depthwise_plane_direct_blocks(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
                                    Activation activation, float* output, float* buffer) {
-  if (g.dilation != 1 || g.out_w < kMinRowBlockWidth || (g.kernel != 3 && g.kernel != 5) || g.stride != 1) {
+  if (g.dilation != 1 || g.out_w < kMinRowBlockWidth || (g.kernel != 3 && g.kernel != 5) ||
+      (g.stride != 1 && g.stride != 2)) {
     return depthwise_plane_row_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
   }
   with_register_activation<Simd>(g, activation, output, [&]<ActivationKind kind>() {
-    if (g.kernel == 3) return depthwise_plane_direct<Simd, 3, kind>(g, input, weights, bias, activation.slope, output);
-    return depthwise_plane_direct<Simd, 5, kind>(g, input, weights, bias, activation.slope, output);
+    const float slope = activation.slope;
+    if (g.stride == 2) {
+      if (g.kernel == 3)
+        return depthwise_plane_direct_s2<Simd, 3, kind>(g, input, weights, bias, slope, output, buffer);
+      return depthwise_plane_direct_s2<Simd, 5, kind>(g, input, weights, bias, slope, output, buffer);
+    }
+    if (g.kernel == 3) return depthwise_plane_direct<Simd, 3, kind>(g, input, weights, bias, slope, output);
+    return depthwise_plane_direct<Simd, 5, kind>(g, input, weights, bias, slope, output);
   });
 }
 
@@ -353,14 +455,19 @@ void depthwise_plane_direct_blocks(const DepthwiseGeometry& g, const float* inpu
 /// row blocks. Measured (benchmarks/depthwise_benchmark, Intel Xeon of the GPU machine, one core, two runs): against
 /// the extended rows, direct blocks took 0.69-0.70 of the time at 112 wide and 0.91 at 56, but 1.05-1.21 at 28
 /// and 14 (every register there is an edge one, loaded masked); row blocks took 0.79-0.97 at 14 to 56 wide. At
-/// stride 2 neither beat the extended rows by more than the runs' spread, so stride 2 keeps them.
+/// stride 2 the phase row blocks did not beat the extended rows by more than the runs' spread; the stride-2 direct
+/// blocks (depthwise_direct_block_s2, no phase copy) took 0.46-0.62 of their time from 56 down to 14 outputs wide
+/// (AMD EPYC Zen 5, one core: 3 x 3 from 112 x 112 0.135 ms against 0.261 for 96 planes, from 28 x 28 0.024
+/// against 0.058 for 192; 5 x 5 from 56 x 56 0.053 against 0.081, from 28 x 28 0.057 against 0.093).
 constexpr int kMinDirectBlockWidth = 48;
 
 /// The path the backend uses (DepthwisePath::automatic): at stride 1, direct blocks on wide outputs, row blocks on
-/// medium ones; the extended rows on narrow outputs and at other strides.
+/// medium ones; at stride 2, direct blocks from kMinRowBlockWidth up; the extended rows on narrow outputs and at
+/// other strides.
 template <class Simd>
 void depthwise_plane_automatic(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
                                Activation activation, float* output, float* buffer) {
+  if (g.stride == 2) return depthwise_plane_direct_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
   if (g.stride != 1) return depthwise_plane_extended<Simd>(g, input, weights, bias, activation, output, buffer);
   if (g.out_w >= kMinDirectBlockWidth) {
     return depthwise_plane_direct_blocks<Simd>(g, input, weights, bias, activation, output, buffer);

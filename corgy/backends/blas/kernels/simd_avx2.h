@@ -123,6 +123,13 @@ struct Avx2 {
   static Reg odd_lanes(Reg low, Reg high) {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0xDD)), 0xD8));
   }
+  /// even[k] = row[x + 2 k], odd[k] = row[x + 2 k + 1] for k < 8, zero outside [0, width) (masked loads).
+  static void deinterleave2_padded(const float* row, int x, int width, Reg& even, Reg& odd) {
+    const Reg low = load_padded(row, x, width);
+    const Reg high = load_padded(row, x + 8, width);
+    even = even_lanes(low, high);
+    odd = odd_lanes(low, high);
+  }
   /// Masked loads never touch the lanes outside [0, width), so reading the padding needs no branch.
   static void copy_padded(const float* source, int first, int count, int width, float* target) {
     for (int i = 0; i < count; i += 8) {

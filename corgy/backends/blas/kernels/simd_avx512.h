@@ -77,6 +77,15 @@ struct Avx512 {
     even = _mm512_permutex2var_ps(low, even_index, high);
     odd = _mm512_permutex2var_ps(low, odd_index, high);
   }
+  /// The same from row[x, x + 32), zero outside [0, width) (masked loads: the lanes outside are never read).
+  static void deinterleave2_padded(const float* row, int x, int width, Reg& even, Reg& odd) {
+    const __m512i even_index = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd_index = _mm512_add_epi32(even_index, _mm512_set1_epi32(1));
+    const Reg low = load_padded(row, x, width);
+    const Reg high = load_padded(row, x + 16, width);
+    even = _mm512_permutex2var_ps(low, even_index, high);
+    odd = _mm512_permutex2var_ps(low, odd_index, high);
+  }
   static Reg floor(Reg x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
   /// 2^n for integer-valued n in [-126, 127], built in the exponent bits.
   static Reg pow2(Reg n) {
