@@ -75,8 +75,7 @@ void prepare_depthwise_buffer(const DepthwiseGeometry& geometry, std::vector<flo
 ///    output (no extended rows to copy out);
 ///  - direct_blocks: the same at strides 1 and 2 read straight from the input (no phase copy; masked loads at the
 ///    edges; at stride 2 each pair of registers split into its even and odd columns in registers);
-///  - automatic: what the backend uses: at stride 1 direct blocks on outputs at least 48 wide and row blocks on
-///    narrower ones (from 12), at stride 2 direct blocks from 12 wide, the extended rows otherwise (the
+///  - automatic: what the backend uses: the direct blocks where they apply, the extended rows otherwise (the
 ///    measurements: kernels/depthwise_kernel.h).
 /// The SSE2 kernels (CPUs without AVX2) take the extended rows for every path.
 enum class DepthwisePath { automatic, extended_rows, row_blocks, direct_blocks };

@@ -221,12 +221,14 @@ void depthwise_row_block(const DepthwiseGeometry& g, const float* phases, const 
 }
 
 /// Output rows [oy, oy + R) at register column x of a K x K, stride 1, dilation 1 convolution, read straight from
-/// the input plane (no phase copy): rows above and below the input are skipped, columns outside it come from
-/// masked loads as zeros. Otherwise as depthwise_row_block: each input row is loaded once per column offset for the
-/// R output rows whose taps read it.
-template <class Simd, int K, int R, ActivationKind kind>
-void depthwise_direct_block(const DepthwiseGeometry& g, const float* input, const float* weights,
-                            typename Simd::Reg bias, typename Simd::Reg slope, int oy, int x, float* output) {
+/// the input plane (no phase copy): rows above and below the input read `zero_row`, columns outside it come from
+/// masked loads as zeros (kEdge: some of the register's columns lie outside the row; otherwise the loads are plain).
+/// Otherwise as depthwise_row_block: each input row is loaded once per column offset for the R output rows whose
+/// taps read it. `output` is the block's first output, `count` the outputs left in its row.
+template <class Simd, int K, int R, ActivationKind kind, bool kEdge>
+void depthwise_direct_block(const float* input, int in_h, int in_w, const float* zero_row, int first_row,
+                            int first_column, const float* weights, typename Simd::Reg bias, typename Simd::Reg slope,
+                            float* output, int out_w, int count) {
   using Reg = typename Simd::Reg;
   constexpr int lanes = Simd::lanes;
   Reg acc[R];
@@ -234,14 +236,18 @@ void depthwise_direct_block(const DepthwiseGeometry& g, const float* input, cons
   for (int j = 0; j < R; ++j) acc[j] = bias;
 #pragma GCC unroll 16
   for (int i = 0; i < R + K - 1; ++i) {
-    const int y = oy + i - g.pad_top;  // the input row of padded row oy + i
-    if (y < 0 || y >= g.in_h) continue;
-    const float* row = input + static_cast<std::size_t>(y) * g.in_w;
+    // No branch on the row: the edge masks are then computed once per block, not once per row.
+    const int y = first_row + i;
+    const float* row = y >= 0 && y < in_h ? input + static_cast<std::size_t>(y) * in_w : zero_row;
 #pragma GCC unroll 8
     for (int dx = 0; dx < K; ++dx) {
-      const int column = x + dx - g.padding;
-      const Reg v =
-          column >= 0 && column + lanes <= g.in_w ? Simd::load(row + column) : Simd::load_padded(row, column, g.in_w);
+      const int column = first_column + dx;
+      Reg v;
+      if constexpr (kEdge) {
+        v = Simd::load_padded(row, column, in_w);
+      } else {
+        v = Simd::load(row + column);
+      }
 #pragma GCC unroll 8
       for (int dy = 0; dy < K; ++dy) {
         const int j = i - dy;
@@ -251,29 +257,53 @@ void depthwise_direct_block(const DepthwiseGeometry& g, const float* input, cons
   }
 #pragma GCC unroll 8
   for (int j = 0; j < R; ++j) {
-    Simd::store_first(output + static_cast<std::size_t>(oy + j) * g.out_w + x, activate<Simd, kind>(acc[j], slope),
-                      g.out_w - x);
+    const Reg value = activate<Simd, kind>(acc[j], slope);
+    if (count >= lanes) {
+      Simd::store(output + static_cast<std::size_t>(j) * out_w, value);
+    } else {
+      Simd::store_first(output + static_cast<std::size_t>(j) * out_w, value, count);
+    }
+  }
+}
+
+/// Output rows [oy, oy + R) by stride-1 direct blocks, register column after register column: plain loads where a
+/// register's columns lie inside the input row, masked ones at its ends.
+template <class Simd, int K, int R, ActivationKind kind>
+void depthwise_rows_direct(const DepthwiseGeometry& g, const float* input, const float* zero_row, const float* weights,
+                           typename Simd::Reg bias, typename Simd::Reg slope, int oy, float* output) {
+  constexpr int lanes = Simd::lanes;
+  const int in_w = g.in_w;
+  const int out_w = g.out_w;
+  const int first_row = oy - g.pad_top;
+  float* out_row = output + static_cast<std::size_t>(oy) * out_w;
+  for (int x = 0; x < out_w; x += lanes) {
+    const int first_column = x - g.padding;
+    if (first_column >= 0 && first_column + K - 1 + lanes <= in_w) {
+      depthwise_direct_block<Simd, K, R, kind, false>(input, g.in_h, in_w, zero_row, first_row, first_column, weights,
+                                                      bias, slope, out_row + x, out_w, out_w - x);
+    } else {
+      depthwise_direct_block<Simd, K, R, kind, true>(input, g.in_h, in_w, zero_row, first_row, first_column, weights,
+                                                     bias, slope, out_row + x, out_w, out_w - x);
+    }
   }
 }
 
 /// The plane by direct blocks (depthwise_direct_block, stride 1): four output rows at a time, then one at a time.
+/// The start of `buffer` (the phase planes, unused here, at least an input row long) becomes the row of zeros that
+/// rows outside the input read.
 template <class Simd, int K, ActivationKind kind>
 void depthwise_plane_direct(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
-                            float slope, float* output) {
-  constexpr int lanes = Simd::lanes;
+                            float slope, float* output, float* buffer) {
   constexpr int block = 4;
   const typename Simd::Reg bias_reg = Simd::set1(bias);
   const typename Simd::Reg slope_reg = Simd::set1(slope);
+  Simd::fill_zero(buffer, g.in_w);
   int oy = 0;
   for (; oy + block <= g.out_h; oy += block) {
-    for (int x = 0; x < g.out_w; x += lanes) {
-      depthwise_direct_block<Simd, K, block, kind>(g, input, weights, bias_reg, slope_reg, oy, x, output);
-    }
+    depthwise_rows_direct<Simd, K, block, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
   }
   for (; oy < g.out_h; ++oy) {
-    for (int x = 0; x < g.out_w; x += lanes) {
-      depthwise_direct_block<Simd, K, 1, kind>(g, input, weights, bias_reg, slope_reg, oy, x, output);
-    }
+    depthwise_rows_direct<Simd, K, 1, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
   }
 }
 
@@ -446,33 +476,25 @@ void depthwise_plane_direct_blocks(const DepthwiseGeometry& g, const float* inpu
         return depthwise_plane_direct_s2<Simd, 3, kind>(g, input, weights, bias, slope, output, buffer);
       return depthwise_plane_direct_s2<Simd, 5, kind>(g, input, weights, bias, slope, output, buffer);
     }
-    if (g.kernel == 3) return depthwise_plane_direct<Simd, 3, kind>(g, input, weights, bias, slope, output);
-    return depthwise_plane_direct<Simd, 5, kind>(g, input, weights, bias, slope, output);
+    if (g.kernel == 3) return depthwise_plane_direct<Simd, 3, kind>(g, input, weights, bias, slope, output, buffer);
+    return depthwise_plane_direct<Simd, 5, kind>(g, input, weights, bias, slope, output, buffer);
   });
 }
 
-/// Outputs at least this wide take the direct blocks at stride 1; narrower ones (down to kMinRowBlockWidth) the phase
-/// row blocks. Measured (benchmarks/depthwise_benchmark, Intel Xeon of the GPU machine, one core, two runs): against
-/// the extended rows, direct blocks took 0.69-0.70 of the time at 112 wide and 0.91 at 56, but 1.05-1.21 at 28
-/// and 14 (every register there is an edge one, loaded masked); row blocks took 0.79-0.97 at 14 to 56 wide. At
-/// stride 2 the phase row blocks did not beat the extended rows by more than the runs' spread; the stride-2 direct
-/// blocks (depthwise_direct_block_s2, no phase copy) took 0.46-0.62 of their time from 56 down to 14 outputs wide
-/// (AMD EPYC Zen 5, one core: 3 x 3 from 112 x 112 0.135 ms against 0.261 for 96 planes, from 28 x 28 0.024
-/// against 0.058 for 192; 5 x 5 from 56 x 56 0.053 against 0.081, from 28 x 28 0.057 against 0.093).
-constexpr int kMinDirectBlockWidth = 48;
-
-/// The path the backend uses (DepthwisePath::automatic): at stride 1, direct blocks on wide outputs, row blocks on
-/// medium ones; at stride 2, direct blocks from kMinRowBlockWidth up; the extended rows on narrow outputs and at
-/// other strides.
+/// The path the backend uses (DepthwisePath::automatic): direct blocks where they apply (3 x 3 and 5 x 5, strides 1
+/// and 2, dilation 1, outputs at least kMinRowBlockWidth wide), the extended rows otherwise. Measured
+/// (benchmarks/depthwise_benchmark, AMD EPYC Zen 5, one core): at stride 1, once their edge registers (masked loads)
+/// were a block of their own and rows outside the input read a row of zeros, the direct blocks took 0.77-0.85 of the
+/// time of the rule before them (direct from 48 wide, row blocks below) on 3 x 3 layers 56 to 14 wide (MobileNetV2's
+/// 144 x 56 x 56: 0.162 ms against 0.211) and the same on 5 x 5 ones (before, the edge checks in every row made them
+/// lose below 48 wide: 1.05-1.21 of the extended rows' time at 28 and 14 on an Intel Xeon); at stride 2 they
+/// took 0.46-0.62 of the extended rows' time from 56 down to 14 wide (3 x 3 from 112 x 112 0.135 ms against 0.261
+/// for 96 planes, from 28 x 28 0.024 against 0.058 for 192; 5 x 5 from 56 x 56 0.053 against 0.081, from 28 x 28
+/// 0.057 against 0.093), where the phase row blocks had not beaten the extended rows.
 template <class Simd>
 void depthwise_plane_automatic(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
                                Activation activation, float* output, float* buffer) {
-  if (g.stride == 2) return depthwise_plane_direct_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
-  if (g.stride != 1) return depthwise_plane_extended<Simd>(g, input, weights, bias, activation, output, buffer);
-  if (g.out_w >= kMinDirectBlockWidth) {
-    return depthwise_plane_direct_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
-  }
-  depthwise_plane_row_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
+  depthwise_plane_direct_blocks<Simd>(g, input, weights, bias, activation, output, buffer);
 }
 
 /// The kernel of `path` over one SIMD type (depthwise_kernels.h: DepthwisePath).
