@@ -42,8 +42,10 @@ std::string ConvPlan::describe() const {
       return desc.kernel == 1 && desc.stride == 1 && desc.padding == 0 ? "OpenBLAS sgemm (1x1: no im2col)"
                                                                        : "im2col + OpenBLAS sgemm";
     case ConvAlgorithm::depthwise:
-      text = fmt::format("depthwise {} kernel, {} phase plane{}", isa_name(widest_cpu_isa()),
-                         depthwise.stride * depthwise.stride, depthwise.stride > 1 ? "s" : "");
+      text = depthwise_direct_blocks_apply(depthwise)
+                 ? fmt::format("depthwise {} kernel, direct blocks", isa_name(widest_cpu_isa()))
+                 : fmt::format("depthwise {} kernel, {} phase plane{}", isa_name(widest_cpu_isa()),
+                               depthwise.stride * depthwise.stride, depthwise.stride > 1 ? "s" : "");
       break;
     case ConvAlgorithm::depthwise_channel_blocks:
       text = fmt::format("depthwise {} kernel, channel blocks", isa_name(widest_cpu_isa()));

@@ -125,6 +125,11 @@ DepthwiseKernel depthwise_kernel() {
   return best;
 }
 
+bool depthwise_direct_blocks_apply(const DepthwiseGeometry& geometry) {
+  return widest_cpu_isa() != CpuIsa::generic && (geometry.kernel == 3 || geometry.kernel == 5) &&
+         (geometry.stride == 1 || geometry.stride == 2) && geometry.dilation == 1 && geometry.out_w >= 12;
+}
+
 bool depthwise_channel_blocks_apply(int kernel, int stride, int dilation) {
   return (kernel == 3 || kernel == 5 || kernel == 7) && (stride == 1 || stride == 2) && dilation == 1;
 }

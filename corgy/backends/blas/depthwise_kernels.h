@@ -84,6 +84,11 @@ DepthwiseKernel generic_depthwise_kernel(DepthwisePath path);
 DepthwiseKernel avx2_depthwise_kernel(DepthwisePath path);
 DepthwiseKernel avx512_depthwise_kernel(DepthwisePath path);
 
+/// True when the automatic path reads `geometry`'s plane straight from the input (the direct blocks) on this CPU:
+/// AVX2 or AVX-512, 3 x 3 or 5 x 5, strides 1 and 2, dilation 1, outputs at least 12 wide (kernels/depthwise_kernel.h
+/// holds the same rule; the plan's description says which path runs).
+bool depthwise_direct_blocks_apply(const DepthwiseGeometry& geometry);
+
 /// The kernel of the widest instruction set this CPU has (cpuid, once), or of `isa` and `path` when asked (tests,
 /// benchmarks).
 DepthwiseKernel depthwise_kernel();

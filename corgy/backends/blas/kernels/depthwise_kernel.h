@@ -426,6 +426,7 @@ void depthwise_plane_by_rows(const DepthwiseGeometry& g, const float* input, con
 
 /// Row blocks pay where an output row fills most of its registers; on narrow planes (7 x 7) a register holds parts
 /// of several extended rows, and the extended-row path wastes fewer lanes.
+/// (depthwise_direct_blocks_apply, outside the kernels, states the same rule for the plan's description.)
 constexpr int kMinRowBlockWidth = 12;
 
 /// The extended-row path alone, for every geometry.
