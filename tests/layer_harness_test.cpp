@@ -909,6 +909,10 @@ void add_inverted_residual_cases(std::vector<LayerCase>& cases) {
       {{1, 10, 12, 9}, 30, 5, 1, 10, Activation::hard_swish(), true},
       {{1, 10, 15, 14}, 36, 5, 2, 14, Activation::swish(), false},
       {{3, 8, 9, 11}, 48, 3, 1, 8, Activation::relu(), true},
+      // Outputs 12 and more wide at stride 2: the depthwise plane kernel's direct blocks, in bands of rows (each
+      // band's own rows of zeros above and below), register columns inside and at both ends of the row.
+      {{1, 8, 9, 26}, 24, 3, 2, 8, Activation::relu6(), false},
+      {{2, 6, 11, 31}, 20, 5, 2, 6, Activation::hard_swish(), false},
       // Without the projection (its squeeze-and-excitation reads the depthwise output): the block's first half.
       {{1, 8, 14, 15}, 48, 3, 2, 0, Activation::swish(), false},
       {{2, 12, 10, 9}, 36, 5, 1, 0, Activation::hard_swish(), false},
