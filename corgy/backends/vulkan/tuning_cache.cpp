@@ -4,10 +4,10 @@
 
 #include <array>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
 
 #include "corgy/io/cache_file.h"
+#include "corgy/io/json_lines.h"
 
 namespace corgy::vulkan {
 
@@ -114,17 +114,11 @@ std::filesystem::path pipeline_cache_file(const VulkanOptions& options, std::uin
 
 std::map<std::string, TunedChoice> parse_tuning_cache(const std::string& text, const TuningIdentity& identity) {
   std::map<std::string, TunedChoice> entries;
-  std::istringstream lines(text);
-  std::string line;
-  if (!std::getline(lines, line) || line.size() > most_line_bytes) return entries;
   // The header must be exactly this identity's: any other device, driver, version or format is not ours.
-  if (json::parse(line, nullptr, false) != header(identity)) return entries;
-  while (std::getline(lines, line) && entries.size() < most_entries) {
-    if (line.size() > most_line_bytes) continue;
-    const json parsed = json::parse(line, nullptr, false);
-    if (parsed.is_discarded()) continue;
-    if (auto entry = parse_entry(parsed)) entries.insert_or_assign(std::move(entry->first), entry->second);
-  }
+  for_each_json_line(text, header(identity), most_line_bytes, [&](const json& line) {
+    if (auto entry = parse_entry(line)) entries.insert_or_assign(std::move(entry->first), entry->second);
+    return entries.size() < most_entries;
+  });
   return entries;
 }
 
