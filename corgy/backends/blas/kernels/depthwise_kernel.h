@@ -220,6 +220,22 @@ void depthwise_row_block(const DepthwiseGeometry& g, const float* phases, const 
   }
 }
 
+/// activation(acc[j]) into output row j of a direct block (rows out_w apart), masked past the `count` outputs left in
+/// the row.
+template <class Simd, int R, ActivationKind kind>
+void store_direct_rows(const typename Simd::Reg (&acc)[R], typename Simd::Reg slope, float* output, int out_w,
+                       int count) {
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) {
+    const typename Simd::Reg value = activate<Simd, kind>(acc[j], slope);
+    if (count >= Simd::lanes) {
+      Simd::store(output + static_cast<std::size_t>(j) * out_w, value);
+    } else {
+      Simd::store_first(output + static_cast<std::size_t>(j) * out_w, value, count);
+    }
+  }
+}
+
 /// Output rows [oy, oy + R) at register column x of a K x K, stride 1, dilation 1 convolution, read straight from
 /// the input plane (no phase copy): rows above and below the input read `zero_row`, columns outside it come from
 /// masked loads as zeros (kEdge: some of the register's columns lie outside the row; otherwise the loads are plain).
@@ -230,7 +246,6 @@ void depthwise_direct_block(const float* input, int in_h, int in_w, const float*
                             int first_column, const float* weights, typename Simd::Reg bias, typename Simd::Reg slope,
                             float* output, int out_w, int count) {
   using Reg = typename Simd::Reg;
-  constexpr int lanes = Simd::lanes;
   Reg acc[R];
 #pragma GCC unroll 8
   for (int j = 0; j < R; ++j) acc[j] = bias;
@@ -255,56 +270,7 @@ void depthwise_direct_block(const float* input, int in_h, int in_w, const float*
       }
     }
   }
-#pragma GCC unroll 8
-  for (int j = 0; j < R; ++j) {
-    const Reg value = activate<Simd, kind>(acc[j], slope);
-    if (count >= lanes) {
-      Simd::store(output + static_cast<std::size_t>(j) * out_w, value);
-    } else {
-      Simd::store_first(output + static_cast<std::size_t>(j) * out_w, value, count);
-    }
-  }
-}
-
-/// Output rows [oy, oy + R) by stride-1 direct blocks, register column after register column: plain loads where a
-/// register's columns lie inside the input row, masked ones at its ends.
-template <class Simd, int K, int R, ActivationKind kind>
-void depthwise_rows_direct(const DepthwiseGeometry& g, const float* input, const float* zero_row, const float* weights,
-                           typename Simd::Reg bias, typename Simd::Reg slope, int oy, float* output) {
-  constexpr int lanes = Simd::lanes;
-  const int in_w = g.in_w;
-  const int out_w = g.out_w;
-  const int first_row = oy - g.pad_top;
-  float* out_row = output + static_cast<std::size_t>(oy) * out_w;
-  for (int x = 0; x < out_w; x += lanes) {
-    const int first_column = x - g.padding;
-    if (first_column >= 0 && first_column + K - 1 + lanes <= in_w) {
-      depthwise_direct_block<Simd, K, R, kind, false>(input, g.in_h, in_w, zero_row, first_row, first_column, weights,
-                                                      bias, slope, out_row + x, out_w, out_w - x);
-    } else {
-      depthwise_direct_block<Simd, K, R, kind, true>(input, g.in_h, in_w, zero_row, first_row, first_column, weights,
-                                                     bias, slope, out_row + x, out_w, out_w - x);
-    }
-  }
-}
-
-/// The plane by direct blocks (depthwise_direct_block, stride 1): four output rows at a time, then one at a time.
-/// The start of `buffer` (the phase planes, unused here, at least an input row long) becomes the row of zeros that
-/// rows outside the input read.
-template <class Simd, int K, ActivationKind kind>
-void depthwise_plane_direct(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
-                            float slope, float* output, float* buffer) {
-  constexpr int block = 4;
-  const typename Simd::Reg bias_reg = Simd::set1(bias);
-  const typename Simd::Reg slope_reg = Simd::set1(slope);
-  Simd::fill_zero(buffer, g.in_w);
-  int oy = 0;
-  for (; oy + block <= g.out_h; oy += block) {
-    depthwise_rows_direct<Simd, K, block, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
-  }
-  for (; oy < g.out_h; ++oy) {
-    depthwise_rows_direct<Simd, K, 1, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
-  }
+  store_direct_rows<Simd, R, kind>(acc, slope, output, out_w, count);
 }
 
 /// Output rows [oy, oy + R) at register column x of a K x K, stride 2, dilation 1 convolution, read straight from
@@ -318,7 +284,6 @@ void depthwise_direct_block_s2(const float* input, int in_h, int in_w, const flo
                                int first_column, const float* weights, typename Simd::Reg bias,
                                typename Simd::Reg slope, float* output, int out_w, int count) {
   using Reg = typename Simd::Reg;
-  constexpr int lanes = Simd::lanes;
   constexpr int pairs = (K + 1) / 2;  // column offsets kx = 2p and 2p + 1 come from one split
   Reg acc[R];
 #pragma GCC unroll 8
@@ -348,57 +313,58 @@ void depthwise_direct_block_s2(const float* input, int in_h, int in_w, const flo
       }
     }
   }
-#pragma GCC unroll 8
-  for (int j = 0; j < R; ++j) {
-    const Reg value = activate<Simd, kind>(acc[j], slope);
-    if (count >= lanes) {
-      Simd::store(output + static_cast<std::size_t>(j) * out_w, value);
-    } else {
-      Simd::store_first(output + static_cast<std::size_t>(j) * out_w, value, count);
-    }
-  }
+  store_direct_rows<Simd, R, kind>(acc, slope, output, out_w, count);
 }
 
-/// Output rows [oy, oy + R) by stride-2 direct blocks, register column after register column: plain loads where a
-/// register's columns lie inside the input row, masked ones at its ends.
-template <class Simd, int K, int R, ActivationKind kind>
-void depthwise_rows_direct_s2(const DepthwiseGeometry& g, const float* input, const float* zero_row,
-                              const float* weights, typename Simd::Reg bias, typename Simd::Reg slope, int oy,
-                              float* output) {
+/// Output rows [oy, oy + R) by direct blocks at stride S (depthwise_direct_block, depthwise_direct_block_s2),
+/// register column after register column: plain loads where a register's columns lie inside the input row, masked
+/// ones at its ends.
+template <class Simd, int K, int S, int R, ActivationKind kind>
+void depthwise_rows_direct(const DepthwiseGeometry& g, const float* input, const float* zero_row, const float* weights,
+                           typename Simd::Reg bias, typename Simd::Reg slope, int oy, float* output) {
   constexpr int lanes = Simd::lanes;
-  constexpr int reach = 2 * ((K + 1) / 2 - 1) + 2 * lanes;  // columns a register's loads span from its first
+  // Columns a register's loads span from its first: K - 1 taps past a register at stride 1; at stride 2 the pairs of
+  // registers split into even and odd columns, the last pair 2 (ceil(K / 2) - 1) columns on.
+  constexpr int reach = S == 1 ? K - 1 + lanes : 2 * ((K + 1) / 2 - 1) + 2 * lanes;
   const int in_w = g.in_w;
   const int out_w = g.out_w;
-  const int first_row = 2 * oy - g.pad_top;
+  const int first_row = S * oy - g.pad_top;
   float* out_row = output + static_cast<std::size_t>(oy) * out_w;
-  for (int x = 0; x < out_w; x += lanes) {
-    const int first_column = 2 * x - g.padding;
-    if (first_column >= 0 && first_column + reach <= in_w) {
-      depthwise_direct_block_s2<Simd, K, R, kind, false>(input, g.in_h, in_w, zero_row, first_row, first_column,
-                                                         weights, bias, slope, out_row + x, out_w, out_w - x);
+  const auto block = [&]<bool kEdge>(int x) {
+    const int first_column = S * x - g.padding;
+    if constexpr (S == 1) {
+      depthwise_direct_block<Simd, K, R, kind, kEdge>(input, g.in_h, in_w, zero_row, first_row, first_column, weights,
+                                                      bias, slope, out_row + x, out_w, out_w - x);
     } else {
-      depthwise_direct_block_s2<Simd, K, R, kind, true>(input, g.in_h, in_w, zero_row, first_row, first_column, weights,
-                                                        bias, slope, out_row + x, out_w, out_w - x);
+      depthwise_direct_block_s2<Simd, K, R, kind, kEdge>(input, g.in_h, in_w, zero_row, first_row, first_column,
+                                                         weights, bias, slope, out_row + x, out_w, out_w - x);
+    }
+  };
+  for (int x = 0; x < out_w; x += lanes) {
+    const int first_column = S * x - g.padding;
+    if (first_column >= 0 && first_column + reach <= in_w) {
+      block.template operator()<false>(x);
+    } else {
+      block.template operator()<true>(x);
     }
   }
 }
 
-/// The plane by stride-2 direct blocks (depthwise_direct_block_s2): four output rows at a time, then one at a time.
-/// The start of `buffer` (the phase planes, unused here, at least an input row long) becomes the row of zeros that
-/// rows outside the input read.
-template <class Simd, int K, ActivationKind kind>
-void depthwise_plane_direct_s2(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
-                               float slope, float* output, float* buffer) {
+/// The plane by direct blocks at stride S: four output rows at a time, then one at a time. The start of `buffer` (the
+/// phase planes, unused here, at least an input row long) becomes the row of zeros that rows outside the input read.
+template <class Simd, int K, int S, ActivationKind kind>
+void depthwise_plane_direct(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
+                            float slope, float* output, float* buffer) {
   constexpr int block = 4;
   const typename Simd::Reg bias_reg = Simd::set1(bias);
   const typename Simd::Reg slope_reg = Simd::set1(slope);
   Simd::fill_zero(buffer, g.in_w);
   int oy = 0;
   for (; oy + block <= g.out_h; oy += block) {
-    depthwise_rows_direct_s2<Simd, K, block, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
+    depthwise_rows_direct<Simd, K, S, block, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
   }
   for (; oy < g.out_h; ++oy) {
-    depthwise_rows_direct_s2<Simd, K, 1, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
+    depthwise_rows_direct<Simd, K, S, 1, kind>(g, input, buffer, weights, bias_reg, slope_reg, oy, output);
   }
 }
 
@@ -474,11 +440,11 @@ void depthwise_plane_direct_blocks(const DepthwiseGeometry& g, const float* inpu
     const float slope = activation.slope;
     if (g.stride == 2) {
       if (g.kernel == 3)
-        return depthwise_plane_direct_s2<Simd, 3, kind>(g, input, weights, bias, slope, output, buffer);
-      return depthwise_plane_direct_s2<Simd, 5, kind>(g, input, weights, bias, slope, output, buffer);
+        return depthwise_plane_direct<Simd, 3, 2, kind>(g, input, weights, bias, slope, output, buffer);
+      return depthwise_plane_direct<Simd, 5, 2, kind>(g, input, weights, bias, slope, output, buffer);
     }
-    if (g.kernel == 3) return depthwise_plane_direct<Simd, 3, kind>(g, input, weights, bias, slope, output, buffer);
-    return depthwise_plane_direct<Simd, 5, kind>(g, input, weights, bias, slope, output, buffer);
+    if (g.kernel == 3) return depthwise_plane_direct<Simd, 3, 1, kind>(g, input, weights, bias, slope, output, buffer);
+    return depthwise_plane_direct<Simd, 5, 1, kind>(g, input, weights, bias, slope, output, buffer);
   });
 }
 
