@@ -455,9 +455,10 @@ void depthwise_plane_direct_blocks(const DepthwiseGeometry& g, const float* inpu
 /// time of the rule before them (direct from 48 wide, row blocks below) on 3 x 3 layers 56 to 14 wide (MobileNetV2's
 /// 144 x 56 x 56: 0.162 ms against 0.211) and the same on 5 x 5 ones (before, the edge checks in every row made them
 /// lose below 48 wide: 1.05-1.21 of the extended rows' time at 28 and 14 on an Intel Xeon); at stride 2 they
-/// took 0.46-0.62 of the extended rows' time from 56 down to 14 wide (3 x 3 from 112 x 112 0.135 ms against 0.261
-/// for 96 planes, from 28 x 28 0.024 against 0.058 for 192; 5 x 5 from 56 x 56 0.053 against 0.081, from 28 x 28
-/// 0.057 against 0.093), where the phase row blocks had not beaten the extended rows.
+/// took 0.54-0.83 of the extended rows' time from 56 down to 14 wide (benchmarks/depthwise_benchmark, interleaved,
+/// two runs: 3 x 3 from 112 x 112 0.187-0.191 ms against 0.265-0.276 for 96 planes, from 28 x 28 0.032-0.034
+/// against 0.059 for 192; 5 x 5 from 56 x 56 0.068-0.072 against 0.081-0.086, from 28 x 28 0.071-0.076 against
+/// 0.094-0.096), where the phase row blocks had not beaten the extended rows.
 template <class Simd>
 void depthwise_plane_automatic(const DepthwiseGeometry& g, const float* input, const float* weights, float bias,
                                Activation activation, float* output, float* buffer) {
