@@ -2,8 +2,10 @@
 // layer harness covers through the backend): every variant against the scalar definitions it must agree with.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "corgy/backends/blas/depthwise_conv.h"
 #include "corgy/backends/blas/few_channels_conv.h"
 #include "corgy/backends/blas/gemm_kernels.h"
+#include "corgy/backends/blas/packed_gemm.h"
 #include "corgy/backends/blas/unary_kernels.h"
 #include "corgy/backends/cpu/cpu_features.h"
 #include "corgy/tensor_math.h"
@@ -196,6 +199,77 @@ TEST(CpuKernels, TapsMicroKernelsAgreeWithTheDefinition) {
                   << tile.name << " step " << step << (accumulate ? " accumulating" : "") << " at " << i << ", " << j;
             }
             EXPECT_EQ(c[i * ldc + tile.nr], 0.5f) << tile.name << ": wrote past its tile";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuKernels, PackedGemmComputesTheLastColumnsInNarrowerTiles) {
+  // Every tile of every instruction set this CPU has, over column counts that leave every remainder a narrower tile
+  // takes (and none): C = relu(A x B + bias) by packed_gemm_columns (C's columns past B's untouched) and, over
+  // images of 37 pixels whose tiles cross from one image into the next, by packed_gemm_image_columns.
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  const int depth = 29;
+  const float untouched = 7.0f;
+  for (const CpuIsa isa : isas_of_this_cpu()) {
+    for (const blas::GemmMicroKernel& kernel : blas::gemm_kernels(isa).kernels) {
+      if (!kernel.run) continue;
+      const int lanes = isa == CpuIsa::avx512 ? 16 : isa == CpuIsa::avx2 ? 8 : 4;
+      const int rows = kernel.mr + 3;
+      std::vector<float> a(static_cast<std::size_t>(rows) * depth);
+      std::vector<float> bias(rows);
+      for (float& x : a) x = value(random);
+      for (float& x : bias) x = value(random);
+      const blas::PackedA packed(a.data(), rows, depth, depth, bias.data(), kernel.mr);
+      for (const int columns : {3, kernel.nr, kernel.nr + 1, kernel.nr + lanes - 1, kernel.nr + lanes,
+                                kernel.nr + lanes + 3, 2 * kernel.nr - 1, 3 * 37}) {
+        const int last = columns % kernel.nr;
+        if (last != 0 && last <= kernel.nr - lanes) {
+          const std::optional<blas::GemmMicroKernel> tail = blas::narrower_tile(kernel, last);
+          ASSERT_TRUE(tail.has_value()) << kernel.name << ", " << last << " columns";
+          EXPECT_EQ(tail->nr, (last + lanes - 1) / lanes * lanes) << kernel.name;
+        }
+        const std::size_t ldb = columns + 7;
+        std::vector<float> b(depth * ldb);
+        for (float& x : b) x = value(random);
+        const auto expected = [&](int i, int j) {
+          double sum = bias[i];
+          for (int k = 0; k < depth; ++k) sum += static_cast<double>(a[i * depth + k]) * b[k * ldb + j];
+          return std::max(sum, 0.0);
+        };
+        const blas::MatrixB matrix(b.data(), depth, columns, ldb);
+        std::vector<float> scratch;
+        const std::size_t ldc = columns + 9;
+        std::vector<float> c(rows * ldc, untouched);
+        blas::packed_gemm_columns(kernel, packed, matrix, 0, columns, c.data(), ldc, Activation::relu(), scratch);
+        for (int i = 0; i < rows; ++i) {
+          for (int j = 0; j < columns; ++j) {
+            ASSERT_NEAR(c[i * ldc + j], expected(i, j), 1e-4)
+                << kernel.name << ", " << columns << " columns at " << i << ", " << j;
+          }
+          for (std::size_t j = columns; j < ldc; ++j) {
+            ASSERT_EQ(c[i * ldc + j], untouched) << kernel.name << ", " << columns << " columns: wrote column " << j;
+          }
+        }
+        if (columns % 37 != 0) continue;
+        // Images of 37 pixels, each `rows` channels, 5 floats apart: C's column j is pixel j % 37 of image j / 37.
+        const int images = columns / 37;
+        const std::size_t image_stride = static_cast<std::size_t>(rows) * 37 + 5;
+        std::vector<float> planes(images * image_stride, untouched);
+        blas::packed_gemm_image_columns(kernel, packed, 0, packed.panels(), matrix, 0, columns, planes.data(),
+                                        {37, image_stride, nullptr}, Activation::relu(), scratch);
+        for (int j = 0; j < columns; ++j) {
+          for (int i = 0; i < rows; ++i) {
+            ASSERT_NEAR(planes[j / 37 * image_stride + i * 37 + j % 37], expected(i, j), 1e-4)
+                << kernel.name << ", images: column " << j << ", row " << i;
+          }
+        }
+        for (int n = 0; n < images; ++n) {
+          for (std::size_t f = static_cast<std::size_t>(rows) * 37; f < image_stride; ++f) {
+            ASSERT_EQ(planes[n * image_stride + f], untouched) << kernel.name << ": wrote past image " << n;
           }
         }
       }

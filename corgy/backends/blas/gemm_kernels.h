@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "corgy/activation.h"
 #include "corgy/backends/cpu/cpu_features.h"
@@ -52,6 +53,15 @@ struct GemmMicroKernel {
   /// The kernel with A read in place from channel blocks (channel_block_residual.h): row i at depth k is
   /// a[offsets[k] + i * lanes], pixel after pixel of a tile whose pixels hold a register of channels each.
   MicroKernelTaps run_blocked = nullptr;
+  /// Tiles of the same rows (the same packed A) fewer registers wide, for the last columns of a GEMM that leaves
+  /// fewer than nr (narrower_tile): narrower[r - 1] is the tile r registers wide, for r below this tile's registers;
+  /// the entries past those have no `run`.
+  struct Narrower {
+    int nr = 0;
+    MicroKernel run = nullptr;
+    MicroKernelRows run_rows = nullptr;
+  };
+  Narrower narrower[3] = {};
 };
 
 /// One row (channel, ky, kx) of a convolution's column matrix, read from an input plane: output pixel (oy, ox) reads
@@ -126,8 +136,16 @@ const GemmKernelSet& gemm_kernels(CpuIsa isa);
 /// A value for every register of FMAs, and runs slower than the wider tiles.
 bool one_register_wide(const GemmMicroKernel& kernel);
 
+/// The tile for the last `columns` columns of a GEMM by `kernel` (fewer than kernel.nr): the narrowest of its
+/// narrower tiles that holds them, as a kernel of its own (run and run_rows only; the name is kernel's), or nothing
+/// where it has none narrower than nr. A 14x14 map's 196 pixels are four panels of 48 columns and four columns: in a
+/// 16-column tile those pad 12 columns, not the 44 of a fifth 48-column panel.
+std::optional<GemmMicroKernel> narrower_tile(const GemmMicroKernel& kernel, int columns);
+
 /// The kernel of `set` that computes the fewest padded elements for a GEMM of `rows` x `columns` (its tiles cover
-/// ceil(rows / mr) * mr by ceil(columns / nr) * nr); the first such kernel on a tie.
-const GemmMicroKernel& kernel_for(const GemmKernelSet& set, int rows, int columns);
+/// ceil(rows / mr) * mr rows; the columns by whole tiles of nr and, with `narrower_tails`, the last ones by the
+/// narrower tile that holds them, whose elements count more: it loads more per FMA); the first such kernel on a tie.
+/// `narrower_tails`: false where B comes packed in panels of nr (Winograd's tiles), which narrower tiles cannot read.
+const GemmMicroKernel& kernel_for(const GemmKernelSet& set, int rows, int columns, bool narrower_tails = true);
 
 }  // namespace corgy::blas

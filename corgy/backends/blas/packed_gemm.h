@@ -1,6 +1,8 @@
 // The blas backend's own GEMM: C = A x B with A packed once (a layer's weights) and B packed block by block from
 // wherever it lives (a matrix, or an image read through implicit im2col), fed to the micro-kernels of
 // gemm_kernels.h. Bias and ReLU / leaky ReLU are applied in the kernel's registers on the last block of the depth.
+// Columns past the last whole tile go to a narrower tile of the same rows (gemm_kernels.h's narrower_tile) where B
+// is packed here.
 #pragma once
 
 #include <cstddef>

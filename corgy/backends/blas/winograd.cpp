@@ -132,7 +132,7 @@ WinogradPlan plan_winograd(const Conv2dDesc& desc, const Shape& input, const flo
 
   WinogradPlan plan;
   plan.variant = variant;
-  plan.kernel = &kernel_for(gemm_kernels(), cout, block);
+  plan.kernel = &kernel_for(gemm_kernels(), cout, block, /*narrower_tails=*/false);  // B: prepacked tiles
   if (block < grid.total()) block = std::max(plan.kernel->nr, block / plan.kernel->nr * plan.kernel->nr);
   plan.tiles_per_block = std::min(block, grid.total());
 

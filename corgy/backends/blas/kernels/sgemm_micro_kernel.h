@@ -157,18 +157,30 @@ void micro_kernel_taps(std::size_t depth, const float* a, const std::int32_t* of
   }
 }
 
+/// Fills kernel.narrower with the MR x (R registers) tiles, R down to 1.
+template <class Simd, int MR, int R>
+void add_narrower_tiles(GemmMicroKernel& kernel) {
+  if constexpr (R >= 1) {
+    kernel.narrower[R - 1] = {R * Simd::lanes, micro_kernel<Simd, MR, R>, micro_kernel_rows<Simd, MR, R>};
+    add_narrower_tiles<Simd, MR, R - 1>(kernel);
+  }
+}
+
 /// The set's entry for the MR x (NV registers) tile: its kernels over packed B, B rows in place, A in place (a
-/// convolution's taps at steps 1 and 2, a channel-block tile's pixels a register apart).
+/// convolution's taps at steps 1 and 2, a channel-block tile's pixels a register apart), and its narrower tiles.
 template <class Simd, int MR, int NV>
 GemmMicroKernel tile_kernels(CpuIsa isa, const char* name) {
-  return {isa,
-          MR,
-          NV * Simd::lanes,
-          micro_kernel<Simd, MR, NV>,
-          name,
-          micro_kernel_rows<Simd, MR, NV>,
-          {micro_kernel_taps<Simd, MR, NV, 1>, micro_kernel_taps<Simd, MR, NV, 2>},
-          micro_kernel_taps<Simd, MR, NV, Simd::lanes>};
+  static_assert(NV - 1 <= static_cast<int>(sizeof(GemmMicroKernel::narrower) / sizeof(GemmMicroKernel::Narrower)));
+  GemmMicroKernel kernel{isa,
+                         MR,
+                         NV * Simd::lanes,
+                         micro_kernel<Simd, MR, NV>,
+                         name,
+                         micro_kernel_rows<Simd, MR, NV>,
+                         {micro_kernel_taps<Simd, MR, NV, 1>, micro_kernel_taps<Simd, MR, NV, 2>},
+                         micro_kernel_taps<Simd, MR, NV, Simd::lanes>};
+  add_narrower_tiles<Simd, MR, NV - 1>(kernel);
+  return kernel;
 }
 
 }  // namespace
