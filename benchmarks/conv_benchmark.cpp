@@ -279,9 +279,20 @@ int main(int argc, char** argv) {
     }
     if (kernels.seven_rows.run) all.push_back(kernels.seven_rows);
     if (kernels.fourteen_rows.run) all.push_back(kernels.fourteen_rows);
-    for (const corgy::blas::GemmMicroKernel& kernel : all) {
+    // The narrower tiles of the GEMM's last columns (named after their family: "avx512 8x48 16 wide").
+    std::vector<std::string> names;
+    for (const corgy::blas::GemmMicroKernel& kernel : all) names.emplace_back(kernel.name);
+    for (const corgy::blas::GemmMicroKernel& kernel : kernels.kernels) {
+      for (const corgy::blas::GemmMicroKernel::Narrower& narrower : kernel.narrower) {
+        if (!kernel.run || !narrower.run) continue;
+        all.push_back(*corgy::blas::narrower_tile(kernel, narrower.nr));
+        names.push_back(std::string(kernel.name) + " " + std::to_string(narrower.nr) + " wide");
+      }
+    }
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const corgy::blas::GemmMicroKernel& kernel = all[i];
       for (const std::size_t depth : {16, 32, 64, 128}) {
-        const std::string name = std::string("micro_kernel/") + kernel.name + "/k" + std::to_string(depth);
+        const std::string name = "micro_kernel/" + names[i] + "/k" + std::to_string(depth);
         configure(benchmark::RegisterBenchmark(name.c_str(), BM_MicroKernel, kernel, depth));
       }
     }
