@@ -138,8 +138,8 @@ bool one_register_wide(const GemmMicroKernel& kernel);
 
 /// The tile for the last `columns` columns of a GEMM by `kernel` (fewer than kernel.nr): the narrowest of its
 /// narrower tiles that holds them, as a kernel of its own (run and run_rows only; the name is kernel's), or nothing
-/// where it has none narrower than nr. A 14x14 map's 196 pixels are four panels of 48 columns and four columns: in a
-/// 16-column tile those pad 12 columns, not the 44 of a fifth 48-column panel.
+/// where none of them does. A 14x14 map's 196 pixels are four panels of 48 columns and four columns: in a 16-column
+/// tile those pad 12 columns, not the 44 of a fifth 48-column panel.
 std::optional<GemmMicroKernel> narrower_tile(const GemmMicroKernel& kernel, int columns);
 
 /// The kernel of `set` that computes the fewest padded elements for a GEMM of `rows` x `columns` (its tiles cover

@@ -189,20 +189,18 @@ void gemm_panel_columns(const GemmMicroKernel& kernel, const PackedA& a, int pan
   for (int n0 = column_begin; n0 < column_end; n0 += kPanelsPerBlock * nr) {
     const int nc = std::min(kPanelsPerBlock * nr, column_end - n0);
     const bool narrow_last = tail && n0 + nc == column_end;
+    // The block's columns in panels of nr: all of them, or all but the narrower panel's.
+    const int whole = narrow_last ? whole_end - n0 : nc;
     for (int k0 = depth.begin; k0 < depth_end; k0 += blocking.kc) {
       const int kc = std::min(blocking.kc, depth_end - k0);
-      if (!narrow_last) {
-        const PackedBlock block = b.pack(k0, kc, n0, nc, nr, scratch.data());
-        multiply_block(kernel, blocking, a, panel_begin, panel_end, block, k0, kc, n0, nc, c, column_begin, ldc,
-                       activation, padded_columns, images, depth);
-        continue;
-      }
-      const int whole = whole_end - n0;  // a multiple of nr
       const PackedBlock block = whole > 0 ? b.pack(k0, kc, n0, whole, nr, scratch.data()) : PackedBlock{};
-      float* tail_scratch = scratch.data() + static_cast<std::size_t>(whole / nr) * kc * nr;
-      const NarrowerPanel narrower{&*tail, b.pack(k0, kc, whole_end, column_end - whole_end, tail->nr, tail_scratch)};
+      NarrowerPanel narrower;
+      if (narrow_last) {
+        float* after_whole = scratch.data() + static_cast<std::size_t>(whole / nr) * kc * nr;
+        narrower = {&*tail, b.pack(k0, kc, whole_end, column_end - whole_end, tail->nr, after_whole)};
+      }
       multiply_block(kernel, blocking, a, panel_begin, panel_end, block, k0, kc, n0, nc, c, column_begin, ldc,
-                     activation, padded_columns, images, depth, &narrower);
+                     activation, padded_columns, images, depth, narrow_last ? &narrower : nullptr);
     }
   }
 }
