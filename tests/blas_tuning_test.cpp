@@ -235,6 +235,93 @@ TEST(BlasTuning, EveryPlanNamesThePackedWeightsItReads) {
   }
 }
 
+// A layer planned at another batch size (Backend::set_kept_plans) usually packs the same values: the plan cache keeps
+// one copy (ConvPlan::share_packed_weights). Every buffer of the second plan whose values equal the first's is the
+// first's buffer; the plan of other weights of the same shape shares none.
+TEST(BlasTuning, PlansOfOneLayerAtTwoBatchSizesHoldEachPackingOnce) {
+  struct Layer {
+    Conv2dDesc desc;
+    Shape input;  // batch 1; planned again at batch 3
+  };
+  const std::vector<Layer> layers = {
+      {{.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1}, {1, 64, 20, 20}},
+      {{.in_channels = 64, .out_channels = 40, .kernel = 1}, {1, 64, 7, 7}},
+      {{.in_channels = 64, .out_channels = 64, .kernel = 3, .stride = 2, .padding = 1}, {1, 64, 14, 14}},
+      {{.in_channels = 3, .out_channels = 16, .kernel = 3, .stride = 2, .padding = 1}, {1, 3, 32, 32}},
+  };
+  std::mt19937 rng(6);
+  blas::ThreadTeam team(1);
+  int shared_plans = 0;
+  for (const Layer& layer : layers) {
+    const Conv2dDesc& desc = layer.desc;
+    const Shape weights_shape{desc.out_channels, desc.in_channels / desc.groups, desc.kernel, desc.kernel};
+    const Variable weights = random_variable(weights_shape, rng);
+    const Variable other_weights = random_variable(weights_shape, rng);
+    const Variable bias = random_variable({1, desc.out_channels, 1, 1}, rng);
+    const Shape batch3{3, layer.input.c, layer.input.h, layer.input.w};
+    for (const blas::ConvChoice& choice : blas::candidate_algorithms(desc, layer.input)) {
+      blas::ConvPlanCache cache;
+      cache.set_kept_shapes(2);
+      const blas::ConvPlan& one =
+          cache.store(weights, blas::plan_convolution(desc, layer.input, weights, &bias, choice, team));
+      const blas::ConvPlan& three =
+          cache.store(weights, blas::plan_convolution(desc, batch3, weights, &bias, choice, team));
+      const blas::ConvPlan& other =
+          cache.store(other_weights, blas::plan_convolution(desc, batch3, other_weights, &bias, choice, team));
+      SCOPED_TRACE(fmt::format("{}->{} k{} s{}: {} then {}", desc.in_channels, desc.out_channels, desc.kernel,
+                               desc.stride, one.describe(), three.describe()));
+      const std::vector<std::span<const float>> first = one.weight_buffers(), second = three.weight_buffers();
+      bool shared = false;
+      for (std::size_t i = 0; i < std::min(first.size(), second.size()); ++i) {
+        const bool same_values =
+            first[i].size() == second[i].size() && std::equal(first[i].begin(), first[i].end(), second[i].begin());
+        // The depthwise and few-channel kernels' small packings stay each plan's own.
+        const bool shareable = one.algorithm != blas::ConvAlgorithm::depthwise_channel_blocks &&
+                               one.algorithm != blas::ConvAlgorithm::few_channels;
+        if (same_values && shareable) {
+          EXPECT_EQ(second[i].data(), first[i].data()) << "buffer " << i;
+        }
+        shared = shared || second[i].data() == first[i].data();
+      }
+      shared_plans += shared ? 1 : 0;
+      for (const std::span<const float> buffer : other.weight_buffers()) {
+        for (const std::span<const float> mine : second) EXPECT_NE(buffer.data(), mine.data());
+      }
+    }
+  }
+  EXPECT_GE(shared_plans, 4);  // of the 9 plans of these layers, those whose tile does not depend on the batch
+}
+
+// The plans kept for two batch sizes, and the ones after a third drops the first, compute what the naive backend does
+// from the packings they share.
+TEST(BlasTuning, PlansSharingTheirPackingComputeEachBatchSize) {
+  for (const BlasConvolution convolution :
+       {BlasConvolution::packed, BlasConvolution::winograd, BlasConvolution::automatic}) {
+    Sequential model, reference;
+    for (Sequential* m : {&model, &reference}) {
+      m->add(
+          Conv2d({.in_channels = 16, .out_channels = 24, .kernel = 3, .padding = 1, .activation = Activation::relu()}));
+      m->add(Conv2d({.in_channels = 24, .out_channels = 8, .kernel = 1}));
+    }
+    std::mt19937 rng(8);
+    randomize_parameters(model, rng);
+    for (int i = 0; i < 2; ++i) {
+      auto& from = dynamic_cast<Conv2d&>(model.layer(i));
+      auto& to = dynamic_cast<Conv2d&>(reference.layer(i));
+      to.weights() = from.weights().clone();
+      to.bias() = from.bias().clone();
+    }
+    model.set_backend(blas_in_memory(convolution));
+    model.set_kept_plans(2);
+    reference.set_backend("naive", 1);
+    for (const int batch : {1, 3, 1, 5, 3, 1}) {
+      SCOPED_TRACE(fmt::format("convolution {}, batch {}", static_cast<int>(convolution), batch));
+      const Variable input = random_variable({batch, 16, 13, 11}, rng);
+      EXPECT_LT(max_relative_error(model.forward(input), reference.forward(input)), 1e-4);
+    }
+  }
+}
+
 // Two rounds decide a clear winner; a close call between the best two is run again before it is decided (and kept
 // in the tuning cache).
 TEST(BlasTuning, CloseCallsAreTimedAgain) {

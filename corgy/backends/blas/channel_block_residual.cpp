@@ -71,9 +71,9 @@ bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shap
 }
 
 std::vector<std::span<const float>> ChannelBlockResidualPlan::weight_buffers() const {
-  return {{expand.data.data(), static_cast<std::size_t>(expand.panels()) * expand.depth * expand.nr},
+  return {{expand.data->data(), expand.floats()},
           {depthwise_packed.data(), depthwise_packed.size()},
-          {project.data.data(), static_cast<std::size_t>(project.panels()) * project.depth * project.nr}};
+          {project.data->data(), project.floats()}};
 }
 
 ChannelBlockResidualPlan plan_channel_block_residual(const InvertedResidualDesc& desc, const Shape& image_input,

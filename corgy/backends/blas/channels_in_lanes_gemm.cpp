@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "corgy/backends/blas/activation_kernels.h"
 
@@ -277,6 +278,17 @@ const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Sh
   return *best;
 }
 
+bool ChannelPanels::share_buffer_if_equal(const ChannelPanels& other) {
+  if (!data || !other.data) return false;
+  if (data == other.data) return true;
+  if (depth != other.depth || channels != other.channels || nr != other.nr || groups != other.groups ||
+      std::memcmp(data->data(), other.data->data(), floats() * sizeof(float)) != 0) {
+    return false;
+  }
+  data = other.data;
+  return true;
+}
+
 ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, const float* bias,
                                   const GemmMicroKernel& kernel) {
   ChannelPanels packed;
@@ -286,8 +298,8 @@ ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, 
   packed.groups = desc.groups;
   packed.group_channels = desc.out_channels / desc.groups;
   const int nr = kernel.nr;
-  packed.data = cpu::AlignedBuffer(static_cast<std::size_t>(packed.panels()) * packed.depth * nr);
-  float* out = packed.data.data();
+  packed.data = std::make_shared<cpu::AlignedBuffer>(packed.floats());
+  float* out = packed.data->data();
   for (int p = 0; p < packed.panels(); ++p) {
     const int first = packed.first_channel(p);
     const int count = packed.channel_count(p);

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "corgy/backend.h"
@@ -45,7 +46,7 @@ const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Sh
 /// panels are panels_per_group() from g * panels_per_group(), and its panel q's row k holds channels
 /// [g * group_channels + q * nr, + nr) at panel(p) + k * nr, channels past the group's end zero.
 struct ChannelPanels {
-  cpu::AlignedBuffer data;
+  std::shared_ptr<cpu::AlignedBuffer> data;  // shared by the plans that packed the same values (share_buffer_if_equal)
   std::vector<float> bias;  // out_channels values rounded up to the panels' nr, zeros where the layer has none
   int depth = 0;
   int channels = 0;
@@ -58,7 +59,11 @@ struct ChannelPanels {
   /// The first output channel of a panel, and how many of its nr columns are channels.
   int first_channel(int panel) const { return group_of(panel) * group_channels + panel % panels_per_group() * nr; }
   int channel_count(int panel) const { return std::min(nr, group_channels - panel % panels_per_group() * nr); }
-  const float* panel(int index) const { return data.data() + static_cast<std::size_t>(index) * depth * nr; }
+  const float* panel(int index) const { return data->data() + static_cast<std::size_t>(index) * depth * nr; }
+  std::size_t floats() const { return static_cast<std::size_t>(panels()) * depth * nr; }
+  /// Makes this packing read `other`'s buffer where both hold the same values in the same layout (the same weights
+  /// packed again, for another input shape), so that the two plans hold them once; returns whether it does.
+  bool share_buffer_if_equal(const ChannelPanels& other);
 };
 /// `bias` (out_channels values) may be null.
 ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, const float* bias,

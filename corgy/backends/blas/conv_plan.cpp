@@ -15,10 +15,20 @@ std::vector<std::span<const float>> ConvPlan::weight_buffers() const {
   };
   for (const PackedA& group : packed.groups) add_packed(group);
   for (const PackedA& point : winograd.points) add_packed(point);
-  if (!channel_panels.data.empty()) buffers.emplace_back(channel_panels.data.data(), channel_panels.data.size());
+  if (channel_panels.data) buffers.emplace_back(channel_panels.data->data(), channel_panels.floats());
   if (!depthwise_packed.empty()) buffers.emplace_back(depthwise_packed);
   if (!few_channels_packed.empty()) buffers.emplace_back(few_channels_packed);
   return buffers;
+}
+
+void ConvPlan::share_packed_weights(const ConvPlan& other) {
+  const auto share = [](std::vector<PackedA>& mine, const std::vector<PackedA>& theirs) {
+    if (mine.size() != theirs.size()) return;
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i].share_buffer_if_equal(theirs[i]);
+  };
+  share(packed.groups, other.packed.groups);
+  share(winograd.points, other.winograd.points);
+  channel_panels.share_buffer_if_equal(other.channel_panels);
 }
 
 bool ConvPlan::holds_weights() const {
@@ -178,6 +188,10 @@ const ConvPlan& ConvPlanCache::store(const Variable& weights, ConvPlan plan) {
   std::list<ConvPlan>& kept = plans_[weights.storage()->id()];
   // Another plan of the same shape (another description of the same weights) is replaced, not kept beside it.
   kept.remove_if([&](const ConvPlan& p) { return p.input == plan.input; });
+  // A plan for another batch size of the same layer usually packs the same values (the tile and algorithm that
+  // decide the layout rarely depend on the batch): those are then held once. ResNet-50 served at batch sizes 1, 2, 4
+  // and 8 held its weights packed four times (corgy-serve: 920 MB resident against 315 MB at one batch size).
+  for (const ConvPlan& other : kept) plan.share_packed_weights(other);
   kept.push_front(std::move(plan));
   while (kept.size() > kept_shapes_) kept.pop_back();
   // Every kept plan computes from its own copy: the layer's weights are not read again until a plan for another

@@ -57,6 +57,10 @@ struct ConvPlan {
   /// Whether a forward reads only the plan's own copy of the weights, never the layer's (which the plan cache may
   /// then page out): the packed algorithms; the baseline and the depthwise kernels read the layer's.
   bool holds_weights() const;
+  /// Makes this plan read `other`'s packed weights wherever the two packed the same values in the same layout (the
+  /// same weights planned for another input shape, by the same algorithm and tile), so that a layer planned at
+  /// several batch sizes (Backend::set_kept_plans: corgy-serve's allowed batch sizes) holds each packing once.
+  void share_packed_weights(const ConvPlan& other);
 };
 
 /// The algorithm for `desc` at input shape `input`: the one `choice` forces where it applies, else the static
@@ -85,8 +89,9 @@ struct BandBuffers {
 /// The plans of one backend, keyed by the weights' storage (then by description, input shape and bias). Only weights
 /// the backend was told are constants (Backend::upload_constant) get a plan: packing is worth it once, not at every
 /// call, and a constant's values only change when upload_constant is called again, which drops every plan. Each weights
-/// keep the plans of their last kept_shapes input shapes (Backend::set_kept_plans; 1 by default, as each plan holds its
-/// own packed weights). Weights that every kept plan holds a copy of are paged out (store()).
+/// keep the plans of their last kept_shapes input shapes (Backend::set_kept_plans; 1 by default); plans that packed the
+/// same values share one copy (ConvPlan::share_packed_weights). Weights that every kept plan holds a copy of are paged
+/// out (store()).
 class ConvPlanCache {
  public:
   void add_constant(std::uint64_t storage_id);

@@ -266,6 +266,20 @@ void PackedA::assign_scaled_columns(const PackedA& source, const float* scale) {
   }
 }
 
+bool PackedA::share_buffer_if_equal(const PackedA& other) {
+  if (base_ == nullptr || other.base_ == nullptr) return false;
+  if (base_ == other.base_) return true;
+  if (rows_ != other.rows_ || depth_ != other.depth_ || mr_ != other.mr_ ||
+      std::memcmp(base_, other.base_, bytes()) != 0) {
+    return false;
+  }
+  // A matrix of in_one_buffer's shares that buffer with its siblings: it is freed once every one of them reads
+  // another's.
+  data_ = other.data_;
+  base_ = other.base_;
+  return true;
+}
+
 void PackedA::zero_padding_rows() {
   for (int row = rows_; row < panels() * mr_; ++row) {
     for (int k = 0; k < depth_; ++k) at(row, k) = 0.0f;

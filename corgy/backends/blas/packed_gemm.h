@@ -34,6 +34,10 @@ class PackedA {
   /// a squeeze-excite gate folded into the weights of the convolution after it. Reuses this matrix's buffers where
   /// they are large enough and its own.
   void assign_scaled_columns(const PackedA& source, const float* scale);
+  /// Makes this matrix read `other`'s buffer where both hold the same values in the same geometry (the same weights
+  /// packed again, for another input shape), so that the two plans hold them once; returns whether it does. The
+  /// bias stays this matrix's own.
+  bool share_buffer_if_equal(const PackedA& other);
 
   /// Where element (row, k) lives: at(row, k) is data()[offset(row, k)], the same offset in every PackedA of this
   /// geometry.
