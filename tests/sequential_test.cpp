@@ -222,9 +222,27 @@ TEST(Sequential, WeightsChangedAfterAForwardAreUsed) {
   }
 }
 
+// Passes its input on, counting the shapes it is asked for: a plan made for an input shape asks every layer.
+class ShapeCountingLayer final : public Layer {
+ public:
+  explicit ShapeCountingLayer(int& count) : count_(&count) {}
+  std::string_view type() const override { return "shape counting"; }
+  Shape output_shape(std::span<const Shape> inputs) const override {
+    ++*count_;
+    return inputs[0];
+  }
+  void forward(Backend& backend, std::span<const Variable* const> inputs, Variable& output) const override {
+    backend.activation(Activation::none(), *inputs[0], output);
+  }
+
+ private:
+  int* count_;
+};
+
 TEST(Sequential, KeptPlansServeAlternatingBatchSizes) {
   // A server runs batches of a few sizes in turn; with the plans of those sizes kept, a change of size reuses the
-  // plan (same intermediates) instead of planning again, and every output equals a model that plans afresh.
+  // plan instead of planning again, the kept plans' intermediates are one set of buffers (as large as the largest
+  // plan needs), and every output, the kept one too, equals a model that plans afresh.
   std::mt19937 rng(11);
   for (const std::string& backend : all_backends()) {
     Sequential model;
@@ -235,6 +253,8 @@ TEST(Sequential, KeptPlansServeAlternatingBatchSizes) {
     const int middle = model.add(Conv2d({.in_channels = 4, .out_channels = 3, .kernel = 3, .padding = 1}));
     model.add(ReLU());
     model.add(MaxPool2d({.kernel = 2}));
+    int shapes_asked = 0;
+    model.add(std::make_unique<ShapeCountingLayer>(shapes_asked));
     model.mark_output(middle);
     randomize_parameters(model, rng);
     model.set_backend(backend);
@@ -245,6 +265,7 @@ TEST(Sequential, KeptPlansServeAlternatingBatchSizes) {
     const Variable one = random_variable({1, 2, 6, 6}, rng);
     const Variable three = random_variable({3, 2, 6, 6}, rng);
     const Variable five = random_variable({5, 2, 6, 6}, rng);
+    // The last and the middle layer's outputs of a model that plans afresh.
     const auto fresh = [&](const Variable& input) {
       Sequential reference;
       reference.add(
@@ -252,29 +273,37 @@ TEST(Sequential, KeptPlansServeAlternatingBatchSizes) {
       reference.add(Conv2d({.in_channels = 4, .out_channels = 3, .kernel = 3, .padding = 1}));
       reference.add(ReLU());
       reference.add(MaxPool2d({.kernel = 2}));
+      reference.mark_output(1);
       for (int i = 0; i < 2; ++i) {
         reference.layer_as<Conv2d>(i).set_weights(model.layer_as<Conv2d>(i).weights().values());
         reference.layer_as<Conv2d>(i).set_bias(model.layer_as<Conv2d>(i).bias().values());
       }
-      return reference.forward(input).clone();
+      std::pair<Variable, Variable> outputs{reference.forward(input).clone(), Variable()};
+      outputs.second = reference.output(1).clone();
+      return outputs;
     };
-    const float* output_of_one = model.forward(one).data();
-    const float* middle_of_one = model.output(middle).data();
-    for (const Variable* input : {&three, &one, &three, &one}) {
-      const Variable& out = model.forward(*input);
-      EXPECT_TRUE(outputs_match(out, fresh(*input), 1e-5)) << backend;
-      if (input == &one) {
-        EXPECT_EQ(out.data(), output_of_one) << backend << ": the batch-1 plan was made again";
-        EXPECT_EQ(model.output(middle).data(), middle_of_one) << backend;
-      }
-    }
+    const auto expect_fresh = [&](const Variable& input, bool planned) {
+      const int asked = shapes_asked;
+      const Variable& out = model.forward(input);
+      const auto [expected, expected_middle] = fresh(input);
+      EXPECT_TRUE(outputs_match(out, expected, 1e-5)) << backend << " at batch " << input.shape().n;
+      EXPECT_TRUE(outputs_match(model.output(middle), expected_middle, 1e-5)) << backend;
+      EXPECT_EQ(shapes_asked != asked, planned)
+          << backend << " at batch " << input.shape().n << (planned ? ": not planned" : ": planned again");
+    };
+    expect_fresh(one, true);
+    expect_fresh(three, true);
+    for (const Variable* input : {&one, &three, &one}) expect_fresh(*input, false);
+    // The two kept plans hold their intermediates in the same buffers (batch 1 is again the most recently used).
+    const auto storage_of_three = model.forward(three).storage();
+    EXPECT_EQ(model.forward(one).storage(), storage_of_three) << backend;
     // A third size drops the least recently used plan (batch 3's), not batch 1's.
-    EXPECT_TRUE(outputs_match(model.forward(five), fresh(five), 1e-5)) << backend;
-    EXPECT_EQ(model.forward(one).data(), output_of_one) << backend;
-    EXPECT_TRUE(outputs_match(model.forward(three), fresh(three), 1e-5)) << backend;
+    expect_fresh(five, true);
+    expect_fresh(one, false);
+    expect_fresh(three, true);
     // Fewer kept plans drop the older ones; the model still runs every shape.
     model.set_kept_plans(1);
-    EXPECT_TRUE(outputs_match(model.forward(one), fresh(one), 1e-5)) << backend;
+    expect_fresh(one, true);
   }
 }
 

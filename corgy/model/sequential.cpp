@@ -237,22 +237,52 @@ Sequential::ShapePlan Sequential::make_plan(const Shape& input) const {
     if (entry_of_slot[slot] >= 0) buffer_of_slot[slot] = memory.buffer_of_layer[entry_of_slot[slot]];
   }
   for (std::size_t count : memory.buffer_sizes) plan.buffers.emplace_back(Shape::vector(static_cast<int>(count)));
+  // The last layer's output and the kept ones are read on the host; a GPU backend may keep the rest on the device.
+  plan.read_on_host.assign(plan.buffers.size(), false);
+  for (int i = 0; i < size(); ++i) {
+    const int buffer = buffer_of_slot[i];
+    if (buffer >= 0 && (nodes_[i].keep || i + 1 == size())) plan.read_on_host[buffer] = true;
+  }
+  plan.buffer_of_slot = std::move(buffer_of_slot);
+  bind_buffers(plan);
+  return plan;
+}
+
+void Sequential::bind_buffers(ShapePlan& plan) {
+  plan.outputs.clear();
   for (std::size_t slot = 0; slot < plan.shapes.size(); ++slot) {
-    const int buffer = buffer_of_slot[slot];
+    const int buffer = plan.buffer_of_slot[slot];
     // Views of the model input are rebound at every forward, since the input is the caller's; layers computed
     // inside a fused step have no output of their own.
     plan.outputs.push_back(buffer < 0 ? Variable() : plan.buffers[buffer].view(plan.shapes[slot]));
   }
-  // The last layer's output and the kept ones are read on the host; a GPU backend may keep the rest on the device.
-  std::vector<bool> read_on_host(plan.buffers.size(), false);
-  for (int i = 0; i < size(); ++i) {
-    const int buffer = buffer_of_slot[i];
-    if (buffer >= 0 && (nodes_[i].keep || i + 1 == size())) read_on_host[buffer] = true;
-  }
+  plan.device_only.clear();
   for (std::size_t b = 0; b < plan.buffers.size(); ++b) {
-    if (!read_on_host[b]) plan.device_only.push_back(plan.buffers[b].storage()->id());
+    if (!plan.read_on_host[b]) plan.device_only.push_back(plan.buffers[b].storage()->id());
   }
-  return plan;
+}
+
+void Sequential::share_kept_buffers(ShapePlan& plan) {
+  // Buffer b of every plan becomes one storage: the kept plans already share theirs, so the first of them that is
+  // larger gives its storage to the new plan, and a new plan larger than each gives its own to each. Within a plan
+  // its buffers stay distinct storages, as the memory plan made them (storage b only ever replaces another b).
+  // ResNet-50 served at batch sizes 1, 2, 4 and 8 (corgy-serve's allowed_batch_sizes) held the intermediates of
+  // all four at once.
+  for (ShapePlan& kept : plans_) {
+    bool kept_changed = false, plan_changed = false;
+    for (std::size_t b = 0; b < std::min(kept.buffers.size(), plan.buffers.size()); ++b) {
+      if (kept.buffers[b].storage() == plan.buffers[b].storage()) continue;
+      if (kept.buffers[b].capacity() >= plan.buffers[b].capacity()) {
+        plan.buffers[b] = kept.buffers[b].share();
+        plan_changed = true;
+      } else {
+        kept.buffers[b] = plan.buffers[b].share();
+        kept_changed = true;
+      }
+    }
+    if (kept_changed) bind_buffers(kept);
+    if (plan_changed) bind_buffers(plan);
+  }
 }
 
 void Sequential::use_plan(const Shape& input) {
@@ -266,6 +296,7 @@ void Sequential::use_plan(const Shape& input) {
     ShapePlan plan = make_plan(input);
     if (plans_.size() >= static_cast<std::size_t>(kept_plans_))
       plans_.resize(static_cast<std::size_t>(kept_plans_) - 1);
+    share_kept_buffers(plan);
     plans_.insert(plans_.begin(), std::move(plan));
   }
   backend_->set_device_only(current().device_only);

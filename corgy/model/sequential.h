@@ -29,8 +29,8 @@ struct MemoryPlan;
 /// Shapes are inferred and intermediates allocated once per input shape; later forwards with that shape reuse
 /// them. Intermediates whose lifetimes do not overlap share memory. The plans of the last set_kept_plans() input
 /// shapes (1 by default) are kept, so a caller that alternates between a few shapes (a server's batch sizes) does
-/// not plan again at each change. Returned references stay valid until the next forward or the next change of the
-/// model.
+/// not plan again at each change; they share one set of intermediates, as large as the largest needs. Returned
+/// references stay valid until the next forward or the next change of the model.
 ///
 /// Threads: one Sequential is used by one thread at a time (it owns its intermediates and its backend); different
 /// models may run forward concurrently on any backend. A forward() (or add, mark_output, set_backend, set_fusion,
@@ -128,13 +128,20 @@ class Sequential {
     Shape input;
     std::vector<Shape> shapes;  // per slot: the model's layers (0 .. size() - 1), then the temporaries of steps_
     std::vector<Variable> buffers;
-    std::vector<Variable> outputs;
+    std::vector<int> buffer_of_slot;         // per slot, its buffer (MemoryPlan::no_buffer: none)
+    std::vector<bool> read_on_host;          // per buffer, whether a caller reads it
+    std::vector<Variable> outputs;           // per slot, a view of its buffer
     std::vector<std::uint64_t> device_only;  // the buffers no caller reads (Backend::set_device_only)
   };
   /// Makes plans_.front() the plan of `input`: a kept one, or a new one (dropping the least recently used beyond
   /// kept_plans_), and tells the backend its device-only buffers when the plan changed.
   void use_plan(const Shape& input);
   ShapePlan make_plan(const Shape& input) const;
+  /// plan.outputs and plan.device_only from its buffers (again after share_kept_buffers replaced some).
+  static void bind_buffers(ShapePlan& plan);
+  /// Makes `plan` and the kept plans hold one storage per buffer index, the largest of theirs: one forward runs at a
+  /// time and its outputs are valid only until the next, so the kept shapes' intermediates need not coexist.
+  void share_kept_buffers(ShapePlan& plan);
   /// The steps of a forward with fusion applied (when on) and padded convolutions expanded: fills steps_,
   /// planned_layers_ and temporaries_. They do not depend on the input shape; the plans share them.
   void plan_steps();
