@@ -239,6 +239,20 @@ void add_conv_cases(std::vector<LayerCase>& cases) {
       {{3, 30, 13, 13}, {.in_channels = 30, .out_channels = 70, .kernel = 1, .stride = 2, .bias = false}},
       {{2, 40, 7, 7},
        {.in_channels = 40, .out_channels = 97, .kernel = 3, .padding = 1, .activation = Activation::tanh()}},
+      // Layers of fewer output channels than go round the team in panels, which the channels-in-lanes GEMM splits
+      // over pixels instead (DenseNet's 7x7 128 -> 32; channels_in_lanes_splits_pixels): output rows of the taps
+      // path at strides 1 and 2, the pointwise path's pixel panels across images, the implicit im2col at stride 3;
+      // batch 3, row counts that do not split evenly, channels that fill no panel.
+      {{3, 64, 7, 7}, {.in_channels = 64, .out_channels = 32, .kernel = 3, .padding = 1, .activation = leaky}},
+      {{3, 48, 13, 11},
+       {.in_channels = 48,
+        .out_channels = 20,
+        .kernel = 3,
+        .stride = 2,
+        .padding = 1,
+        .activation = Activation::swish()}},
+      {{3, 96, 7, 7}, {.in_channels = 96, .out_channels = 40, .kernel = 1, .activation = Activation::relu()}},
+      {{2, 64, 15, 15}, {.in_channels = 64, .out_channels = 24, .kernel = 3, .stride = 3, .bias = false}},
       // GELU in the epilogues (ConvNeXt's first 1x1 convolution of each block): pointwise with channels that are no
       // multiple of a panel, on a plane of 63 pixels and on a small one (channels in lanes), a 3x3 (Winograd, the
       // implicit GEMM), a depthwise 7x7.
@@ -807,6 +821,11 @@ void add_fused_block_cases(std::vector<LayerCase>& cases) {
        {.in_channels = 18, .out_channels = 18, .kernel = 3, .padding = 1, .activation = Activation::hard_swish()}},
       {{3, 10, 14, 14}, {.in_channels = 10, .out_channels = 10, .kernel = 3, .stride = 2, .padding = 1}},
       {{2, 19, 13, 13}, {.in_channels = 19, .out_channels = 19, .kernel = 1, .activation = Activation::sigmoid()}},
+      // One panel of output channels, large enough for two threads: the channels-in-lanes GEMM splits the pixels,
+      // each member adding the residual to its own rows (taps path) and pixel panels (pointwise path).
+      {{3, 40, 7, 7},
+       {.in_channels = 40, .out_channels = 40, .kernel = 3, .padding = 1, .activation = Activation::relu()}},
+      {{3, 48, 10, 10}, {.in_channels = 48, .out_channels = 48, .kernel = 1, .activation = Activation::relu6()}},
   };
   for (const auto& [input, options] : residual_convs) {
     cases.push_back(

@@ -480,7 +480,10 @@ void BlasBackend::run_channels_in_lanes(const blas::ConvPlan& plan, const Variab
   const int team = std::max(threads_for(out.count()),
                             gemm_threads(threads_, desc.out_channels, static_cast<int>(out.n * out.plane_count()),
                                          plan.channel_panels.depth));
-  profiler_.note(plan.describe() + (residual ? ", residual added in the write-out" : ""));
+  profiler_.note(
+      plan.describe() +
+      (team > 1 && blas::channels_in_lanes_splits_pixels(desc, out, *plan.kernel, team) ? ", split over pixels" : "") +
+      (residual ? ", residual added in the write-out" : ""));
   team_->run(team, [&](const TeamMember& member) {
     blas::channels_in_lanes_conv(member, *plan.kernel, desc, plan.channel_panels, input, residual, activation, output,
                                  plans_->channels_in_lanes);

@@ -126,22 +126,27 @@ void pack_pixel_panels(const Conv2dDesc& desc, const Variable& input, const Shap
 }
 
 /// C^T's block of channels [c0, c0 + count) (rows layout.rows(), nr apart) into NCHW output, plus the bias (and the
-/// residual), then the activation.
-void write_channels(const float* block, int nr, const RowLayout& layout, const float* bias, int c0, int count,
-                    const Variable* residual, Activation activation, Variable& output) {
+/// residual), then the activation: the rows [row_begin, row_end) of C^T only (a member's share of the pixels).
+void write_channels(const float* block, int nr, const RowLayout& layout, int row_begin, int row_end, const float* bias,
+                    int c0, int count, const Variable* residual, Activation activation, Variable& output) {
   const Shape& out = output.shape();
   for (int n = 0; n < layout.images; ++n) {
+    const int first_row = layout.row_of(n, 0);
+    const int q_begin = std::max(0, row_begin - first_row);
+    const int q_end = std::min(layout.pixels, row_end - first_row);
+    if (q_begin >= q_end) continue;
     for (int j = 0; j < count; ++j) {
-      const std::size_t plane =
-          static_cast<std::size_t>(n) * out.image_count() + static_cast<std::size_t>(c0 + j) * out.plane_count();
+      const std::size_t plane = static_cast<std::size_t>(n) * out.image_count() +
+                                static_cast<std::size_t>(c0 + j) * out.plane_count() + q_begin;
       float* target = output.data() + plane;
-      const float* column = block + static_cast<std::size_t>(layout.row_of(n, 0)) * nr + j;
+      const float* column = block + static_cast<std::size_t>(first_row + q_begin) * nr + j;
       const float b = bias[c0 + j];
-      for (int q = 0; q < layout.pixels; ++q) target[q] = column[static_cast<std::size_t>(q) * nr] + b;
+      const int run = q_end - q_begin;
+      for (int q = 0; q < run; ++q) target[q] = column[static_cast<std::size_t>(q) * nr] + b;
       if (residual) {
-        add_activate(target, residual->data() + plane, target, layout.pixels, activation);
+        add_activate(target, residual->data() + plane, target, run, activation);
       } else if (activation.kind != ActivationKind::none) {
-        bias_activate(target, target, layout.pixels, 0.0f, activation);
+        bias_activate(target, target, run, 0.0f, activation);
       }
     }
   }
@@ -200,29 +205,60 @@ void pad_channels(const Conv2dDesc& desc, const Variable& input, const PaddedTap
 }
 
 /// C^T's block of channels [c0, c0 + count) from the taps path's rows (output row by output row, tiles_per_row * mr
-/// rows each, nr apart) into NCHW output, plus the bias (and the residual), then the activation.
-void write_tap_channels(const float* block, int nr, int mr, const PaddedTaps& taps, const float* bias, int c0,
-                        int count, const Variable* residual, Activation activation, Variable& output) {
+/// rows each, nr apart) into NCHW output, plus the bias (and the residual), then the activation: the output rows
+/// [row_begin, row_end) of the batch only (row n * out_h + oy is image n's row oy; a member's share of the pixels).
+void write_tap_channels(const float* block, int nr, int mr, const PaddedTaps& taps, int row_begin, int row_end,
+                        const float* bias, int c0, int count, const Variable* residual, Activation activation,
+                        Variable& output) {
   const Shape& out = output.shape();
   const std::size_t row_stride = static_cast<std::size_t>(taps.tiles_per_row) * mr;
   for (int n = 0; n < out.n; ++n) {
+    const int oy_begin = std::max(0, row_begin - n * out.h);
+    const int oy_end = std::min(out.h, row_end - n * out.h);
+    if (oy_begin >= oy_end) continue;
     for (int j = 0; j < count; ++j) {
-      const std::size_t plane =
-          static_cast<std::size_t>(n) * out.image_count() + static_cast<std::size_t>(c0 + j) * out.plane_count();
+      const std::size_t plane = static_cast<std::size_t>(n) * out.image_count() +
+                                static_cast<std::size_t>(c0 + j) * out.plane_count() +
+                                static_cast<std::size_t>(oy_begin) * out.w;
       float* target = output.data() + plane;
       const float b = bias[c0 + j];
-      for (int oy = 0; oy < out.h; ++oy) {
+      for (int oy = oy_begin; oy < oy_end; ++oy) {
         const float* column = block + (static_cast<std::size_t>(n) * out.h + oy) * row_stride * nr + j;
-        float* target_row = target + static_cast<std::size_t>(oy) * out.w;
+        float* target_row = target + static_cast<std::size_t>(oy - oy_begin) * out.w;
         for (int ox = 0; ox < out.w; ++ox) target_row[ox] = column[static_cast<std::size_t>(ox) * nr] + b;
       }
+      const std::size_t run = static_cast<std::size_t>(oy_end - oy_begin) * out.w;
       if (residual) {
-        add_activate(target, residual->data() + plane, target, out.plane_count(), activation);
+        add_activate(target, residual->data() + plane, target, run, activation);
       } else if (activation.kind != ActivationKind::none) {
-        bias_activate(target, target, out.plane_count(), 0.0f, activation);
+        bias_activate(target, target, run, 0.0f, activation);
       }
     }
   }
+}
+
+/// Whether a team of `members` shares the GEMM by pixels rather than by output channels: `panels` weight panels
+/// against `units` units of pixels (a tap path's output rows, else pixel panels), each member's share of one or the
+/// other. By channels each member reads only its own panels, the weights once in all; but where the panels are too
+/// few to go round evenly, by pixels each member computes every panel over its share of the pixels (DenseNet-121's
+/// 7x7 128 -> 32 layers have one panel of 48 channels: by channels the second thread had nothing to do, and the
+/// layer ran slower at two threads than at one).
+bool split_by_pixels(int panels, int units, int members) {
+  if (members <= 1) return false;
+  const long long by_channels = static_cast<long long>((panels + members - 1) / members) * units;
+  const long long by_pixels = static_cast<long long>(panels) * ((units + members - 1) / members);
+  return by_pixels < by_channels;
+}
+
+/// The weights' panels of `kernel`'s width (ChannelPanels::panels).
+int weight_panels(const Conv2dDesc& desc, const GemmMicroKernel& kernel) {
+  return desc.groups * ((desc.out_channels / desc.groups + kernel.nr - 1) / kernel.nr);
+}
+
+/// The units of pixels that split_by_pixels shares: the output rows where `kernel` reads the taps in place, else
+/// the pixel panels.
+int split_units(const Conv2dDesc& desc, const Shape& output, const GemmMicroKernel& kernel) {
+  return reads_taps_in_place(desc, kernel) ? output.n * output.h : row_layout(desc, output, kernel.mr).panels();
 }
 
 }  // namespace
@@ -246,7 +282,6 @@ bool channels_in_lanes_reads_taps(const Conv2dDesc& desc) {
 
 const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members,
                                                 const GemmKernelSet& set) {
-  const int group_channels = desc.out_channels / desc.groups;
   const GemmMicroKernel* best = nullptr;
   double best_work = 0.0;
   const auto consider = [&](const GemmMicroKernel& kernel) {
@@ -256,13 +291,15 @@ const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Sh
     const bool one_register = one_register_wide(kernel);
     if (one_register && desc.groups == 1) return;
     if (desc.groups > 1 && !reads_taps_in_place(desc, kernel)) return;
-    // The taps path rounds each output row up to whole tiles; the others the batch's pixels as one run.
-    const double padded_rows =
-        reads_taps_in_place(desc, kernel)
-            ? static_cast<double>(output.n) * output.h * ((output.w + kernel.mr - 1) / kernel.mr * kernel.mr)
-            : static_cast<double>((output.count() / output.c + kernel.mr - 1) / kernel.mr * kernel.mr);
-    const int panels = desc.groups * ((group_channels + kernel.nr - 1) / kernel.nr);
-    const double work = static_cast<double>((panels + members - 1) / members) * kernel.nr * padded_rows *
+    // The taps path rounds each output row up to whole tiles and shares whole rows; the others run the batch's
+    // pixels as one and share pixel panels.
+    const bool taps = reads_taps_in_place(desc, kernel);
+    const int units = split_units(desc, output, kernel);
+    const int rows_per_unit = taps ? (output.w + kernel.mr - 1) / kernel.mr * kernel.mr : kernel.mr;
+    const int panels = weight_panels(desc, kernel);
+    const bool by_pixels = split_by_pixels(panels, units, members);
+    const double work = static_cast<double>(by_pixels ? panels : (panels + members - 1) / members) * kernel.nr *
+                        (by_pixels ? (units + members - 1) / members : units) * rows_per_unit *
                         (one_register ? kOneRegisterTileCost : 1.0);
     if (!best || work < best_work) {
       best = &kernel;
@@ -276,6 +313,11 @@ const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Sh
     if (kernel.run) consider(kernel);
   }
   return *best;
+}
+
+bool channels_in_lanes_splits_pixels(const Conv2dDesc& desc, const Shape& output, const GemmMicroKernel& kernel,
+                                     int members) {
+  return split_by_pixels(weight_panels(desc, kernel), split_units(desc, output, kernel), members);
 }
 
 bool ChannelPanels::share_buffer_if_equal(const ChannelPanels& other) {
@@ -316,16 +358,17 @@ ChannelPanels pack_channel_panels(const Conv2dDesc& desc, const float* weights, 
 
 namespace {
 
-/// The GEMM's sweep over `member`'s share of the weights' panels: each panel's depth in blocks of `depth_block`,
-/// each block multiplied into every one of `tiles` tiles of C^T by `multiply(panel, tile, k0, kc, sub_panel)`,
-/// then `finish(panel)` once the panel's depth is done.
+/// The GEMM's sweep over the weights' panels [panels.begin, panels.end): each panel's depth in blocks of
+/// `depth_block`, each block multiplied into the tiles [tile_begin, tile_end) of C^T by `multiply(panel, tile, k0,
+/// kc, sub_panel)`, then `finish(panel)` once the panel's depth is done.
 template <class Multiply, class Finish>
-void sweep_weight_panels(const TeamMember& member, const ChannelPanels& weights, int depth_block, int tiles,
-                         Multiply&& multiply, Finish&& finish) {
+void sweep_weight_panels(const ChannelPanels& weights, TeamMember::Range panels, int tile_begin, int tile_end,
+                         int depth_block, Multiply&& multiply, Finish&& finish) {
   const int nr = weights.nr;
   const int depth = weights.depth;
-  const TeamMember::Range mine = member.share(static_cast<std::size_t>(weights.panels()));
-  for (int p = static_cast<int>(mine.begin); p < static_cast<int>(mine.end); ++p) {
+  const int tiles = tile_end - tile_begin;
+  if (tiles <= 0) return;
+  for (int p = static_cast<int>(panels.begin); p < static_cast<int>(panels.end); ++p) {
     const float* panel = weights.panel(p);
     for (int k0 = 0; k0 < depth; k0 += depth_block) {
       const int kc = std::min(depth_block, depth - k0);
@@ -338,11 +381,11 @@ void sweep_weight_panels(const TeamMember& member, const ChannelPanels& weights,
       const char* next = reinterpret_cast<const char*>(sub_panel + static_cast<std::size_t>(kc) * nr);
       const std::size_t next_bytes = static_cast<std::size_t>(std::min(depth_block, depth)) * nr * sizeof(float);
       const std::size_t bytes_per_tile = (next_bytes / tiles + 63) / 64 * 64;
-      for (int t = 0; t < tiles; ++t) {
-        for (std::size_t b = t * bytes_per_tile; b < std::min(next_bytes, (t + 1) * bytes_per_tile); b += 64) {
+      for (int i = 0; i < tiles; ++i) {
+        for (std::size_t b = i * bytes_per_tile; b < std::min(next_bytes, (i + 1) * bytes_per_tile); b += 64) {
           __builtin_prefetch(next + b, 0, 2);
         }
-        multiply(p, t, k0, kc, sub_panel);
+        multiply(p, tile_begin + i, k0, kc, sub_panel);
       }
     }
     finish(p);
@@ -387,9 +430,18 @@ void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& ker
   const std::size_t group_floats =
       static_cast<std::size_t>(in.c / desc.groups) * taps.padded_h * taps.padded_w;  // one group's padded planes
   const std::int32_t* offsets = buffers.tap_offsets.data();
-  const int tiles = out.n * out.h * taps.tiles_per_row;
+  // A member's share: of the weights' panels over every output row, or of the output rows (whole rows of tiles,
+  // so that each writes whole rows of the output) over every panel.
+  const int out_rows = out.n * out.h;
+  const bool by_pixels = split_by_pixels(weights.panels(), out_rows, member.count());
+  const TeamMember::Range all_panels{0, static_cast<std::size_t>(weights.panels())};
+  const TeamMember::Range panels = by_pixels ? all_panels : member.share(all_panels.end);
+  const TeamMember::Range rows_of_member =
+      by_pixels ? member.share(static_cast<std::size_t>(out_rows)) : TeamMember::Range{0, std::size_t(out_rows)};
+  const int row_begin = static_cast<int>(rows_of_member.begin);
+  const int row_end = static_cast<int>(rows_of_member.end);
   sweep_weight_panels(
-      member, weights, taps_depth_block(weights), tiles,
+      weights, panels, row_begin * taps.tiles_per_row, row_end * taps.tiles_per_row, taps_depth_block(weights),
       [&](int p, int t, int k0, int kc, const float* sub_panel) {
         const int n = t / (out.h * taps.tiles_per_row);
         const int oy = t / taps.tiles_per_row % out.h;
@@ -402,8 +454,8 @@ void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& ker
             block.data() + static_cast<std::size_t>(t) * mr * nr, static_cast<std::size_t>(nr), k0 > 0);
       },
       [&](int p) {
-        write_tap_channels(block.data(), nr, mr, taps, weights.bias.data(), weights.first_channel(p),
-                           weights.channel_count(p), residual, activation, output);
+        write_tap_channels(block.data(), nr, mr, taps, row_begin, row_end, weights.bias.data(),
+                           weights.first_channel(p), weights.channel_count(p), residual, activation, output);
       });
   member.sync();
 }
@@ -440,8 +492,16 @@ void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& ker
   const std::size_t block_size = static_cast<std::size_t>(layout.panels()) * mr * nr;
   if (block.size() < block_size) block.resize(block_size);
   const float* pixels = buffers.pixel_panels.data();
+  // A member's share: of the weights' panels over every pixel panel, or of the pixel panels over every weight panel.
+  const bool by_pixels = split_by_pixels(weights.panels(), layout.panels(), member.count());
+  const TeamMember::Range all_panels{0, static_cast<std::size_t>(weights.panels())};
+  const TeamMember::Range panels = by_pixels ? all_panels : member.share(all_panels.end);
+  const TeamMember::Range pixel_panels = by_pixels ? member.share(static_cast<std::size_t>(layout.panels()))
+                                                   : TeamMember::Range{0, std::size_t(layout.panels())};
+  const int tile_begin = static_cast<int>(pixel_panels.begin);
+  const int tile_end = static_cast<int>(pixel_panels.end);
   sweep_weight_panels(
-      member, weights, kDepthBlock, layout.panels(),
+      weights, panels, tile_begin, tile_end, kDepthBlock,
       [&](int, int ip, int k0, int kc, const float* sub_panel) {
         kernel.run(static_cast<std::size_t>(kc), pixels + ip * panel_stride + static_cast<std::size_t>(k0) * mr,
                    sub_panel, block.data() + static_cast<std::size_t>(ip) * mr * nr, static_cast<std::size_t>(nr),
@@ -449,8 +509,8 @@ void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& ker
       },
       [&](int p) {
         const int c0 = p * nr;
-        write_channels(block.data(), nr, layout, weights.bias.data(), c0, std::min(nr, weights.channels - c0), residual,
-                       activation, output);
+        write_channels(block.data(), nr, layout, tile_begin * mr, std::min(tile_end * mr, layout.rows()),
+                       weights.bias.data(), c0, std::min(nr, weights.channels - c0), residual, activation, output);
       });
   member.sync();
 }

@@ -35,11 +35,18 @@ bool channels_in_lanes_applies(const Conv2dDesc& desc, const Shape& input);
 bool channels_in_lanes_reads_taps(const Conv2dDesc& desc);
 
 /// The micro-kernel of the widest instruction set for `desc` at `output` (every image's pixels by its output
-/// channels), split over output channels among `members`: of the tiles at least two registers wide, the one whose
-/// tiles compute the fewest padded elements per member.
+/// channels), shared among `members` as channels_in_lanes_conv shares it: of the tiles at least two registers wide,
+/// the one whose tiles compute the fewest padded elements per member.
 /// `set`: the widest instruction set's by default (tests pass others').
 const GemmMicroKernel& channels_in_lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members,
                                                 const GemmKernelSet& set = gemm_kernels());
+
+/// Whether channels_in_lanes_conv with `kernel` shares `desc`'s GEMM at `output` among `members` by pixels (each
+/// member every output channel of its share of the output rows or pixel panels) rather than by output channels
+/// (each member its share of the weights' panels over every pixel): where the panels are too few to go round
+/// evenly and the pixels split better.
+bool channels_in_lanes_splits_pixels(const Conv2dDesc& desc, const Shape& output, const GemmMicroKernel& kernel,
+                                     int members);
 
 /// A convolution's weights (out_channels, in_channels / groups, k, k) as each group's depth x group_channels block
 /// of W^T (depth = in_channels / groups * k * k), packed in panels of nr output channels of one group: group g's
@@ -79,7 +86,8 @@ struct ChannelsInLanesBuffers {
 
 /// output (N, out_channels, out_h, out_w) = activation(conv(input) + bias [+ residual]) (residual: output's shape,
 /// or null), by the whole team (each member calls it; it returns after the team's barrier): each member its share
-/// of the weights' channel panels over every image and pixel.
+/// of the weights' channel panels over every image and pixel, or, where channels_in_lanes_splits_pixels, its share
+/// of the pixels over every channel.
 void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
                             const ChannelPanels& weights, const Variable& input, const Variable* residual,
                             Activation activation, Variable& output, ChannelsInLanesBuffers& buffers);
