@@ -255,6 +255,20 @@ int weight_panels(const Conv2dDesc& desc, const GemmMicroKernel& kernel) {
   return desc.groups * ((desc.out_channels / desc.groups + kernel.nr - 1) / kernel.nr);
 }
 
+/// What one member of the team computes: the weights' panels [panels.begin, panels.end) over the units of pixels
+/// [units.begin, units.end) - its share of one of them (split_by_pixels decides which) and all of the other.
+struct MemberWork {
+  TeamMember::Range panels;
+  TeamMember::Range units;
+};
+
+MemberWork member_work(const TeamMember& member, int panels, int units) {
+  const TeamMember::Range all_panels{0, static_cast<std::size_t>(panels)};
+  const TeamMember::Range all_units{0, static_cast<std::size_t>(units)};
+  if (split_by_pixels(panels, units, member.count())) return {all_panels, member.share(all_units.end)};
+  return {member.share(all_panels.end), all_units};
+}
+
 /// The units of pixels that split_by_pixels shares: the output rows where `kernel` reads the taps in place, else
 /// the pixel panels.
 int split_units(const Conv2dDesc& desc, const Shape& output, const GemmMicroKernel& kernel) {
@@ -430,18 +444,12 @@ void channels_in_lanes_taps(const TeamMember& member, const GemmMicroKernel& ker
   const std::size_t group_floats =
       static_cast<std::size_t>(in.c / desc.groups) * taps.padded_h * taps.padded_w;  // one group's padded planes
   const std::int32_t* offsets = buffers.tap_offsets.data();
-  // A member's share: of the weights' panels over every output row, or of the output rows (whole rows of tiles,
-  // so that each writes whole rows of the output) over every panel.
-  const int out_rows = out.n * out.h;
-  const bool by_pixels = split_by_pixels(weights.panels(), out_rows, member.count());
-  const TeamMember::Range all_panels{0, static_cast<std::size_t>(weights.panels())};
-  const TeamMember::Range panels = by_pixels ? all_panels : member.share(all_panels.end);
-  const TeamMember::Range rows_of_member =
-      by_pixels ? member.share(static_cast<std::size_t>(out_rows)) : TeamMember::Range{0, std::size_t(out_rows)};
-  const int row_begin = static_cast<int>(rows_of_member.begin);
-  const int row_end = static_cast<int>(rows_of_member.end);
+  // The units a member may share are whole output rows of tiles, so that each writes whole rows of the output.
+  const MemberWork mine = member_work(member, weights.panels(), out.n * out.h);
+  const int row_begin = static_cast<int>(mine.units.begin);
+  const int row_end = static_cast<int>(mine.units.end);
   sweep_weight_panels(
-      weights, panels, row_begin * taps.tiles_per_row, row_end * taps.tiles_per_row, taps_depth_block(weights),
+      weights, mine.panels, row_begin * taps.tiles_per_row, row_end * taps.tiles_per_row, taps_depth_block(weights),
       [&](int p, int t, int k0, int kc, const float* sub_panel) {
         const int n = t / (out.h * taps.tiles_per_row);
         const int oy = t / taps.tiles_per_row % out.h;
@@ -492,16 +500,11 @@ void channels_in_lanes_conv(const TeamMember& member, const GemmMicroKernel& ker
   const std::size_t block_size = static_cast<std::size_t>(layout.panels()) * mr * nr;
   if (block.size() < block_size) block.resize(block_size);
   const float* pixels = buffers.pixel_panels.data();
-  // A member's share: of the weights' panels over every pixel panel, or of the pixel panels over every weight panel.
-  const bool by_pixels = split_by_pixels(weights.panels(), layout.panels(), member.count());
-  const TeamMember::Range all_panels{0, static_cast<std::size_t>(weights.panels())};
-  const TeamMember::Range panels = by_pixels ? all_panels : member.share(all_panels.end);
-  const TeamMember::Range pixel_panels = by_pixels ? member.share(static_cast<std::size_t>(layout.panels()))
-                                                   : TeamMember::Range{0, std::size_t(layout.panels())};
-  const int tile_begin = static_cast<int>(pixel_panels.begin);
-  const int tile_end = static_cast<int>(pixel_panels.end);
+  const MemberWork mine = member_work(member, weights.panels(), layout.panels());  // units: pixel panels
+  const int tile_begin = static_cast<int>(mine.units.begin);
+  const int tile_end = static_cast<int>(mine.units.end);
   sweep_weight_panels(
-      weights, panels, tile_begin, tile_end, kDepthBlock,
+      weights, mine.panels, tile_begin, tile_end, kDepthBlock,
       [&](int, int ip, int k0, int kc, const float* sub_panel) {
         kernel.run(static_cast<std::size_t>(kc), pixels + ip * panel_stride + static_cast<std::size_t>(k0) * mr,
                    sub_panel, block.data() + static_cast<std::size_t>(ip) * mr * nr, static_cast<std::size_t>(nr),
