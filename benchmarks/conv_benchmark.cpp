@@ -1,9 +1,9 @@
 // conv_benchmark: Conv2d through the Backend interface at Tiny YOLO's layer shapes, ResNet-18's and ResNet-50's:
 // naive, the blas backend's baseline (im2col + OpenBLAS) and its own algorithms, with warm caches, (the *_cold
 // configs) with the weights streaming from memory as in a model's forward, (blas_2t_foreign) with the input and
-// output last written by other cores, as the layers before leave them at two threads, and (blas_2t_forward) both;
-// the raw sgemm of the 13x13x1024->1024 layer (OpenBLAS) and the micro-kernels alone on cache-resident panels, for
-// context. Results and commands: docs/benchmarks.md.
+// output last written by other cores, as the layers before leave them at two threads, and (the *_2t_forward configs:
+// the tuner's choice, and each algorithm forced) both; the raw sgemm of the 13x13x1024->1024 layer (OpenBLAS) and the
+// micro-kernels alone on cache-resident panels, for context. Results and commands: docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <pthread.h>
@@ -118,7 +118,10 @@ constexpr BackendConfig kConfigs[] = {{"naive", "naive", 1},
                                       {"blas_1t_cold", "blas", 1, true},
                                       {"blas_2t_cold", "blas", 2, true},
                                       {"blas_2t_foreign", "blas", 2, false, true},
-                                      {"blas_2t_forward", "blas", 2, true, true}};
+                                      {"blas_2t_forward", "blas", 2, true, true},
+                                      {"packed_2t_forward", "blas:packed", 2, true, true},
+                                      {"batch_2t_forward", "blas:batch", 2, true, true},
+                                      {"lanes_2t_forward", "blas:channels_in_lanes", 2, true, true}};
 
 /// Writes (adds zero to) one float per cache line of [data, data + count) from a thread pinned to `cpu` (left
 /// unpinned where the process may not run there), so that the lines end modified in that core's caches.
