@@ -85,29 +85,20 @@ void pack_plane_runs(const Variable& input, const RowLayout& layout, int k_begin
   const Shape& in = input.shape();
   const int mr = kMr ? kMr : layout.mr;
   for (int k = k_begin; k < k_end; ++k) {
-    float* slot = out + static_cast<std::size_t>(k) * mr;
-    int lane = 0;
+    PanelRowWriter writer{out + static_cast<std::size_t>(k) * mr, 0, mr, panel_stride};
     for (int n = 0; n < layout.images; ++n) {
       const float* plane = input.data() + n * in.image_count() + static_cast<std::size_t>(k) * in.plane_count();
-      int q = 0;
-      while (q < layout.pixels) {
-        if (lane == 0 && layout.pixels - q >= mr) {
-          std::memcpy(slot, plane + q, sizeof(float) * mr);
+      for (int q = 0; q < layout.pixels;) {
+        if (writer.lane == 0 && layout.pixels - q >= mr) {
+          std::memcpy(writer.slot, plane + q, sizeof(float) * mr);
+          writer.slot += panel_stride;
           q += mr;
-          slot += panel_stride;
-          continue;
-        }
-        const int take = std::min(mr - lane, layout.pixels - q);
-        for (int i = 0; i < take; ++i) slot[lane + i] = plane[q + i];
-        q += take;
-        lane += take;
-        if (lane == mr) {
-          lane = 0;
-          slot += panel_stride;
+        } else {
+          writer.put(plane[q++]);  // a panel that straddles two images
         }
       }
     }
-    if (lane != 0) std::fill(slot + lane, slot + mr, 0.0f);
+    writer.finish();
   }
 }
 
