@@ -2,9 +2,11 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -24,6 +26,7 @@
 #include "corgy/backends/blas/separable_pool.h"
 #include "corgy/backends/blas/thread_team.h"
 #include "corgy/backends/blas/tuning_cache.h"
+#include "corgy/backends/cpu/fma_peak.h"
 #include "corgy/error.h"
 
 namespace corgy {
@@ -236,6 +239,52 @@ float* BlasBackend::column_buffer(std::size_t count) {
   return columns_.data();
 }
 
+namespace {
+
+/// The times the calling thread was taken off its CPU for another (involuntary context switches).
+long involuntary_switches() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_nivcsw;
+}
+
+}  // namespace
+
+double BlasBackend::slowest_core_gflops() {
+  const CpuIsa isa = widest_cpu_isa();
+  if (isa != CpuIsa::avx512 && isa != CpuIsa::avx2) return 0.0;
+  std::vector<double> rates(static_cast<std::size_t>(threads_));
+  team_->run(threads_, [&](const TeamMember& member) {
+    // The second of two probes: a core that idled may take the first to reach its clock.
+    fma_probe_gflops(isa);
+    rates[member.index()] = fma_probe_gflops(isa);
+  });
+  return *std::min_element(rates.begin(), rates.end());
+}
+
+blas::Fastest BlasBackend::fastest_measured(std::size_t candidates, const std::function<double(std::size_t)>& time_ms) {
+  std::vector<double> rates;
+  std::vector<long> switches(static_cast<std::size_t>(threads_));
+  int preempted_runs = 0;
+  blas::Fastest fastest = blas::fastest_candidate(candidates, [&](std::size_t i) {
+    rates.push_back(slowest_core_gflops());
+    team_->run(threads_, [&](const TeamMember& member) { switches[member.index()] = involuntary_switches(); });
+    const double ms = time_ms(i);
+    std::atomic<bool> preempted = false;
+    team_->run(threads_, [&](const TeamMember& member) {
+      if (involuntary_switches() != switches[member.index()]) preempted = true;
+    });
+    preempted_runs += preempted ? 1 : 0;
+    return ms;
+  });
+  // Disturbed: most runs shared a core with another thread (a neighbour on the sibling hyperthread: the probes'
+  // median low), or had one taken off its core for another (time-sliced with a busy process: the switches).
+  std::ranges::sort(rates);
+  const bool cores_quiet = rates.empty() || tuning_->undisturbed(rates[rates.size() / 2]);
+  fastest.undisturbed = cores_quiet && 2 * preempted_runs <= static_cast<int>(rates.size());
+  return fastest;
+}
+
 const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape& in, const Variable* input,
                                             const Variable& weights, const Variable* bias, const Variable* residual,
                                             const Pool2dDesc* pool) {
@@ -301,7 +350,7 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
   // With the pool: where run_plan does not fuse it, it keeps the convolution's output in conv_output_scratch_.
   Variable pooled = pool ? Variable(Shape{out.n, out.c, pool->output_h(out.h), pool->output_w(out.w)}) : Variable();
   profiler_.set_muted(true);
-  const blas::Fastest fastest = blas::fastest_candidate(candidates.size(), [&](std::size_t i) {
+  const blas::Fastest fastest = fastest_measured(candidates.size(), [&](std::size_t i) {
     const blas::ConvPlan& plan = plan_of(i);
     // The weights as a forward finds them (conv_tuner.h): the packed ones, and the layer's own where the plan reads
     // those (the depthwise plane kernel; the others' would be paged back in from their file: ConvPlanCache::store).
@@ -325,7 +374,7 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   });
   profiler_.set_muted(false);
-  tuning_->record(key, {names[fastest.index], fastest.ms});
+  tuning_->record(key, {names[fastest.index], fastest.ms}, !fastest.undisturbed);
   blas::ConvPlan& chosen = plan_of(fastest.index);
   if (chosen.algorithm != blas::ConvAlgorithm::channels_in_lanes) release_grown(lanes_before);
   conv_output_scratch_ = std::move(conv_output_before);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,6 +21,7 @@ struct InputAffine;
 struct ConvPlan;
 struct ChannelBlockResidualPlan;
 struct BandBuffers;
+struct Fastest;
 class TuningTable;
 }  // namespace blas
 
@@ -183,6 +185,16 @@ class BlasBackend final : public Backend {
                                             const Variable* bias);
   /// output = activation(output + residual), one pass split among the team.
   void add_residual(const Variable& residual, Activation activation, Variable& output);
+  /// The FMA rate of the team's slowest core now (fma_probe_gflops on every member at once), or 0 on a CPU without
+  /// AVX2.
+  double slowest_core_gflops();
+  /// blas::fastest_candidate, and whether its timing was undisturbed (Fastest::undisturbed), which decides whether
+  /// the choice counts towards the tuning cache's agreement (tuning_cache.h): before each timed run (outside its
+  /// time) slowest_core_gflops(), whose median must be an undisturbed rate (TuningTable::undisturbed), and after it
+  /// whether a member was taken off its CPU for another thread, which at most half of the runs may have been. The
+  /// median, not the lowest: a probe of 60 us catches the odd interrupt, which the runs' best-of-rounds leaves out
+  /// anyway; a neighbour on the sibling hyperthread through the timing lowers most of them.
+  blas::Fastest fastest_measured(std::size_t candidates, const std::function<double(std::size_t)>& time_ms);
   /// How tall inverted_residual's bands are: what fits the L2 budget, or whole images (one member's each).
   enum class BandHeight { within_budget, whole_image };
   /// Defined in inverted_residual.cpp: the output rows of each band of a block whose depthwise convolution is `d`

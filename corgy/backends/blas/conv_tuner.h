@@ -55,6 +55,8 @@ void evict_from_caches(std::span<const std::span<const float>> buffers);
 struct Fastest {
   std::size_t index = 0;
   double ms = 0.0;
+  /// False where the cores were disturbed while the candidates were timed (BlasBackend::fastest_measured sets it).
+  bool undisturbed = true;
 };
 
 /// The fastest of `candidates`: `time_ms(i)` runs candidate i once and returns its wall time. Each is run twice,

@@ -213,7 +213,7 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     // plans, and theirs are paged out (ConvPlanCache::store).
     weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
     profiler_.set_muted(true);
-    const blas::Fastest fastest = blas::fastest_candidate(ways.size(), [&](std::size_t i) {
+    const blas::Fastest fastest = fastest_measured(ways.size(), [&](std::size_t i) {
       blas::evict_from_caches(weight_buffers);
       const auto start = std::chrono::steady_clock::now();
       run(ways[i]);
@@ -221,7 +221,7 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     });
     profiler_.set_muted(false);
     choice = fastest.index;
-    tuning_->record(key, {names[fastest.index], fastest.ms});
+    tuning_->record(key, {names[fastest.index], fastest.ms}, !fastest.undisturbed);
     // A plan not chosen holds packed weights for nothing.
     if (blocks_apply && ways[*choice] != Way::channel_blocks)
       plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
@@ -267,7 +267,7 @@ void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, co
     in_channel_blocks();
     std::vector<std::span<const float>> weight_buffers = channel_block_plan(desc, image_input).weight_buffers();
     weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
-    const blas::Fastest fastest = blas::fastest_candidate(2, [&](std::size_t i) {
+    const blas::Fastest fastest = fastest_measured(2, [&](std::size_t i) {
       blas::evict_from_caches(weight_buffers);
       const auto start = std::chrono::steady_clock::now();
       i == 0 ? apart() : in_channel_blocks();
@@ -275,7 +275,7 @@ void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, co
     });
     profiler_.set_muted(false);
     choice = fastest.index;
-    tuning_->record(key, {names[fastest.index], fastest.ms});
+    tuning_->record(key, {names[fastest.index], fastest.ms}, !fastest.undisturbed);
     if (*choice == 0) plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
   }
   *choice == 0 ? apart() : in_channel_blocks();

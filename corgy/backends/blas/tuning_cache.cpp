@@ -31,6 +31,8 @@ constexpr std::size_t most_line_bytes = 1024;
 constexpr std::size_t most_entries = 8192;
 constexpr std::size_t most_choice_bytes = 64;
 constexpr int most_agreed = 1000;  // counted no further
+// A core's FMA rate in GFLOP/s: above any CPU's (a core of 2 x 512-bit FMA at 6 GHz does 384).
+constexpr double most_core_gflops = 10'000.0;
 
 json header(const CpuTuningIdentity& id) {
   return {{"corgy_blas_tuning", id.format},
@@ -50,10 +52,9 @@ std::optional<std::pair<std::string, TunedEntry>> parse_entry(const json& line) 
       !ms->is_number() || choice->get_ref<const std::string&>().size() > most_choice_bytes) {
     return std::nullopt;
   }
-  // "agreed" is a count of processes from 1 to most_agreed.
+  // "agreed" is a count of undisturbed processes from 0 to most_agreed.
   const auto agreed = line.find("agreed");
-  if (agreed == line.end() || !agreed->is_number_unsigned() || agreed->get<std::uint64_t>() < 1 ||
-      agreed->get<std::uint64_t>() > most_agreed) {
+  if (agreed == line.end() || !agreed->is_number_unsigned() || agreed->get<std::uint64_t>() > most_agreed) {
     return std::nullopt;
   }
   return std::pair{key->get<std::string>(), TunedEntry{choice->get<std::string>(), ms->get<double>(),
@@ -135,18 +136,21 @@ std::shared_ptr<TuningTable> TuningTable::of_file(const std::filesystem::path& f
 TuningTable::TuningTable(std::filesystem::path file, CpuTuningIdentity identity)
     : file_(std::move(file)), identity_(std::move(identity)) {}
 
+void TuningTable::load_once() {
+  if (loaded_) return;
+  loaded_ = true;
+  if (file_.empty()) return;
+  if (const std::optional<std::string> text = read_cache_file(file_, most_tuning_file_bytes)) {
+    // Choices recorded before the first read win over the file's (merge leaves duplicates in the source).
+    std::map<std::string, TunedEntry> read = parse_blas_tuning_cache(*text, identity_);
+    entries_.merge(read);
+    best_core_gflops_ = std::max(best_core_gflops_, parse_blas_tuning_core_gflops(*text, identity_));
+  }
+}
+
 std::optional<std::size_t> TuningTable::find(const std::string& key, std::span<const std::string> candidates) {
   const std::lock_guard lock(mutex_);
-  if (!loaded_) {
-    loaded_ = true;
-    if (!file_.empty()) {
-      if (const std::optional<std::string> text = read_cache_file(file_, most_tuning_file_bytes)) {
-        // Choices recorded before the first read win over the file's (merge leaves duplicates in the source).
-        std::map<std::string, TunedEntry> read = parse_blas_tuning_cache(*text, identity_);
-        entries_.merge(read);
-      }
-    }
-  }
+  load_once();
   const auto found = entries_.find(key);
   if (found == entries_.end() || (!recorded_.contains(key) && found->second.agreed < kAgreedToTrust)) {
     return std::nullopt;
@@ -157,11 +161,27 @@ std::optional<std::size_t> TuningTable::find(const std::string& key, std::span<c
   return std::nullopt;
 }
 
-void TuningTable::record(const std::string& key, TunedEntry entry) {
+bool TuningTable::undisturbed(double core_gflops) {
+  const std::lock_guard lock(mutex_);
+  load_once();                                                              // the file's best rate
+  if (!(core_gflops > 0.0 && core_gflops < most_core_gflops)) return true;  // no probe on this CPU
+  const bool quiet = core_gflops >= kUndisturbedShare * best_core_gflops_;
+  if (core_gflops > best_core_gflops_) {
+    best_core_gflops_ = core_gflops;
+    unsaved_ = true;
+  }
+  return quiet;
+}
+
+void TuningTable::record(const std::string& key, TunedEntry entry, bool disturbed) {
   const std::lock_guard lock(mutex_);
   const auto known = entries_.find(key);
   const bool confirms = known != entries_.end() && !recorded_.contains(key) && known->second.choice == entry.choice;
-  entry.agreed = confirms ? std::min(known->second.agreed, most_agreed - 1) + 1 : 1;
+  if (disturbed) {
+    entry.agreed = confirms ? known->second.agreed : 0;
+  } else {
+    entry.agreed = confirms ? std::min(known->second.agreed, most_agreed - 1) + 1 : 1;
+  }
   entries_.insert_or_assign(key, std::move(entry));
   recorded_.insert(key);
   unsaved_ = true;
@@ -173,13 +193,16 @@ void TuningTable::save() {
   unsaved_ = false;
   // What another process wrote since this one read the file is kept; this process's choices win.
   std::map<std::string, TunedEntry> merged = entries_;
+  double core_gflops = best_core_gflops_;
   if (const std::optional<std::string> text = read_cache_file(file_, most_tuning_file_bytes)) {
     for (auto& [key, entry] : parse_blas_tuning_cache(*text, identity_)) {
       if (merged.size() >= most_entries) break;
       merged.try_emplace(key, entry);
     }
+    core_gflops = std::max(core_gflops, parse_blas_tuning_core_gflops(*text, identity_));
   }
-  const std::optional<std::string> failure = replace_cache_file(file_, format_blas_tuning_cache(merged, identity_));
+  const std::optional<std::string> failure =
+      replace_cache_file(file_, format_blas_tuning_cache(merged, identity_, core_gflops));
   if (failure && !noted_) {
     noted_ = true;
     fmt::print(stderr,
@@ -199,15 +222,31 @@ std::map<std::string, TunedEntry> parse_blas_tuning_cache(const std::string& tex
   return entries;
 }
 
+double parse_blas_tuning_core_gflops(const std::string& text, const CpuTuningIdentity& identity) {
+  double best = 0.0;
+  for_each_json_line(text, header(identity), most_line_bytes, [&](const json& line) {
+    const auto rate = line.is_object() ? line.find("core_fma_gflops") : line.end();
+    if (rate != line.end() && rate->is_number() && rate->get<double>() > 0.0 &&
+        rate->get<double>() < most_core_gflops) {
+      best = std::max(best, rate->get<double>());
+    }
+    return true;
+  });
+  return best;
+}
+
 std::string format_blas_tuning_cache(const std::map<std::string, TunedEntry>& entries,
-                                     const CpuTuningIdentity& identity) {
+                                     const CpuTuningIdentity& identity, double core_gflops) {
   std::string text = header(identity).dump() + "\n";
+  if (core_gflops > 0.0 && core_gflops < most_core_gflops) {
+    text += json{{"core_fma_gflops", std::round(core_gflops * 10.0) / 10.0}}.dump() + "\n";
+  }
   for (const auto& [key, entry] : entries) {
     // Rounded to the microsecond: the time is for a person reading the file.
     text += json{{"key", key},
                  {"choice", entry.choice},
                  {"ms", std::round(entry.ms * 1000.0) / 1000.0},
-                 {"agreed", std::clamp(entry.agreed, 1, most_agreed)}}
+                 {"agreed", std::clamp(entry.agreed, 0, most_agreed)}}
                 .dump() +
             "\n";
   }

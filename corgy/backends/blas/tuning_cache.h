@@ -16,6 +16,13 @@
 // Nor is one process's measurement: a choice is planned from the file only once the measurements of two processes
 // in a row agreed on it ("agreed": 2). A process whose timings another tenant disturbed had kept F(2x2, 3x3) for
 // DenseNet-121's 56x56 layers at batch 8, 1.4x slower there than F(4x4, 3x3), and every later process planned it.
+// Two processes in a row can be disturbed alike, though (on a shared host two had agreed on the packed GEMM for
+// ResNet-50's 56x56 3x3 / 2 layer at batch 8, 16.3 ms, where processes timing afresh at a quieter hour picked the
+// channels-in-lanes GEMM, 13.1-13.7 ms), so the tuner also says whether its cores were disturbed while it timed
+// (BlasBackend::fastest_measured: an FMA probe on every member before each run, judged against the best core rate
+// the file has seen, "core_fma_gflops", and the runs' involuntary context switches). A disturbed measurement is used
+// by its process but counts for no agreement ("agreed": 0): later processes time the operation again until two
+// undisturbed measurements agree.
 // Writes go to a temporary file renamed over the old one, merged with what the file held then (cache_file.h).
 #pragma once
 
@@ -53,9 +60,13 @@ std::filesystem::path default_blas_tuning_cache_file();
 struct TunedEntry {
   std::string choice;
   double ms = 0.0;
-  /// How many processes in a row measured this choice (1: this one, or only the one that wrote the file).
+  /// How many undisturbed processes in a row measured this choice (1: this one, or only the one that wrote the file;
+  /// 0: only a disturbed one).
   int agreed = 1;
 };
+
+/// The share of the best FMA rate seen on a core below which a measurement counts as disturbed.
+inline constexpr double kUndisturbedShare = 0.85;
 
 /// The processes that must have measured the same choice before later ones plan from the file without timing.
 inline constexpr int kAgreedToTrust = 2;
@@ -75,8 +86,12 @@ class TuningTable {
   /// `candidates`.
   std::optional<std::size_t> find(const std::string& key, std::span<const std::string> candidates);
   /// Records this process's measurement for `key` (entry.agreed is set here: one more than the file's where the
-  /// file holds the same choice, else 1).
-  void record(const std::string& key, TunedEntry entry);
+  /// file holds the same choice, else 1). A `disturbed` one (undisturbed() said so) adds nothing to the file's
+  /// count: the file's where it holds the same choice, else 0.
+  void record(const std::string& key, TunedEntry entry, bool disturbed = false);
+  /// Whether the slowest core's FMA rate during a measurement, `core_gflops` (fma_probe_gflops), is at least
+  /// kUndisturbedShare of the best rate this table has seen, in this process or in its file; raises that best.
+  bool undisturbed(double core_gflops);
   /// Writes the choices recorded since the last save, merged with the file's current entries. Never throws: where
   /// the file cannot be written, a note goes to stderr (once per table) and the choices stay in memory.
   void save();
@@ -84,12 +99,16 @@ class TuningTable {
   const std::filesystem::path& file() const { return file_; }
 
  private:
+  /// Reads the file at the first call (mutex_ held).
+  void load_once();
+
   std::mutex mutex_;
   std::filesystem::path file_;
   CpuTuningIdentity identity_;
   bool loaded_ = false;
   bool unsaved_ = false;
   bool noted_ = false;
+  double best_core_gflops_ = 0.0;  // the best FMA rate of a core seen while measuring (file and process)
   std::map<std::string, TunedEntry> entries_;
   std::set<std::string> recorded_;  // the keys this process measured (its choices, trusted here)
 };
@@ -99,8 +118,10 @@ class TuningTable {
 /// The entries of cache file text `text` whose first line is `identity`'s header; none for any other text.
 /// Malformed or out-of-range lines are skipped.
 std::map<std::string, TunedEntry> parse_blas_tuning_cache(const std::string& text, const CpuTuningIdentity& identity);
-/// The file text of `entries` for `identity`.
+/// The best core FMA rate that cache file text `text` of `identity` records (its "core_fma_gflops" line), or 0.
+double parse_blas_tuning_core_gflops(const std::string& text, const CpuTuningIdentity& identity);
+/// The file text of `entries` for `identity`, with `core_gflops` (when above 0) as its best core FMA rate.
 std::string format_blas_tuning_cache(const std::map<std::string, TunedEntry>& entries,
-                                     const CpuTuningIdentity& identity);
+                                     const CpuTuningIdentity& identity, double core_gflops = 0.0);
 
 }  // namespace corgy::blas
