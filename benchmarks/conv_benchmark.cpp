@@ -84,6 +84,15 @@ constexpr ConvShape kImageNetStridedShapes[] = {
     {28, 256, 256, 3, 2},
 };
 
+/// DenseNet-121's growth convolutions (3x3, 128 -> 32) at batch 1, one per dense block: deep and narrow, 4x more input
+/// channels than output, so that Winograd's transformed input outweighs its products and its GEMMs are 32 rows.
+constexpr ConvShape kDenseNetGrowth[] = {
+    {56, 128, 32, 3},
+    {28, 128, 32, 3},
+    {14, 128, 32, 3},
+    {7, 128, 32, 3},
+};
+
 /// One backend configuration to compare.
 struct BackendConfig {
   const char* label;
@@ -261,7 +270,7 @@ int main(int argc, char** argv) {
        {std::span<const ConvShape>(kTinyYoloShapes), std::span<const ConvShape>(kResNet50LastStage),
         std::span<const ConvShape>(kResNet18ThreeByThree), std::span<const ConvShape>(kResNet50Pointwise),
         std::span<const ConvShape>(kMobileNetV2Pointwise), std::span<const ConvShape>(kImageNetStridedShapes),
-        std::span<const ConvShape>(kResNeXtGrouped)}) {
+        std::span<const ConvShape>(kResNeXtGrouped), std::span<const ConvShape>(kDenseNetGrowth)}) {
     for (const ConvShape& shape : shapes) {
       for (const BackendConfig& config : kConfigs) {
         const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;
