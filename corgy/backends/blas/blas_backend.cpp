@@ -250,25 +250,23 @@ long involuntary_switches() {
 
 }  // namespace
 
-double BlasBackend::slowest_core_gflops() {
-  const CpuIsa isa = widest_cpu_isa();
-  if (isa != CpuIsa::avx512 && isa != CpuIsa::avx2) return 0.0;
-  std::vector<double> rates(static_cast<std::size_t>(threads_));
-  team_->run(threads_, [&](const TeamMember& member) {
-    // The second of two probes: a core that idled may take the first to reach its clock.
-    fma_probe_gflops(isa);
-    rates[member.index()] = fma_probe_gflops(isa);
-  });
-  return *std::min_element(rates.begin(), rates.end());
-}
-
 blas::Fastest BlasBackend::fastest_measured(std::size_t candidates, const std::function<double(std::size_t)>& time_ms) {
-  std::vector<double> rates;
+  const CpuIsa isa = widest_cpu_isa();
+  const bool probes = isa == CpuIsa::avx512 || isa == CpuIsa::avx2;
+  std::vector<double> slowest_rates;  // per run, the slowest member's probe
+  std::vector<double> member_rates(static_cast<std::size_t>(threads_));
   std::vector<long> switches(static_cast<std::size_t>(threads_));
   int preempted_runs = 0;
   blas::Fastest fastest = blas::fastest_candidate(candidates, [&](std::size_t i) {
-    rates.push_back(slowest_core_gflops());
-    team_->run(threads_, [&](const TeamMember& member) { switches[member.index()] = involuntary_switches(); });
+    team_->run(threads_, [&](const TeamMember& member) {
+      if (probes) {
+        // The second of two probes: a core that idled may take the first to reach its clock.
+        fma_probe_gflops(isa);
+        member_rates[member.index()] = fma_probe_gflops(isa);
+      }
+      switches[member.index()] = involuntary_switches();
+    });
+    slowest_rates.push_back(*std::min_element(member_rates.begin(), member_rates.end()));
     const double ms = time_ms(i);
     std::atomic<bool> preempted = false;
     team_->run(threads_, [&](const TeamMember& member) {
@@ -278,10 +276,11 @@ blas::Fastest BlasBackend::fastest_measured(std::size_t candidates, const std::f
     return ms;
   });
   // Disturbed: most runs shared a core with another thread (a neighbour on the sibling hyperthread: the probes'
-  // median low), or had one taken off its core for another (time-sliced with a busy process: the switches).
-  std::ranges::sort(rates);
-  const bool cores_quiet = rates.empty() || tuning_->undisturbed(rates[rates.size() / 2]);
-  fastest.undisturbed = cores_quiet && 2 * preempted_runs <= static_cast<int>(rates.size());
+  // median low), or had one taken off its core for another (time-sliced with a busy process: the switches). Without
+  // probes (a CPU without AVX2) the rates are 0, which TuningTable::undisturbed does not judge.
+  std::ranges::sort(slowest_rates);
+  const bool cores_quiet = slowest_rates.empty() || tuning_->undisturbed(slowest_rates[slowest_rates.size() / 2]);
+  fastest.undisturbed = cores_quiet && 2 * preempted_runs <= static_cast<int>(slowest_rates.size());
   return fastest;
 }
 

@@ -185,13 +185,11 @@ class BlasBackend final : public Backend {
                                             const Variable* bias);
   /// output = activation(output + residual), one pass split among the team.
   void add_residual(const Variable& residual, Activation activation, Variable& output);
-  /// The FMA rate of the team's slowest core now (fma_probe_gflops on every member at once), or 0 on a CPU without
-  /// AVX2.
-  double slowest_core_gflops();
   /// blas::fastest_candidate, and whether its timing was undisturbed (Fastest::undisturbed), which decides whether
   /// the choice counts towards the tuning cache's agreement (tuning_cache.h): before each timed run (outside its
-  /// time) slowest_core_gflops(), whose median must be an undisturbed rate (TuningTable::undisturbed), and after it
-  /// whether a member was taken off its CPU for another thread, which at most half of the runs may have been. The
+  /// time) every member runs fma_probe_gflops, and the median over the runs of the slowest member's rate must be an
+  /// undisturbed one (TuningTable::undisturbed); after each run, whether a member was taken off its CPU for another
+  /// thread, which at most half of the runs may have been. The
   /// median, not the lowest: a probe of 60 us catches the odd interrupt, which the runs' best-of-rounds leaves out
   /// anyway; a neighbour on the sibling hyperthread through the timing lowers most of them.
   blas::Fastest fastest_measured(std::size_t candidates, const std::function<double(std::size_t)>& time_ms);

@@ -34,6 +34,8 @@ constexpr int most_agreed = 1000;  // counted no further
 // A core's FMA rate in GFLOP/s: above any CPU's (a core of 2 x 512-bit FMA at 6 GHz does 384).
 constexpr double most_core_gflops = 10'000.0;
 
+bool plausible_core_gflops(double rate) { return rate > 0.0 && rate < most_core_gflops; }
+
 json header(const CpuTuningIdentity& id) {
   return {{"corgy_blas_tuning", id.format},
           {"corgy", id.corgy_version},
@@ -59,6 +61,27 @@ std::optional<std::pair<std::string, TunedEntry>> parse_entry(const json& line) 
   }
   return std::pair{key->get<std::string>(), TunedEntry{choice->get<std::string>(), ms->get<double>(),
                                                        static_cast<int>(agreed->get<std::uint64_t>())}};
+}
+
+// What a cache file's text holds for `identity`: its choices and the best core FMA rate it records (0: none).
+struct CacheText {
+  std::map<std::string, TunedEntry> entries;
+  double core_gflops = 0.0;
+};
+
+CacheText parse_cache_text(const std::string& text, const CpuTuningIdentity& identity) {
+  CacheText read;
+  // The header must be exactly this identity's: any other CPU, build, version or format is not ours.
+  for_each_json_line(text, header(identity), most_line_bytes, [&](const json& line) {
+    if (auto entry = parse_entry(line)) {
+      read.entries.insert_or_assign(std::move(entry->first), std::move(entry->second));
+    } else if (const auto rate = line.is_object() ? line.find("core_fma_gflops") : line.end();
+               rate != line.end() && rate->is_number() && plausible_core_gflops(rate->get<double>())) {
+      read.core_gflops = std::max(read.core_gflops, rate->get<double>());
+    }
+    return read.entries.size() < most_entries;
+  });
+  return read;
 }
 
 // The GNU build id (hex) of the loaded object that holds `address`: the shared library, or the executable corgy is
@@ -142,9 +165,9 @@ void TuningTable::load_once() {
   if (file_.empty()) return;
   if (const std::optional<std::string> text = read_cache_file(file_, most_tuning_file_bytes)) {
     // Choices recorded before the first read win over the file's (merge leaves duplicates in the source).
-    std::map<std::string, TunedEntry> read = parse_blas_tuning_cache(*text, identity_);
-    entries_.merge(read);
-    best_core_gflops_ = std::max(best_core_gflops_, parse_blas_tuning_core_gflops(*text, identity_));
+    CacheText read = parse_cache_text(*text, identity_);
+    entries_.merge(read.entries);
+    best_core_gflops_ = std::max(best_core_gflops_, read.core_gflops);
   }
 }
 
@@ -163,8 +186,8 @@ std::optional<std::size_t> TuningTable::find(const std::string& key, std::span<c
 
 bool TuningTable::undisturbed(double core_gflops) {
   const std::lock_guard lock(mutex_);
-  load_once();                                                              // the file's best rate
-  if (!(core_gflops > 0.0 && core_gflops < most_core_gflops)) return true;  // no probe on this CPU
+  load_once();                                           // the file's best rate
+  if (!plausible_core_gflops(core_gflops)) return true;  // no probe on this CPU
   const bool quiet = core_gflops >= kUndisturbedShare * best_core_gflops_;
   if (core_gflops > best_core_gflops_) {
     best_core_gflops_ = core_gflops;
@@ -195,11 +218,12 @@ void TuningTable::save() {
   std::map<std::string, TunedEntry> merged = entries_;
   double core_gflops = best_core_gflops_;
   if (const std::optional<std::string> text = read_cache_file(file_, most_tuning_file_bytes)) {
-    for (auto& [key, entry] : parse_blas_tuning_cache(*text, identity_)) {
+    const CacheText read = parse_cache_text(*text, identity_);
+    for (const auto& [key, entry] : read.entries) {
       if (merged.size() >= most_entries) break;
       merged.try_emplace(key, entry);
     }
-    core_gflops = std::max(core_gflops, parse_blas_tuning_core_gflops(*text, identity_));
+    core_gflops = std::max(core_gflops, read.core_gflops);
   }
   const std::optional<std::string> failure =
       replace_cache_file(file_, format_blas_tuning_cache(merged, identity_, core_gflops));
@@ -213,32 +237,17 @@ void TuningTable::save() {
 }
 
 std::map<std::string, TunedEntry> parse_blas_tuning_cache(const std::string& text, const CpuTuningIdentity& identity) {
-  std::map<std::string, TunedEntry> entries;
-  // The header must be exactly this identity's: any other CPU, build, version or format is not ours.
-  for_each_json_line(text, header(identity), most_line_bytes, [&](const json& line) {
-    if (auto entry = parse_entry(line)) entries.insert_or_assign(std::move(entry->first), std::move(entry->second));
-    return entries.size() < most_entries;
-  });
-  return entries;
+  return parse_cache_text(text, identity).entries;
 }
 
 double parse_blas_tuning_core_gflops(const std::string& text, const CpuTuningIdentity& identity) {
-  double best = 0.0;
-  for_each_json_line(text, header(identity), most_line_bytes, [&](const json& line) {
-    const auto rate = line.is_object() ? line.find("core_fma_gflops") : line.end();
-    if (rate != line.end() && rate->is_number() && rate->get<double>() > 0.0 &&
-        rate->get<double>() < most_core_gflops) {
-      best = std::max(best, rate->get<double>());
-    }
-    return true;
-  });
-  return best;
+  return parse_cache_text(text, identity).core_gflops;
 }
 
 std::string format_blas_tuning_cache(const std::map<std::string, TunedEntry>& entries,
                                      const CpuTuningIdentity& identity, double core_gflops) {
   std::string text = header(identity).dump() + "\n";
-  if (core_gflops > 0.0 && core_gflops < most_core_gflops) {
+  if (plausible_core_gflops(core_gflops)) {
     text += json{{"core_fma_gflops", std::round(core_gflops * 10.0) / 10.0}}.dump() + "\n";
   }
   for (const auto& [key, entry] : entries) {

@@ -50,39 +50,46 @@ __attribute__((target("avx512f"))) float fma_chains_avx512(std::int64_t iteratio
   return total;
 }
 
+/// The chains of `isa` and the floats per register; `caller` names the function in the error for a CPU without it.
+struct FmaChains {
+  float (*run)(std::int64_t iterations);
+  int lanes;
+  /// The floating-point operations of `iterations` steps on one thread.
+  double flop(std::int64_t iterations) const { return 2.0 * lanes * kChains * static_cast<double>(iterations); }
+};
+
+FmaChains fma_chains(CpuIsa isa, const char* caller) {
+  if (isa == CpuIsa::generic || !cpu_has(isa))
+    throw Error(fmt::format("{}: this CPU has no {}", caller, isa_name(isa)));
+  return isa == CpuIsa::avx512 ? FmaChains{fma_chains_avx512, 16} : FmaChains{fma_chains_avx2, 8};
+}
+
 }  // namespace
 
 double fma_peak_gflops(CpuIsa isa, int threads, int repeat, std::int64_t iterations) {
-  if (isa == CpuIsa::generic || !cpu_has(isa))
-    throw Error(fmt::format("fma_peak_gflops: this CPU has no {}", isa_name(isa)));
-  float (*chains)(std::int64_t) = isa == CpuIsa::avx512 ? fma_chains_avx512 : fma_chains_avx2;
-  const int lanes = isa == CpuIsa::avx512 ? 16 : 8;
+  const FmaChains chains = fma_chains(isa, "fma_peak_gflops");
   std::vector<float> sink(static_cast<std::size_t>(threads));
   double best_seconds = 1e30;
   for (int r = 0; r < repeat; ++r) {
     const auto start = Clock::now();
     std::vector<std::thread> workers;
-    for (int t = 0; t < threads; ++t) workers.emplace_back([&, t] { sink[t] = chains(iterations); });
+    for (int t = 0; t < threads; ++t) workers.emplace_back([&, t] { sink[t] = chains.run(iterations); });
     for (std::thread& worker : workers) worker.join();
     best_seconds = std::min(best_seconds, std::chrono::duration<double>(Clock::now() - start).count());
   }
   if (std::all_of(sink.begin(), sink.end(), [](float v) { return v == 0.0f; })) std::abort();  // keeps the work
-  const double flop = 2.0 * lanes * kChains * static_cast<double>(iterations) * threads;
-  return flop / best_seconds / 1e9;
+  return chains.flop(iterations) * threads / best_seconds / 1e9;
 }
 
 double fma_probe_gflops(CpuIsa isa) {
-  if (isa == CpuIsa::generic || !cpu_has(isa))
-    throw Error(fmt::format("fma_probe_gflops: this CPU has no {}", isa_name(isa)));
+  const FmaChains chains = fma_chains(isa, "fma_probe_gflops");
   // 12 chains of 40000 steps: 480k FMA instructions, ~60 us at two a cycle and 4 GHz.
   constexpr std::int64_t iterations = 40'000;
-  float (*chains)(std::int64_t) = isa == CpuIsa::avx512 ? fma_chains_avx512 : fma_chains_avx2;
-  const int lanes = isa == CpuIsa::avx512 ? 16 : 8;
   const auto start = Clock::now();
-  const float sink = chains(iterations);
+  const float sink = chains.run(iterations);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (sink == 0.0f) std::abort();  // keeps the work
-  return 2.0 * lanes * kChains * static_cast<double>(iterations) / seconds / 1e9;
+  return chains.flop(iterations) / seconds / 1e9;
 }
 
 }  // namespace corgy

@@ -13,7 +13,7 @@ namespace corgy {
 /// Throws corgy::Error when the CPU lacks `isa`.
 double fma_peak_gflops(CpuIsa isa, int threads, int repeat = 5, std::int64_t iterations = 20'000'000);
 
-/// GFLOP/s of the same FMA chains for about 50 microseconds on the calling thread (no thread is started): a probe of
+/// GFLOP/s of the same FMA chains for about 60 microseconds on the calling thread (no thread is started): a probe of
 /// what the core delivers right now. Another process on the core, or on its hyperthread sibling, lowers it.
 /// Throws corgy::Error when the CPU lacks `isa`.
 double fma_probe_gflops(CpuIsa isa);
