@@ -365,19 +365,27 @@ TEST(BlasTuningCache, ReadsBackWhatItWritesAndIgnoresForeignOrBrokenText) {
   others[4].format = 2;
   for (const blas::CpuTuningIdentity& other : others) EXPECT_TRUE(blas::parse_blas_tuning_cache(text, other).empty());
   const std::string header = text.substr(0, text.find('\n') + 1);
-  const std::string broken = header + "not json\n" + R"({"key":"no ms","choice":"packed_gemm"})" + "\n" +
-                             R"({"key":1,"choice":"packed_gemm","ms":1})" + "\n" +
-                             R"({"key":"long choice","choice":")" + std::string(65, 'x') + R"(","ms":1})" + "\n" +
-                             R"({"key":"long line","choice":"packed_gemm","ms":1,"pad":")" + std::string(2000, 'x') +
-                             "\"}\n[1,2]\n\n" + R"({"key":"no count","choice":"packed_gemm","ms":0.5})" + "\n" +
-                             R"({"key":"negative count","choice":"packed_gemm","ms":0.5,"agreed":-1})" + "\n" +
-                             R"({"key":"huge count","choice":"packed_gemm","ms":0.5,"agreed":1001})" + "\n" +
-                             R"({"key":"disturbed","choice":"packed_gemm","ms":0.5,"agreed":0})" + "\n" +
-                             R"({"key":"good","choice":"packed_gemm","ms":0.5,"agreed":1})" + "\n";
+  const std::string broken =
+      header + "not json\n" + R"({"key":"no ms","choice":"packed_gemm"})" + "\n" +
+      R"({"key":1,"choice":"packed_gemm","ms":1})" + "\n" + R"({"key":"long choice","choice":")" +
+      std::string(65, 'x') + R"(","ms":1})" + "\n" + R"({"key":"long line","choice":"packed_gemm","ms":1,"pad":")" +
+      std::string(2000, 'x') + "\"}\n[1,2]\n\n" + R"({"key":"no count","choice":"packed_gemm","ms":0.5})" + "\n" +
+      R"({"key":"negative count","choice":"packed_gemm","ms":0.5,"agreed":-1})" + "\n" +
+      R"({"key":"huge count","choice":"packed_gemm","ms":0.5,"agreed":1001})" + "\n" +
+      R"({"key":"disturbed","choice":"packed_gemm","ms":0.5,"agreed":0})" + "\n" +
+      R"({"key":"fewer measured","choice":"packed_gemm","ms":0.5,"agreed":2,"measured":1})" + "\n" +
+      R"({"key":"huge measured","choice":"packed_gemm","ms":0.5,"agreed":0,"measured":1001})" + "\n" +
+      R"({"key":"text measured","choice":"packed_gemm","ms":0.5,"agreed":0,"measured":"4"})" + "\n" +
+      R"({"key":"measured","choice":"packed_gemm","ms":0.5,"agreed":1,"measured":3})" + "\n" +
+      R"({"key":"good","choice":"packed_gemm","ms":0.5,"agreed":1})" + "\n";
   const std::map<std::string, blas::TunedEntry> only_good = blas::parse_blas_tuning_cache(broken, id);
-  ASSERT_EQ(only_good.size(), 2u);
+  ASSERT_EQ(only_good.size(), 3u);
   EXPECT_EQ(only_good.at("disturbed").agreed, 0);  // a measurement made while the cores were disturbed
+  EXPECT_EQ(only_good.at("disturbed").measured, 0);
+  EXPECT_EQ(only_good.at("measured").agreed, 1);
+  EXPECT_EQ(only_good.at("measured").measured, 3);
   EXPECT_EQ(only_good.at("good").agreed, 1);
+  EXPECT_EQ(only_good.at("good").measured, 1);  // a file of a corgy that did not count it: as agreed
   for (const std::string& junk : {std::string(), std::string("\0\xff{", 3), header.substr(0, 20), std::string("{}\n")})
     EXPECT_TRUE(blas::parse_blas_tuning_cache(junk, id).empty());
 }
@@ -444,11 +452,42 @@ TEST(BlasTuningCache, ADisturbedMeasurementIsNotTrustedByLaterProcesses) {
   EXPECT_EQ(process("packed_gemm", true).second.agreed, 0);
   EXPECT_EQ(process("packed_gemm", true).second.agreed, 0);  // again disturbed: still nothing to trust
   EXPECT_EQ(process("winograd f4x4", false).second.agreed, 1);
-  EXPECT_EQ(process("winograd f4x4", true).second.agreed, 1);  // a disturbed confirmation adds nothing
+  const blas::TunedEntry confirmed = process("winograd f4x4", true).second;
+  EXPECT_EQ(confirmed.agreed, 1);    // a disturbed confirmation adds nothing to the agreement ...
+  EXPECT_EQ(confirmed.measured, 2);  // ... only to the processes in a row
   const auto [from_file, entry] = process("winograd f4x4", false);
   EXPECT_FALSE(from_file);
   EXPECT_EQ(entry.agreed, 2);
+  EXPECT_EQ(entry.measured, 3);
   EXPECT_TRUE(process("packed_gemm", true).first);  // trusted now: planned without timing
+}
+
+// Where the cores are never quiet (CI's test processes two to two cores, a busy server), kMeasuredToTrust processes
+// in a row that measured the same choice, disturbed as they were, are trusted: otherwise every process timed every
+// layer again. Another choice in between starts the count again.
+TEST(BlasTuningCache, DisturbedProcessesInARowThatAgreeAreTrustedInTheEnd) {
+  const TempFolder folder;
+  const std::filesystem::path file = folder.path() / "tuning.jsonl";
+  const std::string names[] = {"packed_gemm", "winograd f4x4"};
+  const auto disturbed_process = [&](const std::string& measured) {
+    blas::TuningTable table(file, test_identity());
+    const bool planned_from_file = table.find("layer", names).has_value();
+    if (!planned_from_file) {
+      table.record("layer", {measured, 1.0}, true);
+      table.save();
+    }
+    return std::pair{planned_from_file, blas::parse_blas_tuning_cache(read_text(file), test_identity()).at("layer")};
+  };
+  EXPECT_EQ(disturbed_process("packed_gemm").second.measured, 1);
+  EXPECT_EQ(disturbed_process("packed_gemm").second.measured, 2);
+  EXPECT_EQ(disturbed_process("winograd f4x4").second.measured, 1);  // another choice: counted from 1
+  for (int measured = 2; measured <= blas::kMeasuredToTrust; ++measured) {
+    const auto [from_file, entry] = disturbed_process("winograd f4x4");
+    EXPECT_FALSE(from_file);
+    EXPECT_EQ(entry.agreed, 0);
+    EXPECT_EQ(entry.measured, measured);
+  }
+  EXPECT_TRUE(disturbed_process("packed_gemm").first);  // trusted now: planned without timing
 }
 
 // A core is disturbed when its FMA rate falls below kUndisturbedShare of the best the table has seen, in its file

@@ -21,7 +21,10 @@ CORGY_FUZZ_TARGET(tuning_cache) {
   const std::string candidates[] = {"packed_gemm", "winograd f2x2", "bands"};
   for (const auto& [key, entry] : entries) {
     const auto found = table.find(key, candidates);
-    if (found && candidates[*found] != entry.choice) std::abort();          // the table reads what the parser reads
-    if (found && entry.agreed < corgy::blas::kAgreedToTrust) std::abort();  // one process's measurement is not used
+    if (found && candidates[*found] != entry.choice) std::abort();  // the table reads what the parser reads
+    // One process's measurement is not used: two undisturbed ones or kMeasuredToTrust in a row must have agreed.
+    if (found && entry.agreed < corgy::blas::kAgreedToTrust && entry.measured < corgy::blas::kMeasuredToTrust)
+      std::abort();
+    if (entry.measured < entry.agreed) std::abort();  // every undisturbed measurement is one of the processes
   }
 }

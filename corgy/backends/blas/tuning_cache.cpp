@@ -59,8 +59,19 @@ std::optional<std::pair<std::string, TunedEntry>> parse_entry(const json& line) 
   if (agreed == line.end() || !agreed->is_number_unsigned() || agreed->get<std::uint64_t>() > most_agreed) {
     return std::nullopt;
   }
-  return std::pair{key->get<std::string>(), TunedEntry{choice->get<std::string>(), ms->get<double>(),
-                                                       static_cast<int>(agreed->get<std::uint64_t>())}};
+  // "measured", processes in a row disturbed or not, counts at least the undisturbed ones; a file of a corgy that
+  // did not count it gives none, read as "agreed".
+  const int agreed_count = static_cast<int>(agreed->get<std::uint64_t>());
+  int measured_count = agreed_count;
+  if (const auto measured = line.find("measured"); measured != line.end()) {
+    if (!measured->is_number_unsigned() || measured->get<std::uint64_t>() > most_agreed ||
+        static_cast<int>(measured->get<std::uint64_t>()) < agreed_count) {
+      return std::nullopt;
+    }
+    measured_count = static_cast<int>(measured->get<std::uint64_t>());
+  }
+  return std::pair{key->get<std::string>(),
+                   TunedEntry{choice->get<std::string>(), ms->get<double>(), agreed_count, measured_count}};
 }
 
 // What a cache file's text holds for `identity`: its choices and the best core FMA rate it records (0: none).
@@ -175,7 +186,8 @@ std::optional<std::size_t> TuningTable::find(const std::string& key, std::span<c
   const std::lock_guard lock(mutex_);
   load_once();
   const auto found = entries_.find(key);
-  if (found == entries_.end() || (!recorded_.contains(key) && found->second.agreed < kAgreedToTrust)) {
+  if (found == entries_.end() || (!recorded_.contains(key) && found->second.agreed < kAgreedToTrust &&
+                                  found->second.measured < kMeasuredToTrust)) {
     return std::nullopt;
   }
   for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -205,6 +217,7 @@ void TuningTable::record(const std::string& key, TunedEntry entry, bool disturbe
   } else {
     entry.agreed = confirms ? std::min(known->second.agreed, most_agreed - 1) + 1 : 1;
   }
+  entry.measured = confirms ? std::min(known->second.measured, most_agreed - 1) + 1 : 1;
   entries_.insert_or_assign(key, std::move(entry));
   recorded_.insert(key);
   unsaved_ = true;
@@ -255,7 +268,8 @@ std::string format_blas_tuning_cache(const std::map<std::string, TunedEntry>& en
     text += json{{"key", key},
                  {"choice", entry.choice},
                  {"ms", std::round(entry.ms * 1000.0) / 1000.0},
-                 {"agreed", std::clamp(entry.agreed, 0, most_agreed)}}
+                 {"agreed", std::clamp(entry.agreed, 0, most_agreed)},
+                 {"measured", std::clamp(entry.measured, std::clamp(entry.agreed, 0, most_agreed), most_agreed)}}
                 .dump() +
             "\n";
   }

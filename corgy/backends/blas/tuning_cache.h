@@ -22,7 +22,9 @@
 // (BlasBackend::fastest_measured: an FMA probe on every member before each run, judged against the best core rate
 // the file has seen, "core_fma_gflops", and the runs' involuntary context switches). A disturbed measurement is used
 // by its process but counts for no agreement ("agreed": 0): later processes time the operation again until two
-// undisturbed measurements agree.
+// undisturbed measurements agree, or until four processes in a row, disturbed or not, measured the same choice
+// ("measured": 4). Without that second way a machine that is never quiet (CI's two test processes on two cores, a
+// busy server) timed every layer again in every process: 29% of Tiny YOLO's first forwards under AddressSanitizer.
 // Writes go to a temporary file renamed over the old one, merged with what the file held then (cache_file.h).
 #pragma once
 
@@ -63,13 +65,19 @@ struct TunedEntry {
   /// How many undisturbed processes in a row measured this choice (1: this one, or only the one that wrote the file;
   /// 0: only a disturbed one).
   int agreed = 1;
+  /// How many processes in a row measured this choice, disturbed or not (>= agreed).
+  int measured = 1;
 };
 
 /// The share of the best FMA rate seen on a core below which a measurement counts as disturbed.
 inline constexpr double kUndisturbedShare = 0.85;
 
-/// The processes that must have measured the same choice before later ones plan from the file without timing.
+/// The undisturbed processes that must have measured the same choice before later ones plan from the file without
+/// timing ...
 inline constexpr int kAgreedToTrust = 2;
+/// ... or the processes in a row, disturbed or not: on cores that are never quiet, this many disturbed measurements
+/// of one choice are the best evidence there will be, and timing again in every process costs each its first forward.
+inline constexpr int kMeasuredToTrust = 4;
 
 /// Measured choices by key (an operation's geometry, input shape, thread count and instruction set). Thread-safe.
 class TuningTable {
@@ -82,12 +90,12 @@ class TuningTable {
   TuningTable(std::filesystem::path file, CpuTuningIdentity identity);
 
   /// The index in `candidates` of the choice remembered for `key`: recorded in this process, or read from the file
-  /// (at the first call) where kAgreedToTrust processes agreed on it; none when there is none or it is not one of
-  /// `candidates`.
+  /// (at the first call) where kAgreedToTrust undisturbed processes or kMeasuredToTrust processes in a row measured
+  /// it; none when there is none or it is not one of `candidates`.
   std::optional<std::size_t> find(const std::string& key, std::span<const std::string> candidates);
-  /// Records this process's measurement for `key` (entry.agreed is set here: one more than the file's where the
-  /// file holds the same choice, else 1). A `disturbed` one (undisturbed() said so) adds nothing to the file's
-  /// count: the file's where it holds the same choice, else 0.
+  /// Records this process's measurement for `key` (entry.agreed and entry.measured are set here: one more than the
+  /// file's where the file holds the same choice, else 1). A `disturbed` one (undisturbed() said so) adds nothing to
+  /// the file's agreed count (the file's where it holds the same choice, else 0), only to measured.
   void record(const std::string& key, TunedEntry entry, bool disturbed = false);
   /// Whether the slowest core's FMA rate during a measurement, `core_gflops` (fma_probe_gflops), is at least
   /// kUndisturbedShare of the best rate this table has seen, in this process or in its file; raises that best.
