@@ -24,8 +24,7 @@ constexpr int repeats = 3;
 std::string cfg_path(const std::string& name) { return fixture_path("../../data/darknet/" + name + ".cfg"); }
 
 // Tiny YOLO v3 at 32 x 32 with deterministic random weights: two heads, routes, upsampling, every common layer. The
-// threads meet every layer at any size; under ThreadSanitizer the size is the time (at 64 x 64 the naive backend's
-// convolutions took 27 s and the 40 forwards of one model's race up to 30 s, of CI's 30 minutes).
+// threads meet every layer at any size; at 64 x 64 the naive backend's convolutions took 27 s under ThreadSanitizer.
 DarknetModel tiny_yolo(std::uint32_t seed) {
   DarknetModel net = build_darknet_model(read_darknet_cfg(cfg_path("yolov3-tiny")), {.width = 32, .height = 32});
   load_darknet_weights(net, random_darknet_weights(net, seed), "random weights");

@@ -264,12 +264,13 @@ std::string format_blas_tuning_cache(const std::map<std::string, TunedEntry>& en
     text += json{{"core_fma_gflops", std::round(core_gflops * 10.0) / 10.0}}.dump() + "\n";
   }
   for (const auto& [key, entry] : entries) {
+    const int agreed = std::clamp(entry.agreed, 0, most_agreed);
     // Rounded to the microsecond: the time is for a person reading the file.
     text += json{{"key", key},
                  {"choice", entry.choice},
                  {"ms", std::round(entry.ms * 1000.0) / 1000.0},
-                 {"agreed", std::clamp(entry.agreed, 0, most_agreed)},
-                 {"measured", std::clamp(entry.measured, std::clamp(entry.agreed, 0, most_agreed), most_agreed)}}
+                 {"agreed", agreed},
+                 {"measured", std::clamp(entry.measured, agreed, most_agreed)}}
                 .dump() +
             "\n";
   }

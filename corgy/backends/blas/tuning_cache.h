@@ -24,7 +24,7 @@
 // by its process but counts for no agreement ("agreed": 0): later processes time the operation again until two
 // undisturbed measurements agree, or until four processes in a row, disturbed or not, measured the same choice
 // ("measured": 4). Without that second way a machine that is never quiet (CI's two test processes on two cores, a
-// busy server) timed every layer again in every process: 29% of Tiny YOLO's first forwards under AddressSanitizer.
+// busy server) timed every layer again in every process: 29% of darknet_parity_test's time under AddressSanitizer.
 // Writes go to a temporary file renamed over the old one, merged with what the file held then (cache_file.h).
 #pragma once
 
