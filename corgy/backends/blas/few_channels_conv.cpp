@@ -50,7 +50,7 @@ void convolve_band(const FewChannelsKernel& kernel, const Conv2dDesc& desc, cons
   const BandRows band = band_rows(desc, in.h, first, rows);
   const DepthwiseGeometry geometry = depthwise_band_geometry(desc.kernel, desc.stride, desc.dilation, desc.padding,
                                                              band.pad_top, band.pad_bottom, band.in_rows, in.w);
-  const std::size_t floats = few_channels_buffer_floats(geometry, in.c, kernel);
+  const std::size_t floats = few_channels_buffer_floats(geometry, in.c);
   if (buffer.size() < floats) buffer.resize(floats);
   FewChannelsBandArgs args;
   args.geometry = &geometry;

@@ -32,16 +32,9 @@ struct FewChannelsKernel {
   void (*run)(const FewChannelsBandArgs&) = nullptr;
 };
 
-/// Floats of one output channel's extended rows in the buffer: a geometry block's rows rounded up to whole register
-/// blocks, and one more of slack.
-inline std::size_t few_channels_block_stride(const DepthwiseGeometry& g, int step) {
-  const std::size_t extended = static_cast<std::size_t>(g.block_rows) * g.phase_w;
-  return (extended + step - 1) / step * step + step;
-}
-
-/// Floats of a band's buffer: each input channel's phase planes, then the extended rows of a block of output channels.
-inline std::size_t few_channels_buffer_floats(const DepthwiseGeometry& g, int in_channels, const FewChannelsKernel& k) {
-  return static_cast<std::size_t>(in_channels) * g.phase_floats + k.channels * few_channels_block_stride(g, k.step);
+/// Floats of a band's buffer: each input channel's phase planes (the kernel writes its results straight to the output).
+inline std::size_t few_channels_buffer_floats(const DepthwiseGeometry& g, int in_channels) {
+  return static_cast<std::size_t>(in_channels) * g.phase_floats;
 }
 
 /// The weights (OIHW, out_channels x in_channels x taps) and bias (null: zeros) for kernels of `channels` output

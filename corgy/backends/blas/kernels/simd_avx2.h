@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace corgy::blas::kernels {
 namespace {
 
@@ -78,6 +80,12 @@ struct Avx2 {
   }
   /// Stores lanes [0, count) of v.
   static void store_first(float* p, Reg v, int count) { _mm256_maskstore_ps(p, lanes_between(0, count), v); }
+  /// Stores lanes [begin, end) of v, lane begin at `at` (the masked store starts begin lanes before it, and touches
+  /// nothing there).
+  static void store_lanes(float* at, Reg v, int begin, int end) {
+    float* lane_zero = reinterpret_cast<float*>(reinterpret_cast<std::uintptr_t>(at) - sizeof(float) * begin);
+    _mm256_maskstore_ps(lane_zero, lanes_between(begin, end), v);
+  }
   /// Lanes row[x + l] where 0 <= x + l < width, zero elsewhere (masked-off lanes are never read).
   static Reg load_padded(const float* row, int x, int width) {
     return _mm256_maskload_ps(row + x, lanes_between(-x, width - x));

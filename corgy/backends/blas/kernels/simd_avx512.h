@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 // GCC 12 reports a false -Wmaybe-uninitialized (at -O2/-O3) or -Wuninitialized (at -Og) inside avx512fintrin.h's
 // intrinsics that start from _mm512_undefined_ps() (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)  // clang has no -Wmaybe-uninitialized, and no such report
@@ -101,6 +103,12 @@ struct Avx512 {
   }
   /// Stores lanes [0, count) of v.
   static void store_first(float* p, Reg v, int count) { _mm512_mask_storeu_ps(p, first_lanes(count), v); }
+  /// Stores lanes [begin, end) of v, lane begin at `at` (the masked store starts begin lanes before it, and touches
+  /// nothing there).
+  static void store_lanes(float* at, Reg v, int begin, int end) {
+    float* lane_zero = reinterpret_cast<float*>(reinterpret_cast<std::uintptr_t>(at) - sizeof(float) * begin);
+    _mm512_mask_storeu_ps(lane_zero, static_cast<__mmask16>(first_lanes(end) & ~first_lanes(begin)), v);
+  }
   /// Lanes row[x + l] where 0 <= x + l < width, zero elsewhere: a register of a row with its zero padding (masked-off
   /// lanes are never read, so x may be negative or the register may reach past the row).
   static Reg load_padded(const float* row, int x, int width) {

@@ -53,6 +53,12 @@ struct Sse2 {
     _mm_store_ps(lanes_of_v, v);
     for (int i = 0; i < count && i < 4; ++i) p[i] = lanes_of_v[i];
   }
+  /// Stores lanes [begin, end) of v, lane begin at `at`.
+  static void store_lanes(float* at, Reg v, int begin, int end) {
+    alignas(16) float lanes_of_v[4];
+    _mm_store_ps(lanes_of_v, v);
+    for (int i = begin; i < end && i < 4; ++i) at[i - begin] = lanes_of_v[i];
+  }
   /// Lanes row[x + l] where 0 <= x + l < width, zero elsewhere.
   static Reg load_padded(const float* row, int x, int width) {
     alignas(16) float lanes_of_v[4] = {};
