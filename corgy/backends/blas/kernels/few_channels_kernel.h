@@ -24,9 +24,9 @@ constexpr int kFewChannelsBlock = Simd::lanes == 16 ? 8 : 4;
 template <class Simd>
 constexpr int kFewChannelsRegisters = Simd::lanes == 16 ? 3 : 2;
 
-/// Where a register block's results go: output channel 0 at the block's first output row, `rows` rows of `out_w`
-/// columns (`phase_w` of them in the extended rows the registers cover), `plane` floats from one channel to the next;
-/// `channels` (<= the block's) of them are written.
+/// Where a register block's results go: `rows` points at output channel 0's first row of the block, `row_count` rows
+/// of `out_w` columns (`phase_w` of them in the extended rows the registers cover), `plane` floats from one channel
+/// to the next; `channels` (<= the block's) of them are written, activated with `slope` where the activation has one.
 struct FewChannelsOutput {
   float* rows;
   std::size_t plane;
