@@ -105,9 +105,11 @@ TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
       block.excite_weights = {&reduce_weights, &reduce_bias, &excite_weights, &excite_bias};
     }
     for (const CpuIsa isa : isas_of_this_cpu()) {
-      ASSERT_TRUE(blas::channel_block_residual_applies(block, c.input, std::size_t{1} << 30));
-      const blas::ChannelBlockResidualPlan plan = blas::plan_channel_block_residual(block, c.input, isa);
       for (const bool split : {false, true}) {
+        // Split, the plan's tiles are chosen for two members (their panels of channels split evenly).
+        const int members = split ? 2 : 1;
+        ASSERT_TRUE(blas::channel_block_residual_applies(block, c.input, std::size_t{1} << 30, members));
+        const blas::ChannelBlockResidualPlan plan = blas::plan_channel_block_residual(block, c.input, members, isa);
         // One more value: nothing may be written past the image.
         std::vector<float> got(want.count() + 1, 12345.0f);
         const float* added = c.residual ? residual.data() : nullptr;
@@ -145,9 +147,9 @@ TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
         for (std::size_t i = 0; i < want.count(); ++i) {
           worst = std::max(worst, std::abs(double{got[i]} - want.data()[i]));
         }
-        EXPECT_LE(worst, 2e-4) << isa_name(isa) << (split ? " split" : "") << " " << c.input.str() << " -> "
-                               << c.expanded << " dw " << c.kernel << "/" << c.stride << " -> " << c.out << " "
-                               << c.activation.str();
+        EXPECT_LE(worst, 2e-4) << isa_name(isa) << (split ? " split" : "") << " " << plan.expand_kernel->name << " "
+                               << plan.project_kernel->name << " " << c.input.str() << " -> " << c.expanded << " dw "
+                               << c.kernel << "/" << c.stride << " -> " << c.out << " " << c.activation.str();
         EXPECT_EQ(got.back(), 12345.0f) << isa_name(isa) << ": wrote past the image";
       }
     }

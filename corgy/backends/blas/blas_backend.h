@@ -212,9 +212,12 @@ class BlasBackend final : public Backend {
   /// Defined in inverted_residual.cpp: a block with a squeeze-and-excitation.
   void excited_inverted_residual(const InvertedResidualDesc& desc, const Variable& input, const Variable* residual,
                                  Variable& output);
-  /// Defined in inverted_residual.cpp: the block planned in channel blocks (channel_block_residual.h) at one
-  /// image's input shape, made at the first call and kept in plans_ ...
-  const blas::ChannelBlockResidualPlan& channel_block_plan(const InvertedResidualDesc& desc, const Shape& image_input);
+  /// Defined in inverted_residual.cpp: the members that share each image of a batch of `input` in channel blocks.
+  int channel_block_members(const Shape& input) const;
+  /// ... the block planned in channel blocks (channel_block_residual.h) for one image of `input` and those members,
+  /// made at the first call and kept in plans_ (drop_channel_block_plan drops it) ...
+  const blas::ChannelBlockResidualPlan& channel_block_plan(const InvertedResidualDesc& desc, const Shape& input);
+  void drop_channel_block_plan(const InvertedResidualDesc& desc, const Shape& input);
   /// ... and the block by it, the batch's images shared among the team, one member's each.
   void run_channel_block_residual(const blas::ChannelBlockResidualPlan& plan, const Variable& input,
                                   const Variable* residual, Variable& output);

@@ -34,16 +34,37 @@ PanelFloats panel_floats(const Shape& input, const DepthwiseGeometry& geometry, 
           (blocks * out_pixels + project_mr) * lanes};
 }
 
-/// The GEMM kernel for a pointwise layer's W^T with output channels in the lanes: channels_in_lanes_kernel's choice
-/// for one member, which has the kernels this path calls.
-const GemmMicroKernel& lanes_kernel(const Conv2dDesc& desc, const Shape& output,
+/// The GEMM kernel for a pointwise layer's W^T with output channels in the lanes, `output` one image's: for one
+/// member channels_in_lanes_kernel's choice. Several members split an image by the kernel's panels of channels
+/// (run_channel_block_residual), never by pixels: of the tiles at least two registers wide, the one that leaves the
+/// busiest member the fewest padded elements. EfficientNet-B0's 40 -> 240 expansion at 28x28 had five panels of 48
+/// channels, three for one member and two for the other; in eight of 32 it splits evenly.
+const GemmMicroKernel& lanes_kernel(const Conv2dDesc& desc, const Shape& output, int members,
                                     const GemmKernelSet& set = gemm_kernels()) {
-  return channels_in_lanes_kernel(desc, output, 1, set);
+  if (members <= 1) return channels_in_lanes_kernel(desc, output, 1, set);
+  const GemmMicroKernel* best = nullptr;
+  long long best_work = 0;
+  const long long pixels = static_cast<long long>(output.h) * output.w;
+  const auto consider = [&](const GemmMicroKernel& kernel) {
+    if (!kernel.run || one_register_wide(kernel)) return;
+    const long long panels = (desc.out_channels + kernel.nr - 1) / kernel.nr;
+    const long long work =
+        (panels + members - 1) / members * kernel.nr * ((pixels + kernel.mr - 1) / kernel.mr) * kernel.mr;
+    if (!best || work < best_work) {
+      best = &kernel;
+      best_work = work;
+    }
+  };
+  consider(set.seven_rows);
+  consider(set.fourteen_rows);
+  for (const GemmMicroKernel& kernel : set.kernels) consider(kernel);
+  return best ? *best : channels_in_lanes_kernel(desc, output, 1, set);
 }
 
 }  // namespace
 
-bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shape& input, std::size_t budget_bytes) {
+bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shape& input, std::size_t budget_bytes,
+                                    int members) {
   const Conv2dDesc& d = desc.depthwise.desc;
   if (!desc.expand.weights || !desc.project.weights || !desc.expand.desc.is_square() || !d.is_square() ||
       !desc.project.desc.is_square() || !is_depthwise(d) ||
@@ -58,8 +79,8 @@ bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shap
   const DepthwiseGeometry geometry = depthwise_geometry(d.kernel, d.stride, d.dilation, d.padding, input.h, input.w);
   const Shape expanded_output{1, d.in_channels, input.h, input.w};
   const Shape output{1, p.out_channels, geometry.out_h, geometry.out_w};
-  const GemmMicroKernel& expand = lanes_kernel(e, expanded_output);
-  const GemmMicroKernel& project = lanes_kernel(p, output);
+  const GemmMicroKernel& expand = lanes_kernel(e, expanded_output, members);
+  const GemmMicroKernel& project = lanes_kernel(p, output, desc.excite.channels > 0 ? members : 1);
   if (!expand.run_taps[0] || !project.run_blocked) return false;
   const int lanes = channel_block_kernels().lanes;
   const PanelFloats floats = panel_floats(input, geometry, expand.mr, expand.nr, project.mr, lanes);
@@ -77,7 +98,7 @@ std::vector<std::span<const float>> ChannelBlockResidualPlan::weight_buffers() c
 }
 
 ChannelBlockResidualPlan plan_channel_block_residual(const InvertedResidualDesc& desc, const Shape& image_input,
-                                                     CpuIsa isa) {
+                                                     int members, CpuIsa isa) {
   const GemmKernelSet& set = gemm_kernels(isa);
   const Conv2dDesc& d = desc.depthwise.desc;
   ChannelBlockResidualPlan plan;
@@ -86,7 +107,7 @@ ChannelBlockResidualPlan plan_channel_block_residual(const InvertedResidualDesc&
   plan.kernels = channel_block_kernels(isa);
   plan.depthwise = depthwise_geometry(d.kernel, d.stride, d.dilation, d.padding, image_input.h, image_input.w);
   plan.output = {1, desc.project.desc.out_channels, plan.depthwise.out_h, plan.depthwise.out_w};
-  plan.expand_kernel = &lanes_kernel(desc.expand.desc, {1, plan.expanded, image_input.h, image_input.w}, set);
+  plan.expand_kernel = &lanes_kernel(desc.expand.desc, {1, plan.expanded, image_input.h, image_input.w}, members, set);
   plan.expand = pack_channel_panels(desc.expand.desc, desc.expand.weights->data(),
                                     desc.expand.bias ? desc.expand.bias->data() : nullptr, *plan.expand_kernel);
   plan.expand_activation = desc.expand.desc.activation;
@@ -94,7 +115,9 @@ ChannelBlockResidualPlan plan_channel_block_residual(const InvertedResidualDesc&
                                                          desc.depthwise.bias ? desc.depthwise.bias->data() : nullptr,
                                                          plan.expanded, d.kernel * d.kernel);
   plan.depthwise_activation = d.activation;
-  plan.project_kernel = &lanes_kernel(desc.project.desc, plan.output, set);
+  // Without a squeeze-and-excitation the members split the projection by its depth (their expansion panels), not by
+  // its panels.
+  plan.project_kernel = &lanes_kernel(desc.project.desc, plan.output, desc.excite.channels > 0 ? members : 1, set);
   plan.project = pack_channel_panels(desc.project.desc, desc.project.weights->data(),
                                      desc.project.bias ? desc.project.bias->data() : nullptr, *plan.project_kernel);
   plan.project_activation = desc.project.desc.activation;

@@ -31,8 +31,10 @@ namespace corgy::blas {
 /// projection, square windows, a depthwise kernel of 3, 5 or 7 at stride 1 or 2 and dilation 1, and a panel's
 /// working set (its expanded rows, blocks and depthwise output) within `budget_bytes`; with a squeeze-and-excitation,
 /// also the whole image's depthwise output within twice that (the gates need every channel's mean before the
-/// projection can start, so the depthwise output waits, in channel blocks, for all of them).
-bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shape& input, std::size_t budget_bytes);
+/// projection can start, so the depthwise output waits, in channel blocks, for all of them). `members`: the threads
+/// that share each image (run_channel_block_residual splits an image's panels among them), as planned.
+bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shape& input, std::size_t budget_bytes,
+                                    int members = 1);
 
 /// The block's weights packed for its GEMMs and depthwise kernel, at one image's input and output shapes.
 struct ChannelBlockResidualPlan {
@@ -66,9 +68,10 @@ struct ChannelBlockResidualPlan {
   std::vector<std::span<const float>> weight_buffers() const;
 };
 
-/// `isa`: the kernels of the widest instruction set by default (tests pass others).
+/// `members`: the threads that share each image by the GEMMs' panels of channels, whose width the plan then picks
+/// to split evenly among them. `isa`: the kernels of the widest instruction set by default (tests pass others).
 ChannelBlockResidualPlan plan_channel_block_residual(const InvertedResidualDesc& desc, const Shape& image_input,
-                                                     CpuIsa isa = widest_cpu_isa());
+                                                     int members = 1, CpuIsa isa = widest_cpu_isa());
 
 /// One thread's buffers; grown by channel_block_residual_image as it needs.
 struct ChannelBlockBuffers {

@@ -68,13 +68,13 @@ std::string block_key(const InvertedResidualDesc& desc, const Shape& input, bool
                      residual ? " + add" : "", input.str(), threads, isa_name(widest_cpu_isa()));
 }
 
-/// The key of a block's channel-block plan: its weights and biases (where they lie: constants keep their storage)
-/// and one image's input shape.
-std::string channel_block_key(const InvertedResidualDesc& desc, const Shape& image_input) {
+/// The key of a block's channel-block plan: its weights and biases (where they lie: constants keep their storage),
+/// one image's input shape and the members that share an image.
+std::string channel_block_key(const InvertedResidualDesc& desc, const Shape& image_input, int members) {
   const auto where = [](const Variable* v) { return v ? static_cast<const void*>(v->data()) : nullptr; };
-  return fmt::format("{} {} {} {} {} {} {}", where(desc.expand.weights), where(desc.expand.bias),
+  return fmt::format("{} {} {} {} {} {} {} m{}", where(desc.expand.weights), where(desc.expand.bias),
                      where(desc.depthwise.weights), where(desc.depthwise.bias), where(desc.project.weights),
-                     where(desc.project.bias), image_input.str());
+                     where(desc.project.bias), image_input.str(), members);
 }
 
 }  // namespace
@@ -156,9 +156,9 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
   const bool blocks_apply =
       expand && project &&
       (convolution_ == BlasConvolution::automatic || convolution_ == BlasConvolution::channel_blocks) &&
-      blas::channel_block_residual_applies(desc, image_input, kBandBytes);
+      blas::channel_block_residual_applies(desc, image_input, kBandBytes, channel_block_members(in));
   const auto in_channel_blocks = [&] {
-    run_channel_block_residual(channel_block_plan(desc, image_input), input, residual, output);
+    run_channel_block_residual(channel_block_plan(desc, in), input, residual, output);
   };
   if (blocks_apply && convolution_ == BlasConvolution::channel_blocks) return in_channel_blocks();
   if (convolution_ == BlasConvolution::bands) {
@@ -208,7 +208,7 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
       if (plan) std::ranges::copy(plan->weight_buffers(), std::back_inserter(weight_buffers));
     }
     if (blocks_apply)
-      std::ranges::copy(channel_block_plan(desc, image_input).weight_buffers(), std::back_inserter(weight_buffers));
+      std::ranges::copy(channel_block_plan(desc, in).weight_buffers(), std::back_inserter(weight_buffers));
     // The depthwise weights as they are (its kernels read those); the expansion's and projection's live in their
     // plans, and theirs are paged out (ConvPlanCache::store).
     weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
@@ -223,8 +223,7 @@ void BlasBackend::inverted_residual(const InvertedResidualDesc& desc, const Vari
     choice = fastest.index;
     tuning_->record(key, {names[fastest.index], fastest.ms}, !fastest.undisturbed);
     // A plan not chosen holds packed weights for nothing.
-    if (blocks_apply && ways[*choice] != Way::channel_blocks)
-      plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
+    if (blocks_apply && ways[*choice] != Way::channel_blocks) drop_channel_block_plan(desc, in);
   }
   run(ways[*choice]);
 }
@@ -251,10 +250,10 @@ void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, co
   const bool blocks_apply =
       plans_->is_constant(*desc.expand.weights) && plans_->is_constant(*desc.project.weights) &&
       (convolution_ == BlasConvolution::automatic || convolution_ == BlasConvolution::channel_blocks) &&
-      blas::channel_block_residual_applies(desc, image_input, kBandBytes);
+      blas::channel_block_residual_applies(desc, image_input, kBandBytes, channel_block_members(in));
   if (!blocks_apply) return apart();
   const auto in_channel_blocks = [&] {
-    run_channel_block_residual(channel_block_plan(desc, image_input), input, residual, output);
+    run_channel_block_residual(channel_block_plan(desc, in), input, residual, output);
   };
   if (convolution_ == BlasConvolution::channel_blocks) return in_channel_blocks();
   const std::string key = block_key(desc, in, residual != nullptr, threads_) + " + excite";
@@ -265,7 +264,7 @@ void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, co
     profiler_.set_muted(true);
     apart();
     in_channel_blocks();
-    std::vector<std::span<const float>> weight_buffers = channel_block_plan(desc, image_input).weight_buffers();
+    std::vector<std::span<const float>> weight_buffers = channel_block_plan(desc, in).weight_buffers();
     weight_buffers.emplace_back(desc.depthwise.weights->data(), desc.depthwise.weights->count());
     const blas::Fastest fastest = fastest_measured(2, [&](std::size_t i) {
       blas::evict_from_caches(weight_buffers);
@@ -276,18 +275,32 @@ void BlasBackend::excited_inverted_residual(const InvertedResidualDesc& desc, co
     profiler_.set_muted(false);
     choice = fastest.index;
     tuning_->record(key, {names[fastest.index], fastest.ms}, !fastest.undisturbed);
-    if (*choice == 0) plans_->channel_block_plans.erase(channel_block_key(desc, image_input));
+    if (*choice == 0) drop_channel_block_plan(desc, in);
   }
   *choice == 0 ? apart() : in_channel_blocks();
 }
 
+int BlasBackend::channel_block_members(const Shape& input) const {
+  // run_channel_block_residual: whole images, one member's each, where there are enough; else each image split.
+  return input.n < threads_ ? threads_ : 1;
+}
+
 const blas::ChannelBlockResidualPlan& BlasBackend::channel_block_plan(const InvertedResidualDesc& desc,
-                                                                      const Shape& image_input) {
+                                                                      const Shape& input) {
   auto& plans = plans_->channel_block_plans;
-  const std::string key = channel_block_key(desc, image_input);
+  const Shape image_input{1, input.c, input.h, input.w};
+  const int members = channel_block_members(input);
+  const std::string key = channel_block_key(desc, image_input, members);
   auto found = plans.find(key);
-  if (found == plans.end()) found = plans.emplace(key, blas::plan_channel_block_residual(desc, image_input)).first;
+  if (found == plans.end()) {
+    found = plans.emplace(key, blas::plan_channel_block_residual(desc, image_input, members)).first;
+  }
   return found->second;
+}
+
+void BlasBackend::drop_channel_block_plan(const InvertedResidualDesc& desc, const Shape& input) {
+  const Shape image_input{1, input.c, input.h, input.w};
+  plans_->channel_block_plans.erase(channel_block_key(desc, image_input, channel_block_members(input)));
 }
 
 void BlasBackend::run_channel_block_residual(const blas::ChannelBlockResidualPlan& plan, const Variable& input,
