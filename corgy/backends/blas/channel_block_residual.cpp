@@ -61,6 +61,13 @@ const GemmMicroKernel& lanes_kernel(const Conv2dDesc& desc, const Shape& output,
   return best ? *best : channels_in_lanes_kernel(desc, output, 1, set);
 }
 
+/// Asks for share `index` of `count` of the `bytes` at `first` to be brought into L2 (one prefetch per line).
+void prefetch_share(const char* first, std::size_t bytes, int index, int count) {
+  const std::size_t share = (bytes / count + 63) / 64 * 64;
+  const std::size_t end = std::min(bytes, (index + 1) * share);
+  for (std::size_t b = index * share; b < end; b += 64) __builtin_prefetch(first + b, 0, 2);
+}
+
 }  // namespace
 
 bool channel_block_residual_applies(const InvertedResidualDesc& desc, const Shape& input, std::size_t budget_bytes,
@@ -213,9 +220,15 @@ void channel_block_residual_panels(const ChannelBlockResidualPlan& plan, const f
     const int c0 = panel * expand_nr;
     const int channels = std::min(expand_nr, plan.expanded - c0);
     const int blocks = (channels + lanes - 1) / lanes;
-    // 1. The expansion of this panel's channels, a row per input pixel.
+    // 1. The expansion of this panel's channels, a row per input pixel. The weights stream from memory (a late
+    // block's are a megabyte or more, each value used for only 49 or 196 pixels): while these are multiplied, the
+    // next panel's are asked for, a share per tile, into L2, as channels_in_lanes_gemm.cpp's sweep does.
     const float* weights = plan.expand.panel(panel);
+    const bool last_panel = panel + 1 == end;
+    const std::size_t expand_bytes = static_cast<std::size_t>(in_channels) * expand_nr * sizeof(float);
+    const char* next_expand = last_panel ? nullptr : reinterpret_cast<const char*>(plan.expand.panel(panel + 1));
     for (int t = 0; t < expand_tiles; ++t) {
+      if (next_expand) prefetch_share(next_expand, expand_bytes, t, expand_tiles);
       float* rows = buffers.expanded_rows.data() + static_cast<std::size_t>(t) * expand.mr * expand_nr;
       if (t < full_tiles) {
         expand.run_taps[0](static_cast<std::size_t>(in_channels), input + static_cast<std::size_t>(t) * expand.mr,
@@ -255,7 +268,13 @@ void channel_block_residual_panels(const ChannelBlockResidualPlan& plan, const f
     for (int q = 0; q < plan.project.panels(); ++q) {
       const float* sub_panel = plan.project.panel(q) + static_cast<std::size_t>(c0) * project.nr;
       float* sums = buffers.projected.data() + static_cast<std::size_t>(q) * project_rows * project.nr;
+      // The next panel's rows of this projection panel follow these.
+      const std::size_t sub_panel_bytes = static_cast<std::size_t>(expand_nr) * project.nr * sizeof(float);
+      const char* next_rows =
+          last_panel ? nullptr
+                     : reinterpret_cast<const char*>(sub_panel + static_cast<std::size_t>(expand_nr) * project.nr);
       for (int t = 0; t < project_tiles; ++t) {
+        if (next_rows) prefetch_share(next_rows, sub_panel_bytes, t, project_tiles);
         project.run_blocked(static_cast<std::size_t>(channels),
                             buffers.filtered.data() + static_cast<std::size_t>(t) * project.mr * lanes,
                             plan.filtered_offsets.data(), sub_panel,
