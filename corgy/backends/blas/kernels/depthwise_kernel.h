@@ -249,9 +249,15 @@ void depthwise_direct_block(const float* input, int in_h, int in_w, const float*
   Reg acc[R];
 #pragma GCC unroll 8
   for (int j = 0; j < R; ++j) acc[j] = bias;
+  // The edge masks, once per block: they depend on the column, not the row.
+  typename Simd::Mask lanes[K];
+  if constexpr (kEdge) {
+#pragma GCC unroll 8
+    for (int dx = 0; dx < K; ++dx) lanes[dx] = Simd::padded_lanes(first_column + dx, in_w);
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < R + K - 1; ++i) {
-    // No branch on the row: the edge masks are then computed once per block, not once per row.
+    // No branch on the row: rows outside the input read zero_row.
     const int y = first_row + i;
     const float* row = y >= 0 && y < in_h ? input + static_cast<std::size_t>(y) * in_w : zero_row;
 #pragma GCC unroll 8
@@ -259,7 +265,7 @@ void depthwise_direct_block(const float* input, int in_h, int in_w, const float*
       const int column = first_column + dx;
       Reg v;
       if constexpr (kEdge) {
-        v = Simd::load_padded(row, column, in_w);
+        v = Simd::load_masked(row + column, lanes[dx]);
       } else {
         v = Simd::load(row + column);
       }
@@ -288,16 +294,28 @@ void depthwise_direct_block_s2(const float* input, int in_h, int in_w, const flo
   Reg acc[R];
 #pragma GCC unroll 8
   for (int j = 0; j < R; ++j) acc[j] = bias;
+  // The edge masks of each pair's two registers, once per block: they depend on the column, not the row (computed
+  // per row, their scalar work took more time than the multiply-adds in a 112 x 112 -> 56 x 56 plane, half of whose
+  // blocks are edges).
+  typename Simd::Mask low_lanes[pairs];
+  typename Simd::Mask high_lanes[pairs];
+  if constexpr (kEdge) {
+#pragma GCC unroll 4
+    for (int p = 0; p < pairs; ++p) {
+      low_lanes[p] = Simd::padded_lanes(first_column + 2 * p, in_w);
+      high_lanes[p] = Simd::padded_lanes(first_column + 2 * p + Simd::lanes, in_w);
+    }
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < 2 * R + K - 2; ++i) {
-    // Rows above and below the input read zeros (no branch: the edge masks are then computed once, not per row).
+    // Rows above and below the input read zeros (no branch on the row).
     const int y = first_row + i;
     const float* row = y >= 0 && y < in_h ? input + static_cast<std::size_t>(y) * in_w : zero_row;
 #pragma GCC unroll 4
     for (int p = 0; p < pairs; ++p) {
       Reg split[2];
       if constexpr (kEdge) {
-        Simd::deinterleave2_padded(row, first_column + 2 * p, in_w, split[0], split[1]);
+        Simd::deinterleave2_masked(row + first_column + 2 * p, low_lanes[p], high_lanes[p], split[0], split[1]);
       } else {
         Simd::deinterleave2(row + first_column + 2 * p, split[0], split[1]);
       }

@@ -87,9 +87,11 @@ struct Avx2 {
     _mm256_maskstore_ps(lane_zero, lanes_between(begin, end), v);
   }
   /// Lanes row[x + l] where 0 <= x + l < width, zero elsewhere (masked-off lanes are never read).
-  static Reg load_padded(const float* row, int x, int width) {
-    return _mm256_maskload_ps(row + x, lanes_between(-x, width - x));
-  }
+  static Reg load_padded(const float* row, int x, int width) { return load_masked(row + x, padded_lanes(x, width)); }
+  /// The lanes of load_padded(row, x, width), for loads of every row at that column (padded_lanes once, not per row).
+  using Mask = __m256i;
+  static Mask padded_lanes(int x, int width) { return lanes_between(-x, width - x); }
+  static Reg load_masked(const float* p, Mask lanes) { return _mm256_maskload_ps(p, lanes); }
 
   /// out[s][k] = x[4 k + s] for s < 6, k < 8 (reads x[0, 34)).
   static void deinterleave4x6(const float* x, Reg out[6]) {
@@ -132,6 +134,13 @@ struct Avx2 {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(low, high, 0xDD)), 0xD8));
   }
   /// even[k] = row[x + 2 k], odd[k] = row[x + 2 k + 1] for k < 8, zero outside [0, width) (masked loads).
+  /// deinterleave2 with masked loads (padded_lanes of its two registers): a row's two column phases at its edges.
+  static void deinterleave2_masked(const float* x, Mask low_lanes, Mask high_lanes, Reg& even, Reg& odd) {
+    const Reg low = load_masked(x, low_lanes);
+    const Reg high = load_masked(x + 8, high_lanes);
+    even = even_lanes(low, high);
+    odd = odd_lanes(low, high);
+  }
   static void deinterleave2_padded(const float* row, int x, int width, Reg& even, Reg& odd) {
     const Reg low = load_padded(row, x, width);
     const Reg high = load_padded(row, x + 8, width);

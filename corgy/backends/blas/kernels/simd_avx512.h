@@ -111,8 +111,21 @@ struct Avx512 {
   }
   /// Lanes row[x + l] where 0 <= x + l < width, zero elsewhere: a register of a row with its zero padding (masked-off
   /// lanes are never read, so x may be negative or the register may reach past the row).
-  static Reg load_padded(const float* row, int x, int width) {
-    return _mm512_maskz_loadu_ps(static_cast<__mmask16>(first_lanes(width - x) & ~first_lanes(-x)), row + x);
+  static Reg load_padded(const float* row, int x, int width) { return load_masked(row + x, padded_lanes(x, width)); }
+  /// The lanes of load_padded(row, x, width), for loads of every row at that column (padded_lanes once, not per row).
+  using Mask = __mmask16;
+  static Mask padded_lanes(int x, int width) {
+    return static_cast<__mmask16>(first_lanes(width - x) & ~first_lanes(-x));
+  }
+  static Reg load_masked(const float* p, Mask lanes) { return _mm512_maskz_loadu_ps(lanes, p); }
+  /// deinterleave2 with masked loads (padded_lanes of its two registers): a row's two column phases at its edges.
+  static void deinterleave2_masked(const float* x, Mask low_lanes, Mask high_lanes, Reg& even, Reg& odd) {
+    const __m512i even_index = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd_index = _mm512_add_epi32(even_index, _mm512_set1_epi32(1));
+    const Reg low = load_masked(x, low_lanes);
+    const Reg high = load_masked(x + 16, high_lanes);
+    even = _mm512_permutex2var_ps(low, even_index, high);
+    odd = _mm512_permutex2var_ps(low, odd_index, high);
   }
 
   /// out[s][k] = x[4 k + s] for s < 6, k < 16 (reads x[0, 80)): the columns of 16 consecutive 6x6 tiles of a row
