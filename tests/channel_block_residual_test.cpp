@@ -118,20 +118,26 @@ TEST(ChannelBlockResidual, MatchesTheNaiveBackend) {
         if (!split || panels < 2) {
           blas::channel_block_residual_image(plan, input.data(), added, got.data(), first);
         } else if (c.squeeze > 0) {
-          // As the backend splits an excited image: shared depthwise output, channel sums and projection sums
-          // (first's), each member's own gates and share of the projection's panels.
+          // As the backend splits an excited image: shared depthwise output, channel sums, gates and projection
+          // sums (first's); each member a share of the gates' rows and of the projection's panels.
           first.excited.assign(blas::channel_block_excited_floats(plan), 0.0f);
           first.sums.assign(static_cast<std::size_t>(c.expanded), 0.0f);
           first.projected.assign(blas::channel_block_projected_floats(plan), 0.0f);
           const blas::ExcitedTargets targets{first.excited.data(), first.sums.data()};
           blas::channel_block_residual_panels(plan, input.data(), 0, panels / 2, first, &targets);
           blas::channel_block_residual_panels(plan, input.data(), panels / 2, panels, second, &targets);
-          blas::channel_block_excited_gates(plan, first.sums.data(), first);
-          blas::channel_block_excited_gates(plan, first.sums.data(), second);
+          // The gates' products split by rows, the halves in the other order, into first's buffers.
+          first.squeezed.assign(static_cast<std::size_t>(c.squeeze), 0.0f);
+          first.gates.assign(static_cast<std::size_t>(c.expanded), 0.0f);
+          blas::channel_block_excited_squeeze(plan, first.sums.data(), c.squeeze / 2, c.squeeze, first.squeezed.data());
+          blas::channel_block_excited_squeeze(plan, first.sums.data(), 0, c.squeeze / 2, first.squeezed.data());
+          blas::channel_block_excited_expand(plan, first.squeezed.data(), c.expanded / 2, c.expanded,
+                                             first.gates.data());
+          blas::channel_block_excited_expand(plan, first.squeezed.data(), 0, c.expanded / 2, first.gates.data());
           const int projection = plan.project.panels();
           blas::channel_block_excited_projection(plan, first.excited.data(), first.gates.data(), 0, projection / 2,
                                                  first, first.projected.data());
-          blas::channel_block_excited_projection(plan, first.excited.data(), second.gates.data(), projection / 2,
+          blas::channel_block_excited_projection(plan, first.excited.data(), first.gates.data(), projection / 2,
                                                  projection, second, first.projected.data());
           blas::ChannelBlockBuffers* const sums[] = {&first};
           blas::channel_block_residual_output(plan, sums, groups / 2, groups, added, got.data(), second.staging);

@@ -314,29 +314,39 @@ void channel_block_residual_output(const ChannelBlockResidualPlan& plan, std::sp
   }
 }
 
+void channel_block_excited_squeeze(const ChannelBlockResidualPlan& plan, const float* sums, int first, int end,
+                                   float* squeezed) {
+  const SqueezeExciteDesc& e = plan.excite;
+  if (end <= first) return;
+  // The means, scaled into the product: squeezed = act(W (sums / pixels) + b).
+  const float scale = 1.0f / static_cast<float>(plan.output.h * plan.output.w);
+  // A matrix-vector product of a few thousand multiply-adds per row share: the backend keeps OpenBLAS on one thread.
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, end - first, e.channels, scale,
+              plan.reduce_weights + static_cast<std::size_t>(first) * e.channels, e.channels, sums, 1, 0.0f,
+              squeezed + first, 1);
+  for (int s = first; s < end; ++s) {
+    squeezed[s] = apply_activation(e.reduce_activation, squeezed[s] + (plan.reduce_bias ? plan.reduce_bias[s] : 0.0f));
+  }
+}
+
+void channel_block_excited_expand(const ChannelBlockResidualPlan& plan, const float* squeezed, int first, int end,
+                                  float* gates) {
+  const SqueezeExciteDesc& e = plan.excite;
+  if (end <= first) return;
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, end - first, e.squeeze_channels, 1.0f,
+              plan.expand_weights + static_cast<std::size_t>(first) * e.squeeze_channels, e.squeeze_channels, squeezed,
+              1, 0.0f, gates + first, 1);
+  for (int c = first; c < end; ++c) {
+    gates[c] = apply_activation(e.expand_activation, gates[c] + (plan.expand_bias ? plan.expand_bias[c] : 0.0f));
+  }
+}
+
 void channel_block_excited_gates(const ChannelBlockResidualPlan& plan, const float* sums,
                                  ChannelBlockBuffers& buffers) {
-  const SqueezeExciteDesc& e = plan.excite;
-  const int channels = e.channels;
-  const int squeeze = e.squeeze_channels;
-  buffers.means.resize(static_cast<std::size_t>(channels));
-  buffers.squeezed.resize(static_cast<std::size_t>(squeeze));
-  buffers.gates.resize(static_cast<std::size_t>(channels));
-  const float pixels = static_cast<float>(plan.output.h * plan.output.w);
-  for (int c = 0; c < channels; ++c) buffers.means[c] = sums[c] / pixels;
-  // Two matrix-vector products of a few thousand multiply-adds: the backend keeps OpenBLAS on one thread.
-  cblas_sgemv(CblasRowMajor, CblasNoTrans, squeeze, channels, 1.0f, plan.reduce_weights, channels, buffers.means.data(),
-              1, 0.0f, buffers.squeezed.data(), 1);
-  for (int s = 0; s < squeeze; ++s) {
-    buffers.squeezed[s] =
-        apply_activation(e.reduce_activation, buffers.squeezed[s] + (plan.reduce_bias ? plan.reduce_bias[s] : 0.0f));
-  }
-  cblas_sgemv(CblasRowMajor, CblasNoTrans, channels, squeeze, 1.0f, plan.expand_weights, squeeze,
-              buffers.squeezed.data(), 1, 0.0f, buffers.gates.data(), 1);
-  for (int c = 0; c < channels; ++c) {
-    buffers.gates[c] =
-        apply_activation(e.expand_activation, buffers.gates[c] + (plan.expand_bias ? plan.expand_bias[c] : 0.0f));
-  }
+  buffers.squeezed.resize(static_cast<std::size_t>(plan.excite.squeeze_channels));
+  buffers.gates.resize(static_cast<std::size_t>(plan.excite.channels));
+  channel_block_excited_squeeze(plan, sums, 0, plan.excite.squeeze_channels, buffers.squeezed.data());
+  channel_block_excited_expand(plan, buffers.squeezed.data(), 0, plan.excite.channels, buffers.gates.data());
 }
 
 void channel_block_excited_projection(const ChannelBlockResidualPlan& plan, const float* excited, const float* gates,

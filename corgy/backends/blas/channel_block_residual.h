@@ -84,7 +84,6 @@ struct ChannelBlockBuffers {
   // With a squeeze-and-excitation:
   std::vector<float> excited;  // the whole image's depthwise output, in channel blocks
   std::vector<float> sums;     // per channel: its sum over the pixels
-  std::vector<float> means;
   std::vector<float> squeezed;
   std::vector<float> gates;
   std::vector<float> gated;  // one panel of the projection's weights, each row scaled by its channel's gate
@@ -105,8 +104,15 @@ std::size_t channel_block_excited_floats(const ChannelBlockResidualPlan& plan);
 /// and the projection waits for channel_block_excited_projection.
 void channel_block_residual_panels(const ChannelBlockResidualPlan& plan, const float* input, int first, int end,
                                    ChannelBlockBuffers& buffers, const ExcitedTargets* excited = nullptr);
-/// A block with a squeeze-and-excitation: buffers.gates from every channel's sum over one image's pixels.
+/// A block with a squeeze-and-excitation: buffers.gates from every channel's sum over one image's pixels ...
 void channel_block_excited_gates(const ChannelBlockResidualPlan& plan, const float* sums, ChannelBlockBuffers& buffers);
+/// ... as two steps that members may split by rows (each reads only its rows of the weights, which at batch 1 come
+/// from memory: 1.8 MB in MobileNetV3's last blocks): squeezed channels [first, end) from the sums (excite.channels
+/// values), then, once every squeezed channel is there, gates [first, end) from them.
+void channel_block_excited_squeeze(const ChannelBlockResidualPlan& plan, const float* sums, int first, int end,
+                                   float* squeezed);
+void channel_block_excited_expand(const ChannelBlockResidualPlan& plan, const float* squeezed, int first, int end,
+                                  float* gates);
 /// ... then projection panels [first, end) of that image (of plan.project.panels()) from its depthwise output in
 /// channel blocks (ExcitedTargets::excited), `gates` folded into the weights (buffers.gated), into `projected`
 /// (laid out as ChannelBlockBuffers::projected, which channel_block_residual_output reads).

@@ -346,6 +346,8 @@ void BlasBackend::run_channel_block_residual(const blas::ChannelBlockResidualPla
     grow(shared.excited, blas::channel_block_excited_floats(plan));
     grow(shared.sums, static_cast<std::size_t>(plan.expanded));
     grow(shared.projected, blas::channel_block_projected_floats(plan));
+    grow(shared.squeezed, static_cast<std::size_t>(plan.excite.squeeze_channels));
+    grow(shared.gates, static_cast<std::size_t>(plan.expanded));
     targets = blas::ExcitedTargets{shared.excited.data(), shared.sums.data()};
   }
   const std::span<blas::ChannelBlockBuffers* const> summed =
@@ -359,9 +361,19 @@ void BlasBackend::run_channel_block_residual(const blas::ChannelBlockResidualPla
                                           targets ? &*targets : nullptr);
       member.sync();
       if (targets) {
-        blas::channel_block_excited_gates(plan, shared.sums.data(), mine);
+        // The gates' two products split by rows: each member reads its share of the weights (both reading all of
+        // them took as long as one reading all).
+        const blas::TeamMember::Range squeeze_share =
+            member.share(static_cast<std::size_t>(plan.excite.squeeze_channels));
+        blas::channel_block_excited_squeeze(plan, shared.sums.data(), static_cast<int>(squeeze_share.begin),
+                                            static_cast<int>(squeeze_share.end), shared.squeezed.data());
+        member.sync();
+        const blas::TeamMember::Range gate_share = member.share(static_cast<std::size_t>(plan.expanded));
+        blas::channel_block_excited_expand(plan, shared.squeezed.data(), static_cast<int>(gate_share.begin),
+                                           static_cast<int>(gate_share.end), shared.gates.data());
+        member.sync();
         const blas::TeamMember::Range projection_share = member.share(static_cast<std::size_t>(plan.project.panels()));
-        blas::channel_block_excited_projection(plan, shared.excited.data(), mine.gates.data(),
+        blas::channel_block_excited_projection(plan, shared.excited.data(), shared.gates.data(),
                                                static_cast<int>(projection_share.begin),
                                                static_cast<int>(projection_share.end), mine, shared.projected.data());
         member.sync();
