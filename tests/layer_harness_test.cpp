@@ -308,6 +308,11 @@ void add_pool_cases(std::vector<LayerCase>& cases) {
       {{1, 2, 9, 12}, {.kernel = 3, .stride = 1, .padding = 1}},
       {{3, 3, 13, 13}, {.kernel = 2, .stride = 1, .padding = 0, .padding_bottom_right = 1}},
       {{2, 4, 7, 9}, {.kernel = 5, .stride = 3, .padding = 2, .padding_bottom_right = 1}},
+      // The blas backend's stride-2 line reductions (separable_pool.cpp): windows of 3 (Inception's unpadded stem
+      // pools, odd widths), of 2 with padding (not the unpadded 2x2 / 2 special case) and of 4 (the loop over taps).
+      {{2, 3, 15, 17}, {.kernel = 3, .stride = 2}},
+      {{2, 3, 9, 10}, {.kernel = 2, .stride = 2, .padding = 1}},
+      {{1, 4, 15, 14}, {.kernel = 4, .stride = 2, .padding = 1}},
       {{3, 6, 10, 7}, {.global = true}},
       // Global pools as the Vulkan backend splits them: 128 threads per plane (37 x 41), one per plane and more
       // planes than a workgroup takes (300 planes of 1 x 1).

@@ -62,6 +62,48 @@ float pool_whole(const float* input, std::size_t count) {
   return kMax ? value : value / static_cast<float>(count);
 }
 
+/// reduced[x] = the max (or the sum) of `count` rows (in_w values each, contiguous, one after the other) at x: one
+/// pass over the output for the common window heights (2 and 3) rather than one per row, so the compiler keeps
+/// each value in a register across the rows.
+template <bool kMax>
+void reduce_rows(const float* first, int count, int in_w, float* reduced) {
+  const float* r0 = first;
+  if (count == 3) {
+    const float* r1 = r0 + in_w;
+    const float* r2 = r1 + in_w;
+    for (int x = 0; x < in_w; ++x) reduced[x] = combine<kMax>(combine<kMax>(r0[x], r1[x]), r2[x]);
+    return;
+  }
+  if (count == 2) {
+    const float* r1 = r0 + in_w;
+    for (int x = 0; x < in_w; ++x) reduced[x] = combine<kMax>(r0[x], r1[x]);
+    return;
+  }
+  std::copy(r0, r0 + in_w, reduced);
+  for (int y = 1; y < count; ++y) {
+    const float* row = r0 + static_cast<std::size_t>(y) * in_w;
+    for (int x = 0; x < in_w; ++x) reduced[x] = combine<kMax>(reduced[x], row[x]);
+  }
+}
+
+/// out[ox] = the max (or the sum) of line[2 ox + j], j < kernel: at stride 2 (the stems of ResNet, DenseNet and
+/// Inception, 3x3 / 2) the window's taps are even and odd elements of the line, which the compiler loads as vectors
+/// and deinterleaves; a loop over each window's taps per output was scalar (ResNet-50's 64 x 112 x 112 stem pool:
+/// 0.36 ms on one thread, ONNX Runtime's 0.08).
+template <bool kMax>
+void reduce_line_stride_2(const float* line, int kernel, int out_w, float* out) {
+  if (kernel == 3) {
+    for (int ox = 0; ox < out_w; ++ox) {
+      out[ox] = combine<kMax>(combine<kMax>(line[2 * ox], line[2 * ox + 1]), line[2 * ox + 2]);
+    }
+    return;
+  }
+  for (int ox = 0; ox < out_w; ++ox) out[ox] = line[2 * ox];
+  for (int j = 1; j < kernel; ++j) {
+    for (int ox = 0; ox < out_w; ++ox) out[ox] = combine<kMax>(out[ox], line[2 * ox + j]);
+  }
+}
+
 template <bool kMax>
 void pool_plane_as(const Pool2dDesc& desc, const float* input, const Shape& in_shape, float* output,
                    const Shape& out_shape, std::vector<float>& buffer) {
@@ -93,19 +135,20 @@ void pool_plane_as(const Pool2dDesc& desc, const float* input, const Shape& in_s
     if (rows.begin == rows.end) {
       std::fill(reduced, reduced + in_w, neutral);
     } else {
-      std::copy(input + static_cast<std::size_t>(rows.begin) * in_w,
-                input + static_cast<std::size_t>(rows.begin + 1) * in_w, reduced);
-      for (int y = rows.begin + 1; y < rows.end; ++y) {
-        const float* row = input + static_cast<std::size_t>(y) * in_w;
-        for (int x = 0; x < in_w; ++x) reduced[x] = combine<kMax>(reduced[x], row[x]);
-      }
+      reduce_rows<kMax>(input + static_cast<std::size_t>(rows.begin) * in_w, rows.end - rows.begin, in_w, reduced);
     }
     float* out_row = output + static_cast<std::size_t>(oy) * out_w;
-    if (stride == 1) {
+    if (stride == 1 && kernel == 3) {
+      for (int ox = 0; ox < out_w; ++ox) {
+        out_row[ox] = combine<kMax>(combine<kMax>(line[ox], line[ox + 1]), line[ox + 2]);
+      }
+    } else if (stride == 1) {
       std::copy(line, line + out_w, out_row);
       for (int j = 1; j < kernel; ++j) {
         for (int ox = 0; ox < out_w; ++ox) out_row[ox] = combine<kMax>(out_row[ox], line[ox + j]);
       }
+    } else if (stride == 2) {
+      reduce_line_stride_2<kMax>(line, kernel, out_w, out_row);
     } else {
       for (int ox = 0; ox < out_w; ++ox) {
         const float* window = line + static_cast<std::size_t>(ox) * stride;
