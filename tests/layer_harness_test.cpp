@@ -1063,6 +1063,12 @@ void add_general_window_conv_cases(std::vector<LayerCase>& cases) {
       {{1, 33, 17, 17}, 33, 19, window(7, 1, {1, 1}, {1, 1}, {3, 0, 3, 0}), 1, Activation::relu()},
       {{3, 64, 14, 13}, 64, 48, window(1, 7, {1, 1}, {1, 1}, {0, 3, 0, 3})},
       {{1, 3, 15, 12}, 3, 8, window(5, 3, {2, 3}, {1, 2}, {2, 0, 1, 3})},
+      // Weights above L2's share (0.5 MB) on images too small for a band per thread: the blas backend splits them
+      // over output channels (conv_padded_rows_by_channels), here in uneven shares of the panels (150 channels),
+      // and at stride 2 from phase planes.
+      {{1, 192, 9, 8}, 192, 160, window(1, 7, {1, 1}, {1, 1}, {0, 3, 0, 3}), 1, Activation::relu()},
+      {{1, 160, 8, 9}, 160, 150, window(7, 1, {1, 1}, {1, 1}, {3, 0, 3, 0})},
+      {{1, 256, 10, 9}, 256, 64, window(3, 3, {2, 2}, {1, 1}, {1, 1, 1, 1}), 1, Activation::leaky_relu(0.1f)},
   };
   for (const WindowShape& s : shapes) {
     const Conv2dOptions options{.in_channels = s.in_channels,

@@ -604,6 +604,16 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
     });
     return;
   }
+  if (!pool && desc.groups == 1 && blas::reads_padded_rows(desc) &&
+      plan.algorithm == blas::ConvAlgorithm::packed_gemm && blas::splits_weights_by_channels(plan, conv_output, team)) {
+    if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
+    profiler_.note(plan.describe() + ", split over output channels");
+    team_->run(team, [&](const TeamMember& member) {
+      blas::conv_padded_rows_by_channels(member, *plan.kernel, desc, plan.packed, input, output,
+                                         plans_->band_buffers[member.index()].gemm);
+    });
+    return;
+  }
   const blas::Bands bands = blas::bands_for(plan, conv_output, team);
   if (bands) {
     const std::string band = bands.images > 1 ? fmt::format("bands of {} images", bands.images)

@@ -103,6 +103,13 @@ void max_pool_band(const Pool2dDesc& pool, const float* band, int first_row, int
 
 }  // namespace
 
+bool splits_weights_by_channels(const ConvPlan& plan, const Shape& output, int members) {
+  if (members < 2 || plan.algorithm != ConvAlgorithm::packed_gemm || weight_bytes(plan) <= kL2WeightsBytes)
+    return false;
+  // Fewer pixels per member than a band must hold to be worth re-reading such weights for.
+  return output.count() / output.c < static_cast<std::size_t>(members) * kMinBandPixels;
+}
+
 Bands bands_for(const ConvPlan& plan, const Shape& output, int members) {
   if (plan.algorithm != ConvAlgorithm::packed_gemm && plan.algorithm != ConvAlgorithm::winograd) return {};
   if (weight_bytes(plan) > kBandWeightsBytes) return {};

@@ -21,6 +21,11 @@ struct Bands {
 /// run as one team-shared computation (large weights, which each band would read again, or too few bands to share).
 Bands bands_for(const ConvPlan& plan, const Shape& output, int members);
 
+/// True where `plan` (the packed GEMM) at `output` should rather be shared among `members` by output channels than
+/// cut into bands: weights too large for L2, which each band streams again, on images too small to give every
+/// member a band of the pixels that re-reading them is worth.
+bool splits_weights_by_channels(const ConvPlan& plan, const Shape& output, int members);
+
 /// The number of bands conv_in_bands computes (of the pooled output's rows with `pool`).
 std::size_t band_count(const Bands& bands, const Pool2dDesc* pool, const Shape& conv_output, const Shape& output);
 

@@ -99,65 +99,108 @@ void copy_row_phases(const float* plane, const Shape& in, int pad_top, int pad_l
 /// output pixels (y, x), (y, x + 1), ... reads consecutive floats of plane (ky * d % s, kx * d % s) from row
 /// y - y0 + ky * d / s, column x + kx * d / s on: B's rows are still read in place, and the extended grid is
 /// phase_w (the padded width / s) columns wide, of which output.w are outputs (a 7x7/2 stem: 112 of 115).
-void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
-                      const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
-                      std::size_t channel_stride, GemmRowsBuffers& buffers) {
-  const Shape& in = input.shape();
-  // Any window whose stride and dilation are the same along both axes.
+/// The zero-padded phase planes that PaddedRowsB reads for output rows [y0, y1) of one group of a convolution whose
+/// stride and dilation are the same along both axes: s x s phase planes per input channel, each phase_h x phase_w.
+struct PaddedRowsLayout {
+  int stride = 1;
+  int phase_w = 0;  // = output.w + the horizontal halo at stride 1
+  int phase_h = 0;
+  std::size_t phase_plane = 0;
+  std::size_t channel_size = 0;  // phase_plane * stride * stride
+  int columns = 0;               // of the extended grid: (y1 - y0) * phase_w
+  std::size_t padded_size = 0;   // every channel's planes, with room for the last panel's reads past the grid
+};
+
+PaddedRowsLayout padded_rows_layout(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const Shape& in, int y0,
+                                    int y1) {
   const Conv2dWindow window = desc.window();
-  const int s = window.stride_h;
-  const int d = window.dilation_h;
-  const int in_per_group = desc.in_channels / desc.groups;
-  const int out_per_group = desc.out_channels / desc.groups;
-  const int halo_h = d * (window.kernel_h - 1);
+  PaddedRowsLayout layout;
+  layout.stride = window.stride_h;
+  const int halo_h = window.dilation_h * (window.kernel_h - 1);
   const int padded_w = in.w + window.pad_left + window.pad_right;
-  const int phase_w = (padded_w + s - 1) / s;  // = output.w + the horizontal halo at stride 1
-  const int phase_h = y1 - y0 + halo_h / s;
-  const std::size_t phase_plane = static_cast<std::size_t>(phase_h) * phase_w;
-  const std::size_t channel_size = phase_plane * s * s;
-  const int columns = (y1 - y0) * phase_w;
-  // Room for the last panel's columns past the grid, and for its reads past the last row.
-  const std::size_t padded_size = in_per_group * channel_size + kernel.nr + phase_w;
-  if (buffers.padded_input.size() < padded_size) buffers.padded_input.resize(padded_size);
-  const std::size_t extended_size = static_cast<std::size_t>(out_per_group) * (columns + kernel.nr);
-  if (buffers.extended_output.size() < extended_size) buffers.extended_output.resize(extended_size);
-  buffers.row_offsets.clear();
-  for (int c = 0; c < in_per_group; ++c) {
+  layout.phase_w = (padded_w + layout.stride - 1) / layout.stride;
+  layout.phase_h = y1 - y0 + halo_h / layout.stride;
+  layout.phase_plane = static_cast<std::size_t>(layout.phase_h) * layout.phase_w;
+  layout.channel_size = layout.phase_plane * layout.stride * layout.stride;
+  layout.columns = (y1 - y0) * layout.phase_w;
+  layout.padded_size = (desc.in_channels / desc.groups) * layout.channel_size + kernel.nr + layout.phase_w;
+  return layout;
+}
+
+/// B's row (c, ky, kx) in the phase planes: one offset per row of the group's depth.
+void padded_row_offsets(const Conv2dDesc& desc, const PaddedRowsLayout& layout, std::vector<std::int32_t>& offsets) {
+  const Conv2dWindow window = desc.window();
+  const int s = layout.stride;
+  const int d = window.dilation_h;
+  offsets.clear();
+  for (int c = 0; c < desc.in_channels / desc.groups; ++c) {
     for (int ky = 0; ky < window.kernel_h; ++ky) {
       for (int kx = 0; kx < window.kernel_w; ++kx) {
         const int dy = ky * d;
         const int dx = kx * d;
         const std::size_t phase = static_cast<std::size_t>(dy % s) * s + dx % s;
-        buffers.row_offsets.push_back(
-            static_cast<std::int32_t>(c * channel_size + phase * phase_plane + (dy / s) * phase_w + dx / s));
+        offsets.push_back(static_cast<std::int32_t>(c * layout.channel_size + phase * layout.phase_plane +
+                                                    (dy / s) * layout.phase_w + dx / s));
       }
     }
   }
+}
+
+/// Channels [c0, c1) of group g of image n into their phase planes in `padded` (laid out by padded_rows_layout for
+/// output rows from y0).
+void fill_padded_channels(const Conv2dDesc& desc, const Variable& input, const PaddedRowsLayout& layout, int n, int g,
+                          int c0, int c1, int y0, float* padded) {
+  const Shape& in = input.shape();
+  const Conv2dWindow window = desc.window();
+  const int s = layout.stride;
+  const int in_per_group = desc.in_channels / desc.groups;
+  for (int c = c0; c < c1; ++c) {
+    const float* source = input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group + c) * in.plane_count();
+    for (int py = 0; py < s; ++py) {
+      for (int r = 0; r < layout.phase_h; ++r) {  // row phase py's row r: padded row (y0 + r) * s + py
+        copy_row_phases(source, in, window.pad_top, window.pad_left, s, (y0 + r) * s + py, layout.phase_w,
+                        layout.phase_plane,
+                        padded + c * layout.channel_size + py * s * layout.phase_plane +
+                            static_cast<std::size_t>(r) * layout.phase_w);
+      }
+    }
+  }
+}
+
+/// Output rows [0, rows) of channels [c0, c1) of the extended grid (rows `ldc` apart, phase_w columns per output row)
+/// into the output planes at target (channel c at target + c * channel_stride), the halo columns dropped.
+void crop_extended_rows(const float* extended, std::size_t ldc, const PaddedRowsLayout& layout, int c0, int c1,
+                        int rows, int out_w, float* target, std::size_t channel_stride) {
+  for (int o = c0; o < c1; ++o) {
+    const float* from = extended + o * ldc;
+    float* plane_out = target + static_cast<std::size_t>(o) * channel_stride;
+    for (int r = 0; r < rows; ++r) {
+      std::memcpy(plane_out + static_cast<std::size_t>(r) * out_w, from + static_cast<std::size_t>(r) * layout.phase_w,
+                  sizeof(float) * out_w);
+    }
+  }
+}
+
+void conv_padded_rows(const GemmMicroKernel& kernel, const Conv2dDesc& desc, const PackedConvWeights& weights,
+                      const Variable& input, const Shape& output, int n, int y0, int y1, float* target,
+                      std::size_t channel_stride, GemmRowsBuffers& buffers) {
+  const int in_per_group = desc.in_channels / desc.groups;
+  const int out_per_group = desc.out_channels / desc.groups;
+  const PaddedRowsLayout layout = padded_rows_layout(kernel, desc, input.shape(), y0, y1);
+  if (buffers.padded_input.size() < layout.padded_size) buffers.padded_input.resize(layout.padded_size);
+  const std::size_t extended_size = static_cast<std::size_t>(out_per_group) * (layout.columns + kernel.nr);
+  if (buffers.extended_output.size() < extended_size) buffers.extended_output.resize(extended_size);
+  padded_row_offsets(desc, layout, buffers.row_offsets);
   for (int g = 0; g < desc.groups; ++g) {
     float* padded = buffers.padded_input.data();
-    std::fill(padded + in_per_group * channel_size, padded + padded_size, 0.0f);
-    for (int c = 0; c < in_per_group; ++c) {
-      const float* source =
-          input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group + c) * in.plane_count();
-      for (int py = 0; py < s; ++py) {
-        for (int r = 0; r < phase_h; ++r) {  // row phase py's row r: padded row (y0 + r) * s + py
-          copy_row_phases(source, in, window.pad_top, window.pad_left, s, (y0 + r) * s + py, phase_w, phase_plane,
-                          padded + c * channel_size + py * s * phase_plane + static_cast<std::size_t>(r) * phase_w);
-        }
-      }
-    }
-    const PaddedRowsB rows(padded, columns, buffers.row_offsets);
-    const std::size_t ldc = static_cast<std::size_t>(columns) + kernel.nr;
-    packed_gemm_columns(kernel, weights.groups[g], rows, 0, columns, buffers.extended_output.data(), ldc,
+    std::fill(padded + in_per_group * layout.channel_size, padded + layout.padded_size, 0.0f);
+    fill_padded_channels(desc, input, layout, n, g, 0, in_per_group, y0, padded);
+    const PaddedRowsB rows(padded, layout.columns, buffers.row_offsets);
+    const std::size_t ldc = static_cast<std::size_t>(layout.columns) + kernel.nr;
+    packed_gemm_columns(kernel, weights.groups[g], rows, 0, layout.columns, buffers.extended_output.data(), ldc,
                         desc.activation, buffers.packed_b, true);
-    for (int o = 0; o < out_per_group; ++o) {
-      const float* extended = buffers.extended_output.data() + o * ldc;
-      float* plane_out = target + static_cast<std::size_t>(g * out_per_group + o) * channel_stride;
-      for (int r = 0; r < y1 - y0; ++r) {
-        std::memcpy(plane_out + static_cast<std::size_t>(r) * output.w,
-                    extended + static_cast<std::size_t>(r) * phase_w, sizeof(float) * output.w);
-      }
-    }
+    crop_extended_rows(buffers.extended_output.data(), ldc, layout, 0, out_per_group, y1 - y0, output.w,
+                       target + static_cast<std::size_t>(g * out_per_group) * channel_stride, channel_stride);
   }
 }
 
@@ -281,6 +324,39 @@ void conv_pointwise_by_depth(const TeamMember& member, const GemmMicroKernel& ke
     }
     member.sync();
   }
+}
+
+void conv_padded_rows_by_channels(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                                  const PackedConvWeights& weights, const Variable& input, Variable& output,
+                                  GemmRowsBuffers& buffers) {
+  const Shape& in = input.shape();
+  const Shape& out = output.shape();
+  const PackedA& a = weights.groups[0];
+  const TeamMember::Range panels = member.share(static_cast<std::size_t>(a.panels()));
+  const int c0 = static_cast<int>(panels.begin) * a.mr();
+  const int c1 = std::min(static_cast<int>(panels.end) * a.mr(), out.c);
+  if (c0 < c1) {
+    const PaddedRowsLayout layout = padded_rows_layout(kernel, desc, in, 0, out.h);
+    if (buffers.padded_input.size() < layout.padded_size) buffers.padded_input.resize(layout.padded_size);
+    const std::size_t ldc = static_cast<std::size_t>(layout.columns) + kernel.nr;
+    const std::size_t extended_size = static_cast<std::size_t>(a.panels()) * a.mr() * ldc;
+    if (buffers.extended_output.size() < extended_size) buffers.extended_output.resize(extended_size);
+    padded_row_offsets(desc, layout, buffers.row_offsets);
+    float* padded = buffers.padded_input.data();
+    for (int n = 0; n < out.n; ++n) {
+      // Each member pads the whole input into planes of its own: shared planes, half of them written by the other
+      // core, made the members' B reads cross between the cores' caches (8x8 1x3 layers: 0.25 ms against 0.19 in
+      // bands); the copy costs a fraction of the product.
+      std::fill(padded + in.c * layout.channel_size, padded + layout.padded_size, 0.0f);
+      fill_padded_channels(desc, input, layout, n, 0, 0, in.c, 0, padded);
+      const PaddedRowsB rows(padded, layout.columns, buffers.row_offsets);
+      packed_gemm_panels(kernel, a, static_cast<int>(panels.begin), static_cast<int>(panels.end), rows, 0,
+                         layout.columns, buffers.extended_output.data(), ldc, desc.activation, buffers.packed_b, true);
+      crop_extended_rows(buffers.extended_output.data(), ldc, layout, c0, c1, out.h, out.w,
+                         output.data() + static_cast<std::size_t>(n) * out.image_count(), out.plane_count());
+    }
+  }
+  member.sync();
 }
 
 PackedConvWeights pack_conv_weights(const Conv2dDesc& desc, const float* weights, const float* bias,

@@ -105,6 +105,15 @@ void conv_pointwise_by_channels(const TeamMember& member, const GemmMicroKernel&
                                 const PackedConvWeights& weights, const Variable& input, Variable& output,
                                 GemmRowsBuffers& buffers);
 
+/// A convolution of one group read through PaddedRowsB (reads_padded_rows) by the whole team split over output
+/// channels: each member pads each image's whole input into phase planes of its own and multiplies its share of A's
+/// row panels over every pixel (each member calls it; it returns after the team's barrier). For weights too large
+/// to read again for each band of a small image (conv_bands.h's splits_weights_by_channels): in two bands of 9 rows
+/// each member streamed all of Inception v3's 1 MB 1x7 and 7x1 weights for half of a 17x17 map.
+void conv_padded_rows_by_channels(const TeamMember& member, const GemmMicroKernel& kernel, const Conv2dDesc& desc,
+                                  const PackedConvWeights& weights, const Variable& input, Variable& output,
+                                  GemmRowsBuffers& buffers);
+
 /// A pointwise convolution of one group (reads_planes_in_place) by the whole team split over the depth: each member
 /// multiplies its share of the input channels into sums for every output channel and pixel, then adds up a share of
 /// the output channels from every member's sums, with the bias and activation (each member calls it; it returns

@@ -371,9 +371,9 @@ void packed_gemm_columns(const GemmMicroKernel& kernel, const PackedA& a, const 
 
 void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
                         const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
-                        Activation activation, std::vector<float>& scratch) {
+                        Activation activation, std::vector<float>& scratch, bool padded_columns) {
   gemm_panel_columns(kernel, a, panel_begin, panel_end, b, column_begin, column_end, c, ldc, activation, scratch,
-                     false);
+                     padded_columns);
 }
 
 void packed_gemm_partial_depth(const GemmMicroKernel& kernel, const PackedA& a, int depth_begin, int depth_end,

@@ -143,7 +143,7 @@ void packed_gemm_columns(const GemmMicroKernel& kernel, const PackedA& a, const 
 /// channels, when the team splits a layer by channels).
 void packed_gemm_panels(const GemmMicroKernel& kernel, const PackedA& a, int panel_begin, int panel_end,
                         const BSource& b, int column_begin, int column_end, float* c, std::size_t ldc,
-                        Activation activation, std::vector<float>& scratch);
+                        Activation activation, std::vector<float>& scratch, bool padded_columns = false);
 
 /// C = the part of that product over the depth [depth_begin, depth_end) alone (A's columns and B's rows there), every
 /// row panel of A, no bias nor activation: a share of the depth whose partial sums are added up elsewhere. By the
