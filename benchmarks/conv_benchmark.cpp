@@ -3,7 +3,8 @@
 // configs) with the weights streaming from memory as in a model's forward, (blas_2t_foreign) with the input and
 // output last written by other cores, as the layers before leave them at two threads, and (the *_2t_forward configs:
 // the tuner's choice, and each algorithm forced) both; the raw sgemm of the 13x13x1024->1024 layer (OpenBLAS) and the
-// micro-kernels alone on cache-resident panels, for context. Results and commands: docs/benchmarks.md.
+// micro-kernels alone on cache-resident panels, for context; and the max pools of the stems (pool2d/). Results and
+// commands: docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <pthread.h>
@@ -255,6 +256,36 @@ void BM_MicroKernel(benchmark::State& state, corgy::blas::GemmMicroKernel kernel
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// One max pool (k x k, stride s, padding p on every side) of a batch-1 map, as the stems of ResNet, DenseNet and
+/// Inception v3 and Inception's blocks pool.
+struct PoolShape {
+  int channels;
+  int size;
+  int kernel;
+  int stride;
+  int padding;
+};
+constexpr PoolShape kPoolShapes[] = {
+    {64, 112, 3, 2, 1}, {192, 56, 3, 2, 1}, {64, 147, 3, 2, 0}, {256, 28, 3, 1, 1}, {128, 56, 2, 2, 0}};
+
+void BM_Pool2d(benchmark::State& state, PoolShape shape, int threads) {
+  const std::unique_ptr<corgy::Backend> backend = corgy::make_backend("blas", threads);
+  corgy::Pool2dDesc desc;
+  desc.kernel_h = desc.kernel_w = shape.kernel;
+  desc.stride_h = desc.stride_w = shape.stride;
+  desc.pad_top = desc.pad_left = desc.pad_bottom = desc.pad_right = shape.padding;
+  std::mt19937 generator(11);
+  const corgy::Variable input = random_variable({1, shape.channels, shape.size, shape.size}, generator);
+  const int out = desc.output_h(shape.size);
+  corgy::Variable output({1, shape.channels, out, out});
+  backend->pool2d(desc, input, output);  // warm-up
+  for (auto _ : state) {
+    backend->pool2d(desc, input, output);
+    benchmark::DoNotOptimize(output.data());
+    benchmark::ClobberMemory();
+  }
+}
+
 /// Median of 5 repetitions of wall-clock time (OpenBLAS's worker threads are invisible to the CPU timer).
 void configure(benchmark::internal::Benchmark* benchmark) {
   benchmark->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5)->Repetitions(5)->ReportAggregatesOnly(true);
@@ -276,6 +307,15 @@ int main(int argc, char** argv) {
         const std::string name = "conv2d/" + shape_label(shape) + "/" + config.label;
         configure(benchmark::RegisterBenchmark(name.c_str(), BM_Conv2d, config, shape));
       }
+    }
+  }
+  for (const PoolShape& shape : kPoolShapes) {
+    for (const int threads : {1, 2}) {
+      const std::string name = "pool2d/max_" + std::to_string(shape.channels) + "x" + std::to_string(shape.size) + "x" +
+                               std::to_string(shape.size) + "_" + std::to_string(shape.kernel) + "x" +
+                               std::to_string(shape.kernel) + "_s" + std::to_string(shape.stride) + "_p" +
+                               std::to_string(shape.padding) + "/" + std::to_string(threads) + "t";
+      configure(benchmark::RegisterBenchmark(name.c_str(), BM_Pool2d, shape, threads));
     }
   }
   for (const int threads : {1, 2}) {

@@ -605,7 +605,7 @@ void BlasBackend::run_plan(const blas::ConvPlan& plan, const Pool2dDesc* pool, c
     return;
   }
   if (!pool && desc.groups == 1 && blas::reads_padded_rows(desc) &&
-      plan.algorithm == blas::ConvAlgorithm::packed_gemm && blas::splits_weights_by_channels(plan, conv_output, team)) {
+      blas::splits_weights_by_channels(plan, conv_output, team)) {
     if (plans_->band_buffers.size() < static_cast<std::size_t>(team)) plans_->band_buffers.resize(team);
     profiler_.note(plan.describe() + ", split over output channels");
     team_->run(team, [&](const TeamMember& member) {
