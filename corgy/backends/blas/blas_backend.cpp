@@ -284,6 +284,12 @@ blas::Fastest BlasBackend::fastest_measured(std::size_t candidates, const std::f
   return fastest;
 }
 
+void BlasBackend::place_for_timing(std::vector<std::span<const float>> weights, const Variable& input) {
+  weights.emplace_back(input.data(), input.count());
+  blas::evict_from_caches(weights);
+  team_->run(threads_, [&](const TeamMember& member) { blas::read_column_share(member, input.data(), input.shape()); });
+}
+
 const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape& in, const Variable* input,
                                             const Variable& weights, const Variable* bias, const Variable* residual,
                                             const Pool2dDesc* pool) {
@@ -355,7 +361,7 @@ const blas::ConvPlan* BlasBackend::plan_for(const Conv2dDesc& desc, const Shape&
     // those (the depthwise plane kernel; the others' would be paged back in from their file: ConvPlanCache::store).
     std::vector<std::span<const float>> weight_buffers = plan.weight_buffers();
     if (!plan.holds_weights()) weight_buffers.emplace_back(weights.data(), weights.count());
-    blas::evict_from_caches(weight_buffers);
+    place_for_timing(std::move(weight_buffers), *input);
     const auto start = std::chrono::steady_clock::now();
     if (is_depthwise_plan(plan)) {
       run_depthwise(plan, *input, weights, bias, scratch);

@@ -193,6 +193,10 @@ class BlasBackend final : public Backend {
   /// median, not the lowest: a probe of 60 us catches the odd interrupt, which the runs' best-of-rounds leaves out
   /// anyway; a neighbour on the sibling hyperthread through the timing lowers most of them.
   blas::Fastest fastest_measured(std::size_t candidates, const std::function<double(std::size_t)>& time_ms);
+  /// Before a timed run: the caches as a forward leaves them for this layer. `weights` (the buffers the run reads
+  /// its weights from) evicted, last read a whole forward ago; `input` evicted and then each member's share of its
+  /// columns read on that member (conv_tuner.h: read_column_share), as the layer before left it.
+  void place_for_timing(std::vector<std::span<const float>> weights, const Variable& input);
   /// How tall inverted_residual's bands are: what fits the L2 budget, or whole images (one member's each).
   enum class BandHeight { within_budget, whole_image };
   /// Defined in inverted_residual.cpp: the output rows of each band of a block whose depthwise convolution is `d`

@@ -109,6 +109,26 @@ void evict_from_caches(std::span<const std::span<const float>> buffers) {
 #endif
 }
 
+void read_column_share(const TeamMember& member, const float* data, const Shape& shape) {
+  constexpr std::size_t floats_per_line = 64 / sizeof(float);
+  const std::size_t pixels = static_cast<std::size_t>(shape.h) * shape.w;
+  const TeamMember::Range mine = member.share(static_cast<std::size_t>(shape.n) * pixels, floats_per_line);
+  float sum = 0.0f;
+  for (std::size_t column = mine.begin; column < mine.end;) {
+    const std::size_t image = column / pixels;
+    const std::size_t first = column - image * pixels;
+    const std::size_t last = std::min(pixels, first + (mine.end - column));
+    for (int channel = 0; channel < shape.c; ++channel) {
+      const float* plane = data + (image * shape.c + channel) * pixels;
+      for (std::size_t i = first; i < last; i += floats_per_line) sum += plane[i];
+    }
+    column += last - first;
+  }
+  // Keeps the reads: their values are not needed.
+  volatile float sink = sum;
+  (void)sink;
+}
+
 Fastest fastest_candidate(std::size_t candidates, const std::function<double(std::size_t)>& time_ms) {
   std::vector<double> best(candidates, std::numeric_limits<double>::infinity());
   for (int round = 0; round < 2; ++round) {
