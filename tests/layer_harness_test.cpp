@@ -1063,6 +1063,13 @@ void add_general_window_conv_cases(std::vector<LayerCase>& cases) {
       {{1, 33, 17, 17}, 33, 19, window(7, 1, {1, 1}, {1, 1}, {3, 0, 3, 0}), 1, Activation::relu()},
       {{3, 64, 14, 13}, 64, 48, window(1, 7, {1, 1}, {1, 1}, {0, 3, 0, 3})},
       {{1, 3, 15, 12}, 3, 8, window(5, 3, {2, 3}, {1, 2}, {2, 0, 1, 3})},
+      // At stride 1 the padded rows share their horizontal padding (conv_gemm.cpp's PaddedRowsLayout): padding
+      // wider on the right, wider on the left with dilation, padding past the window's halo (each row still as wide
+      // as the output), and wider still (not shared).
+      {{2, 6, 7, 11}, 6, 5, window(1, 5, {1, 1}, {1, 1}, {0, 1, 0, 3})},
+      {{1, 5, 6, 9}, 5, 4, window(3, 5, {1, 1}, {1, 2}, {1, 4, 1, 2}), 1, Activation::relu()},
+      {{1, 4, 5, 6}, 4, 3, window(1, 3, {1, 1}, {1, 1}, {0, 3, 0, 2})},
+      {{3, 4, 5, 6}, 4, 3, window(1, 3, {1, 1}, {1, 1}, {0, 4, 0, 4})},
       // Weights above L2's share (0.5 MB) on images too small for a band per thread: the blas backend splits them
       // over output channels (conv_padded_rows_by_channels), here in uneven shares of the panels (150 channels),
       // and at stride 2 from phase planes.

@@ -101,9 +101,16 @@ void copy_row_phases(const float* plane, const Shape& in, int pad_top, int pad_l
 /// phase_w (the padded width / s) columns wide, of which output.w are outputs (a 7x7/2 stem: 112 of 115).
 /// The zero-padded phase planes that PaddedRowsB reads for output rows [y0, y1) of one group of a convolution whose
 /// stride and dilation are the same along both axes: s x s phase planes per input channel, each phase_h x phase_w.
+///
+/// At stride 1 consecutive padded rows share their horizontal padding: row r's input values start at
+/// r * phase_w + pad_left, and the max(pad_left, pad_right) zeros between two rows' values serve as the right padding
+/// of the one and the left padding of the next, so a row of the extended grid is input.w + max(pad_left, pad_right)
+/// columns wide rather than input.w + pad_left + pad_right (a 1x7 window on a 17x17 map: 20 columns for 17 outputs
+/// where 23 were computed). The last row's right padding is the next channel's first row's left padding (or, after
+/// the last channel, the zeroed room past the planes).
 struct PaddedRowsLayout {
   int stride = 1;
-  int phase_w = 0;  // = output.w + the horizontal halo at stride 1
+  int phase_w = 0;  // at stride 1: input.w + the padding the rows share (at least output.w)
   int phase_h = 0;
   std::size_t phase_plane = 0;
   std::size_t channel_size = 0;  // phase_plane * stride * stride
@@ -119,6 +126,11 @@ PaddedRowsLayout padded_rows_layout(const GemmMicroKernel& kernel, const Conv2dD
   const int halo_h = window.dilation_h * (window.kernel_h - 1);
   const int padded_w = in.w + window.pad_left + window.pad_right;
   layout.phase_w = (padded_w + layout.stride - 1) / layout.stride;
+  // Rows that share their padding are no shorter than the output's (a padding wider than the window's halo is not
+  // shared).
+  const int shared_w = in.w + std::max(window.pad_left, window.pad_right);
+  const int out_w = padded_w - window.dilation_w * (window.kernel_w - 1);
+  if (layout.stride == 1 && shared_w >= out_w) layout.phase_w = shared_w;
   layout.phase_h = y1 - y0 + halo_h / layout.stride;
   layout.phase_plane = static_cast<std::size_t>(layout.phase_h) * layout.phase_w;
   layout.channel_size = layout.phase_plane * layout.stride * layout.stride;
@@ -156,12 +168,12 @@ void fill_padded_channels(const Conv2dDesc& desc, const Variable& input, const P
   const int in_per_group = desc.in_channels / desc.groups;
   for (int c = c0; c < c1; ++c) {
     const float* source = input.data() + (static_cast<std::size_t>(n) * in.c + g * in_per_group + c) * in.plane_count();
+    float* channel = padded + c * layout.channel_size;
     for (int py = 0; py < s; ++py) {
       for (int r = 0; r < layout.phase_h; ++r) {  // row phase py's row r: padded row (y0 + r) * s + py
         copy_row_phases(source, in, window.pad_top, window.pad_left, s, (y0 + r) * s + py, layout.phase_w,
                         layout.phase_plane,
-                        padded + c * layout.channel_size + py * s * layout.phase_plane +
-                            static_cast<std::size_t>(r) * layout.phase_w);
+                        channel + py * s * layout.phase_plane + static_cast<std::size_t>(r) * layout.phase_w);
       }
     }
   }
