@@ -10,6 +10,7 @@
 //   model_benchmark --cfg FILE --random-weights SEED --write-weights FILE   (the .weights the peers load)
 //   model_benchmark --list-devices                                         (Vulkan devices, JSON)
 //   model_benchmark ... --profile      (then a table: each layer's algorithm, ms, GFLOP/s and % of the FMA peak)
+//   model_benchmark ... --forward-times   (every timed forward's ms too, in order: "forward_ms")
 //   model_benchmark ... --backend vulkan --no-tuning | --tuning-cache FILE   (static tables | where tuning is kept)
 #include <cblas.h>
 #include <fmt/format.h>
@@ -51,6 +52,7 @@ struct Options {
   std::string write_weights;
   bool list_devices = false;
   bool profile = false;
+  bool forward_times = false;
   bool no_tuning = false;
   std::string tuning_cache;
   double peak_gflops = 0.0;
@@ -274,11 +276,12 @@ void print_result(const Options& options, Network& network, const corgy::Variabl
       "{{\"model\": {}, \"batch\": {}, \"backend\": {}, \"device\": {}, \"threads\": {}, \"warmups\": {}, "
       "\"repeat\": {}, \"first_ms\": {:.4f}, \"median_ms\": {:.4f}, \"min_ms\": {:.4f}, \"max_ms\": {:.4f}, "
       "\"gpu_median_ms\": {:.4f}, \"gpu_min_ms\": {:.4f}, \"gpu_max_ms\": {:.4f}, \"compute_median_ms\": {:.4f}, "
-      "\"gflop\": {:.6f}, \"gflops\": {:.3f}, \"peak_rss_mb\": {:.1f}, {}}}\n",
+      "\"gflop\": {:.6f}, \"gflops\": {:.3f}, \"peak_rss_mb\": {:.1f}, {}{}}}\n",
       json_string(model_name(options, input)), input.shape().n, json_string(options.backend),
       json_string(device_of(backend)), backend.threads(), timings.warmups, timings.wall_ms.size(), timings.first_ms,
       wall.median, wall.min, wall.max, gpu.median, gpu.min, gpu.max, compute.median, gflop, gflop / (wall.median / 1e3),
-      peak_rss_mb(), tuning_fields(backend));
+      peak_rss_mb(), tuning_fields(backend),
+      options.forward_times ? fmt::format(", \"forward_ms\": [{:.4f}]", fmt::join(timings.wall_ms, ", ")) : "");
 }
 
 /// Profiles `repeat` more forwards and prints the per-layer table, against the FMA peak of as many threads as the
@@ -380,6 +383,9 @@ void define_options(CLI::App& app, Options& options) {
       "--output", options.output,
       "after timing, write the raw head inputs (darknet), the logits (MNIST), the image (style) or the graph "
       "outputs (ONNX) as PREFIX.<k>.npy");
+  app.add_flag("--forward-times", options.forward_times,
+               "also list every timed forward's wall time (forward_ms), in order: whether a process's forwards "
+               "settle, drift or jump between two speeds, which its median alone hides");
   app.add_flag("--profile", options.profile,
                "after timing, profile --repeat more forwards and print each layer's algorithm, ms, GFLOP/s and % of "
                "the FMA peak");

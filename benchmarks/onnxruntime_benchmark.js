@@ -6,6 +6,7 @@
 //
 //   NODE_PATH=<folder with onnxruntime-node> node onnxruntime_benchmark.js --onnx M.onnx --model NAME
 //       --input x.npy --reference PREFIX [--threads 1 2] [--repeat 20] [--warmup 2] [--warmup-ms 0]
+//       [--forward-times]   (every timed forward's ms too, in order: forward_ms)
 'use strict';
 
 const fs = require('fs');
@@ -22,6 +23,8 @@ function parseArgs(argv) {
     if (flag === '--threads') {
       args.threads = [];
       while (i + 1 < argv.length && !argv[i + 1].startsWith('--')) args.threads.push(Number(argv[++i]));
+    } else if (flag === '--forward-times') {
+      args.forwardTimes = true;
     } else if (flag === '--warmup-ms') {
       args.warmupMs = Number(argv[++i]);
     } else if (flag.startsWith('--')) {
@@ -76,7 +79,10 @@ async function timeForwards(forward, args) {
     await forward();
     ms.push(nowMs() - begin);
   }
-  return {warmups, repeat: args.repeat, median_ms: median(ms), min_ms: Math.min(...ms), max_ms: Math.max(...ms)};
+  const times = {warmups, repeat: args.repeat, median_ms: median(ms), min_ms: Math.min(...ms), max_ms: Math.max(...ms)};
+  // Every forward in order, as model_benchmark --forward-times lists corgy's.
+  if (args.forwardTimes) times.forward_ms = ms.map((value) => Number(value.toFixed(4)));
+  return times;
 }
 
 function ortVersion() {
