@@ -1,5 +1,7 @@
 #include "corgy/backends/cpu/cpu_features.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <cstring>
 
@@ -53,6 +55,14 @@ std::string cpu_model_name() {
   const std::size_t first = name.find_first_not_of(' ');
   if (first == std::string::npos) return "unknown CPU";
   return name.substr(first, name.find_last_not_of(' ') - first + 1);
+}
+
+std::size_t cpu_l1_data_cache_bytes() {
+  static const std::size_t bytes = [] {
+    const long reported = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return reported > 0 ? static_cast<std::size_t>(reported) : std::size_t{32 * 1024};
+  }();
+  return bytes;
 }
 
 }  // namespace corgy

@@ -1,7 +1,8 @@
-// Which SIMD instruction sets this CPU has, read with cpuid once. corgy's CPU kernels pick their variant from this,
-// never from the environment.
+// Which SIMD instruction sets this CPU has, read with cpuid once, and the size of its L1 data cache. corgy's CPU
+// kernels pick their variant and their blocking from this, never from the environment.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace corgy {
@@ -21,5 +22,8 @@ CpuIsa widest_cpu_isa();
 std::string isa_name(CpuIsa isa);
 /// The CPU's model name as cpuid gives it ("AMD EPYC 9B45", spaces trimmed); "unknown CPU" where it has none.
 std::string cpu_model_name();
+/// One core's first-level data cache in bytes, as the CPU reports it (cpuid, through glibc's sysconf); 32 KiB where it
+/// reports none.
+std::size_t cpu_l1_data_cache_bytes();
 
 }  // namespace corgy
